@@ -1,0 +1,48 @@
+# pccx-compiler — top-level entry points.
+#   make demo   install what is missing (Debian 12), build, run the demo
+#   make test   install what is missing, build, run every test
+# Both work as root on a fresh machine; as another user they use sudo for apt.
+
+BUILD_DIR ?= build
+LLVM_PREFIX ?= /usr/lib/llvm-19
+JOBS ?= $(shell nproc)
+
+# Debian 12 packages the build and the tests need (README lists why).
+DEB_PACKAGES := cmake ninja-build g++ python3 \
+	libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools \
+	nlohmann-json3-dev libgtest-dev libxxhash-dev
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps configure build test demo clean
+
+all: build
+
+deps:
+	@missing=""; \
+	for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing:$$missing"; \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
+	else echo "All build dependencies are installed."; fi
+
+$(BUILD_DIR)/build.ninja:
+	cmake -G Ninja -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release \
+	  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir -DLLVM_DIR=$(LLVM_PREFIX)/lib/cmake/llvm
+
+configure: deps $(BUILD_DIR)/build.ninja
+
+build: configure
+	ninja -C $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	ninja -C $(BUILD_DIR) -j $(JOBS) check-pccx
+
+demo: build
+	./demo.sh $(BUILD_DIR)
+
+clean:
+	rm -rf $(BUILD_DIR) demo-out

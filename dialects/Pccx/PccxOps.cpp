@@ -1,0 +1,312 @@
+//===- PccxOps.cpp - pccx v002 dialect ---------------------------*- C++ -*-===//
+//
+// Verification and encoding are driven by the field table of
+// hw/isa/PccxIsa.def: an op attribute is found by the field's name, and
+// widths, reserved bits and defined values are checked by the ISA layer.
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Pccx/PccxOps.h"
+
+#include "hw/machine/MachineModel.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace pccx;
+using namespace pccx::dialect;
+
+#include "dialects/Pccx/PccxOpsDialect.cpp.inc"
+
+void PccxDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/Pccx/PccxOps.cpp.inc"
+      >();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/Pccx/PccxOps.cpp.inc"
+
+namespace {
+
+const char *const kPatchSources[] = {"token_id", "position", "attn_len",
+                                     "window_start"};
+
+std::string enumChoices(isa::Field field) {
+  std::string out;
+  for (uint32_t v = 0; v < 32; ++v)
+    if (const char *name = isa::enumName(field, v)) {
+      if (!out.empty())
+        out += ", ";
+      out += name;
+    }
+  return out;
+}
+
+ProgramOp enclosingProgram(Operation *op) {
+  return op->getParentOfType<ProgramOp>();
+}
+
+BufferOp lookupBuffer(Operation *user, FlatSymbolRefAttr sym) {
+  ProgramOp program = enclosingProgram(user);
+  if (!program)
+    return {};
+  return dyn_cast_or_null<BufferOp>(
+      SymbolTable::lookupSymbolIn(program, sym.getAttr()));
+}
+
+// Checks one field attribute of an instruction op. `value` receives the
+// encoded value for non-symbolic fields.
+LogicalResult verifyField(Operation *op, isa::Field field) {
+  const isa::FieldInfo &info = isa::fieldInfo(field);
+  Attribute attr = op->getAttr(info.name);
+  auto fieldError = [&](const std::string &msg) {
+    return op->emitOpError() << "field '" << info.name << "': " << msg;
+  };
+  switch (info.kind) {
+  case isa::FieldKind::Flags:
+  case isa::FieldKind::Bool:
+    // Unit attributes named after the flag; ODS guarantees their type.
+    return success();
+  case isa::FieldKind::Enum: {
+    auto str = dyn_cast_or_null<StringAttr>(attr);
+    uint32_t v;
+    if (!str || !isa::lookupEnum(field, str.getValue(), v))
+      return fieldError("must be one of " + enumChoices(field));
+    return success();
+  }
+  default:
+    break;
+  }
+  if (auto sym = dyn_cast_or_null<FlatSymbolRefAttr>(attr)) {
+    if (info.kind != isa::FieldKind::L2Addr)
+      return fieldError("only L2 addresses may be symbolic");
+    if (!lookupBuffer(op, sym))
+      return fieldError("'" + sym.getValue().str() +
+                        "' does not name a pccx.buffer of the program");
+    return success();
+  }
+  auto intAttr = dyn_cast_or_null<IntegerAttr>(attr);
+  if (!intAttr)
+    return fieldError("missing");
+  int64_t v = intAttr.getInt();
+  if (v < 0)
+    return fieldError("value " + std::to_string(v) + " is negative");
+  std::string err = isa::checkField(field, uint64_t(v));
+  if (!err.empty())
+    return op->emitOpError() << err;
+  if (info.kind == isa::FieldKind::L2Addr && uint64_t(v) >= machine::l2_words)
+    return fieldError("L2 word " + std::to_string(v) +
+                      " does not exist (the L2 has " +
+                      std::to_string(machine::l2_words) + " words)");
+  return success();
+}
+
+LogicalResult verifyPatches(Operation *op, isa::Format format) {
+  auto patches = op->getAttrOfType<ArrayAttr>("patches");
+  if (!patches)
+    return success();
+  for (Attribute a : patches) {
+    auto dict = dyn_cast<DictionaryAttr>(a);
+    if (!dict)
+      return op->emitOpError("each patch must be a dictionary");
+    auto field = dict.getAs<StringAttr>("field");
+    auto source = dict.getAs<StringAttr>("source");
+    isa::Field f;
+    if (!field || !isa::lookupField(format, field.getValue(), f))
+      return op->emitOpError("patch names no field of this instruction");
+    isa::FieldKind kind = isa::fieldInfo(f).kind;
+    if (kind == isa::FieldKind::Flags || kind == isa::FieldKind::Enum ||
+        kind == isa::FieldKind::Bool)
+      return op->emitOpError() << "patch of field '" << field.getValue()
+                               << "': only numeric fields can be patched";
+    if (!source || !isPatchSource(source.getValue()))
+      return op->emitOpError("patch source must be one of token_id, "
+                             "position, attn_len, window_start");
+    for (StringRef key : {"scale", "offset"})
+      if (dict.get(key) && !dict.getAs<IntegerAttr>(key))
+        return op->emitOpError() << "patch '" << key << "' must be an integer";
+  }
+  return success();
+}
+
+LogicalResult verifyInstruction(Operation *op) {
+  isa::Opcode opcode = *opcodeOf(op);
+  isa::Format format = isa::opcodeInfo(opcode).format;
+  for (isa::Field f : isa::fieldsOf(format))
+    if (failed(verifyField(op, f)))
+      return failure();
+  return verifyPatches(op, format);
+}
+
+} // namespace
+
+bool pccx::dialect::isPatchSource(StringRef source) {
+  return llvm::is_contained(kPatchSources, source);
+}
+
+std::optional<isa::Opcode> pccx::dialect::opcodeOf(Operation *op) {
+  if (llvm::isa<GemvOp>(op))
+    return isa::Opcode::Gemv;
+  if (llvm::isa<GemmOp>(op))
+    return isa::Opcode::Gemm;
+  if (llvm::isa<MemcpyOp>(op))
+    return isa::Opcode::Memcpy;
+  if (llvm::isa<MemsetOp>(op))
+    return isa::Opcode::Memset;
+  if (llvm::isa<CvoOp>(op))
+    return isa::Opcode::Cvo;
+  return std::nullopt;
+}
+
+std::optional<int64_t>
+pccx::dialect::resolveAllocatedBuffer(Operation *user, FlatSymbolRefAttr sym) {
+  BufferOp buffer = lookupBuffer(user, sym);
+  if (!buffer || !buffer.getAddress())
+    return std::nullopt;
+  return int64_t(*buffer.getAddress());
+}
+
+FailureOr<isa::Instruction> pccx::dialect::toInstruction(Operation *op,
+                                                         AddressResolver resolve) {
+  std::optional<isa::Opcode> opcode = opcodeOf(op);
+  if (!opcode)
+    return op->emitOpError("is not a pccx instruction");
+  isa::Instruction inst(*opcode);
+  for (isa::Field f : isa::fieldsOf(inst.format())) {
+    const isa::FieldInfo &info = isa::fieldInfo(f);
+    uint64_t value = 0;
+    switch (info.kind) {
+    case isa::FieldKind::Flags:
+      for (unsigned bit = 0; bit < info.width(); ++bit)
+        if (const char *flag = isa::flagName(f, 1u << bit))
+          if (op->getAttr(flag))
+            value |= 1u << bit;
+      break;
+    case isa::FieldKind::Bool:
+      value = op->getAttr(info.name) ? 1 : 0;
+      break;
+    case isa::FieldKind::Enum: {
+      auto str = op->getAttrOfType<StringAttr>(info.name);
+      uint32_t v = 0;
+      if (!str || !isa::lookupEnum(f, str.getValue(), v))
+        return op->emitOpError() << "field '" << info.name
+                                 << "' must be one of " << enumChoices(f);
+      value = v;
+      break;
+    }
+    default: {
+      Attribute attr = op->getAttr(info.name);
+      if (auto sym = dyn_cast_or_null<FlatSymbolRefAttr>(attr)) {
+        std::optional<int64_t> address =
+            resolve ? resolve(sym) : std::optional<int64_t>();
+        if (!address)
+          return op->emitOpError()
+                 << "field '" << info.name << "' is the unallocated buffer "
+                 << sym << "; run L2 allocation before encoding";
+        value = uint64_t(*address);
+      } else if (auto intAttr = dyn_cast_or_null<IntegerAttr>(attr)) {
+        if (intAttr.getInt() < 0)
+          return op->emitOpError()
+                 << "field '" << info.name << "' is negative";
+        value = uint64_t(intAttr.getInt());
+      } else {
+        return op->emitOpError() << "field '" << info.name << "' is missing";
+      }
+      break;
+    }
+    }
+    std::string err = isa::checkField(f, value);
+    if (!err.empty())
+      return op->emitOpError() << err;
+    inst.set(f, uint32_t(value));
+  }
+  return inst;
+}
+
+//===----------------------------------------------------------------------===//
+// Verifiers
+//===----------------------------------------------------------------------===//
+
+LogicalResult ProgramOp::verify() {
+  for (Operation &op : getBody().front())
+    if (!llvm::isa<BufferOp, SegmentOp>(op))
+      return op.emitOpError("is not allowed directly in a pccx.program; "
+                            "instructions belong in a pccx.segment");
+  return success();
+}
+
+LogicalResult BufferOp::verify() {
+  if (std::optional<uint64_t> address = getAddress()) {
+    uint64_t end = *address + uint64_t(getWords());
+    if (end > machine::l2_words)
+      return emitOpError() << "occupies words [" << *address << ", " << end
+                           << ") but the L2 has " << machine::l2_words
+                           << " words";
+  }
+  return success();
+}
+
+LogicalResult SegmentOp::verify() {
+  if (std::optional<uint64_t> bytes = getWeightBytes())
+    if (int64_t(*bytes) < 0)
+      return emitOpError("weight_bytes must not be negative");
+  return success();
+}
+
+LogicalResult GemvOp::verify() {
+  if (failed(verifyInstruction(*this)))
+    return failure();
+  if (uint64_t(getParallelLane()) > machine::gemv_cores)
+    return emitOpError() << "parallel_lane " << getParallelLane()
+                         << " exceeds the " << machine::gemv_cores
+                         << " GEMV cores (0 selects all)";
+  return success();
+}
+
+LogicalResult GemmOp::verify() { return verifyInstruction(*this); }
+
+LogicalResult MemcpyOp::verify() {
+  if (failed(verifyInstruction(*this)))
+    return failure();
+  if (getFromDevice() && getToDevice())
+    return emitOpError("host-to-host transfers are not supported "
+                       "(from_device and to_device both name the host)");
+  return success();
+}
+
+LogicalResult MemsetOp::verify() { return verifyInstruction(*this); }
+
+LogicalResult CvoOp::verify() {
+  if (failed(verifyInstruction(*this)))
+    return failure();
+  if (getRecipScale() && getCvoFunc() != "scale")
+    return emitOpError("recip_scale applies only to cvo_func \"scale\"");
+  return success();
+}
+
+LogicalResult HostKernelOp::verify() {
+  for (auto [name, regions] : {std::make_pair("inputs", getInputs()),
+                               std::make_pair("outputs", getOutputs())}) {
+    for (Attribute a : regions) {
+      auto pair = dyn_cast<ArrayAttr>(a);
+      auto offset = pair && pair.size() == 2
+                        ? dyn_cast<IntegerAttr>(pair[0])
+                        : IntegerAttr();
+      auto words = pair && pair.size() == 2 ? dyn_cast<IntegerAttr>(pair[1])
+                                            : IntegerAttr();
+      if (!offset || !words)
+        return emitOpError() << name
+                             << " must hold [word offset, words] pairs";
+      if (offset.getInt() < 0 || words.getInt() <= 0 ||
+          uint64_t(offset.getInt() + words.getInt()) >
+              machine::host_window_words)
+        return emitOpError() << name << " region [" << offset.getInt() << ", +"
+                             << words.getInt()
+                             << ") is outside the host window of "
+                             << machine::host_window_words << " words";
+    }
+  }
+  return success();
+}

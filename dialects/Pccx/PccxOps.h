@@ -1,0 +1,47 @@
+//===- PccxOps.h - pccx v002 dialect -----------------------------*- C++ -*-===//
+
+#ifndef PCCX_DIALECTS_PCCX_PCCXOPS_H
+#define PCCX_DIALECTS_PCCX_PCCXOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "hw/isa/Isa.h"
+
+#include "dialects/Pccx/PccxOpsDialect.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/Pccx/PccxOps.h.inc"
+
+namespace pccx::dialect {
+
+/// The opcode an instruction op encodes, or nothing for other ops.
+std::optional<isa::Opcode> opcodeOf(mlir::Operation *op);
+
+/// Resolves a symbolic L2 address to a word address, or nothing.
+using AddressResolver =
+    llvm::function_ref<std::optional<int64_t>(mlir::FlatSymbolRefAttr)>;
+
+/// Reads every field of an instruction op into an isa::Instruction, using
+/// the field and flag names of hw/isa/PccxIsa.def. Symbolic addresses are
+/// resolved through `resolve`; without one (or when it yields nothing) a
+/// symbolic address is an error reported at the op.
+mlir::FailureOr<isa::Instruction> toInstruction(mlir::Operation *op,
+                                                AddressResolver resolve = {});
+
+/// Resolves `@buffer` through the enclosing program's buffer declarations,
+/// using their assigned `address`.
+std::optional<int64_t> resolveAllocatedBuffer(mlir::Operation *user,
+                                              mlir::FlatSymbolRefAttr sym);
+
+/// Sources a patch point may take its value from.
+bool isPatchSource(llvm::StringRef source);
+
+} // namespace pccx::dialect
+
+#endif

@@ -1,0 +1,199 @@
+// RUN: pccx-opt %s --split-input-file --verify-diagnostics
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{field 'cvo_func': must be one of exp, sqrt, gelu, sin, cos, reduce_sum, scale, recip}}
+    pccx.cvo {cvo_func = "tanh", src_addr = 0, dst_addr = 0, length = 4}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{field 'dest_reg' value 200000 does not fit in 17 bits [59:43]}}
+    pccx.gemv {dest_reg = 200000, src_addr = 0, size_ptr_addr = 1, shape_ptr_addr = 1}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{field 'src_addr': L2 word 114688 does not exist (the L2 has 114688 words)}}
+    pccx.gemm {dest_reg = 0, src_addr = 114688, size_ptr_addr = 1, shape_ptr_addr = 1}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{parallel_lane 5 exceeds the 4 GEMV cores}}
+    pccx.gemv {dest_reg = 0, src_addr = 0, size_ptr_addr = 1, shape_ptr_addr = 1, parallel_lane = 5}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{field 'size_ptr_addr' value 64 does not fit in 6 bits [19:14]}}
+    pccx.gemv {dest_reg = 0, src_addr = 0, size_ptr_addr = 64, shape_ptr_addr = 1}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{host-to-host transfers are not supported}}
+    pccx.memcpy {from_device, to_device, dest_addr = 0, src_addr = 0, aux_addr = 0, shape_ptr_addr = 0}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{field 'aux_addr' value 131072 does not fit in 17 bits [23:7]}}
+    pccx.memcpy {from_device, dest_addr = 0, src_addr = 0, aux_addr = 131072, shape_ptr_addr = 0}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{field 'dest_cache': must be one of fmap_shape, weight_shape}}
+    pccx.memset {dest_cache = "scale", dest_addr = 0, a_value = 0, b_value = 0, c_value = 0}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{field 'c_value' value 65536 does not fit in 16 bits [19:4]}}
+    pccx.memset {dest_cache = "fmap_shape", dest_addr = 0, a_value = 0, b_value = 0, c_value = 65536}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{field 'length' value 70000 does not fit in 16 bits [21:6]}}
+    pccx.cvo {cvo_func = "exp", src_addr = 0, dst_addr = 0, length = 70000}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{recip_scale applies only to cvo_func "scale"}}
+    pccx.cvo {cvo_func = "exp", src_addr = 0, dst_addr = 0, length = 4, recip_scale}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{field 'src_addr': 'nowhere' does not name a pccx.buffer of the program}}
+    pccx.cvo {cvo_func = "exp", src_addr = @nowhere, dst_addr = 0, length = 4}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.buffer @b {words = 4}
+  pccx.segment @s {
+    // expected-error @+1 {{attribute 'aux_addr' failed to satisfy constraint: 64-bit signless integer attribute}}
+    pccx.memcpy {from_device, dest_addr = 0, src_addr = 0, aux_addr = @b, shape_ptr_addr = 0}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{field 'dest_addr': value -1 is negative}}
+    pccx.memset {dest_cache = "fmap_shape", dest_addr = -1, a_value = 0, b_value = 0, c_value = 0}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{patch source must be one of token_id, position, attn_len, window_start}}
+    pccx.cvo {cvo_func = "exp", src_addr = 0, dst_addr = 0, length = 4, patches = [{field = "length", source = "time"}]}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{patch of field 'cvo_func': only numeric fields can be patched}}
+    pccx.cvo {cvo_func = "exp", src_addr = 0, dst_addr = 0, length = 4, patches = [{field = "cvo_func", source = "position"}]}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{patch names no field of this instruction}}
+    pccx.cvo {cvo_func = "exp", src_addr = 0, dst_addr = 0, length = 4, patches = [{field = "aux_addr", source = "position"}]}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  // expected-error @+1 {{occupies words [114600, 114700) but the L2 has 114688 words}}
+  pccx.buffer @b {words = 100, address = 114600}
+}
+
+// -----
+
+pccx.program @p {
+  // expected-error @+1 {{attribute 'words' failed to satisfy constraint}}
+  pccx.buffer @b {words = 0}
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{outputs region [131000, +100) is outside the host window of 131072 words}}
+    pccx.host.kernel "k" {inputs = [], outputs = [[131000, 100]]}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{inputs must hold [word offset, words] pairs}}
+    pccx.host.kernel "k" {inputs = [[1]], outputs = []}
+  }
+}
+
+// -----
+
+// expected-error @+1 {{expects parent op 'pccx.segment'}}
+pccx.gemv {dest_reg = 0, src_addr = 0, size_ptr_addr = 1, shape_ptr_addr = 1}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{requires attribute 'dest_reg'}}
+    pccx.gemv {src_addr = 0, size_ptr_addr = 1, shape_ptr_addr = 1}
+  }
+}

@@ -1,0 +1,17 @@
+//===- pccx-opt - run passes on pccx-compiler IR ----------------*- C++ -*-===//
+//
+// mlir-opt conventions: reads IR (file or stdin), runs the requested passes
+// or pipelines, prints the result.
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Registration.h"
+
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  pccx::registerAllDialects(registry);
+  pccx::registerAllPasses();
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, "pccx-compiler optimizer and IR inspector\n", registry));
+}
