@@ -2,12 +2,16 @@
 
 #include "compiler/Registration.h"
 
+#include "dialects/Gemma3n/Gemma3nOps.h"
 #include "dialects/Pccx/PccxOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
 void pccx::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<pccx::dialect::PccxDialect>();
+  registry.insert<pccx::dialect::PccxDialect, pccx::gemma3n::Gemma3nDialect,
+                  mlir::func::FuncDialect>();
 }
 
 void pccx::registerAllPasses() {}
