@@ -174,7 +174,7 @@ LogicalResult verifyRouter(Operation *op, int64_t a, int64_t h,
 } // namespace
 
 LogicalResult AltUpPredictOp::verify() {
-  int64_t a, h;
+  int64_t a = 0, h = 0;
   if (failed(streamDims(*this, getStreams(), a, h)) ||
       failed(verifyRouter(*this, a, h, getRouterNorm(), getRouter(),
                           getActive())) ||
@@ -184,7 +184,7 @@ LogicalResult AltUpPredictOp::verify() {
 }
 
 LogicalResult StreamOp::verify() {
-  int64_t a, h;
+  int64_t a = 0, h = 0;
   if (failed(streamDims(*this, getStreams(), a, h)))
     return failure();
   if (int64_t(getIndex()) >= a)
@@ -254,7 +254,7 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "layer " << getLayer()
                          << " cannot read the cache of later layer "
                          << getKvLayer();
-  if (getSlidingWindow() < 0)
+  if (getSlidingWindowAttr().getInt() < 0)
     return emitOpError("sliding_window must be >= 0 (0: full attention)");
   if (failed(expectShape(*this, getQProj(), "q_proj", {nq * hd, h})) ||
       failed(expectShape(*this, getQNorm(), "q_norm", {hd})) ||
@@ -293,7 +293,7 @@ LogicalResult FFNOp::verify() {
 }
 
 LogicalResult AltUpCorrectOp::verify() {
-  int64_t a, h;
+  int64_t a = 0, h = 0;
   if (failed(streamDims(*this, getPredictions(), a, h)) ||
       failed(verifyRouter(*this, a, h, getRouterNorm(), getRouter(),
                           getActive())) ||
@@ -304,7 +304,7 @@ LogicalResult AltUpCorrectOp::verify() {
 }
 
 LogicalResult PLEInjectOp::verify() {
-  int64_t a, h;
+  int64_t a = 0, h = 0;
   if (failed(streamDims(*this, getStreams(), a, h)))
     return failure();
   ArrayRef<int64_t> pli = shapeOf(getPerLayerInputs());
@@ -328,7 +328,7 @@ LogicalResult PLEInjectOp::verify() {
 }
 
 LogicalResult AltUpCollapseOp::verify() {
-  int64_t a, h;
+  int64_t a = 0, h = 0;
   if (failed(streamDims(*this, getStreams(), a, h)))
     return failure();
   if (!ShapedType::isDynamic(a) &&

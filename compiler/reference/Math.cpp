@@ -1,0 +1,100 @@
+//===- Math.cpp - fp32 kernels of the float reference -----------*- C++ -*-===//
+
+#include "compiler/reference/Math.h"
+
+#include <cmath>
+#include <vector>
+
+namespace pccx::reference {
+
+float dot(const float *a, const float *b, size_t n) {
+  // Eight independent partial sums: vectorisable and order-stable.
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j)
+      acc[j] += a[i + j] * b[i + j];
+  float tail = 0;
+  for (; i < n; ++i)
+    tail += a[i] * b[i];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+}
+
+float rootMeanSquare(const float *x, size_t n) {
+  return std::sqrt(dot(x, x, n) / float(n));
+}
+
+void rmsNorm(const float *x, const float *gain, size_t n, float eps,
+             float *y) {
+  float inv = 1.0f / std::sqrt(dot(x, x, n) / float(n) + eps);
+  for (size_t i = 0; i < n; ++i)
+    y[i] = x[i] * inv * (gain ? gain[i] : 1.0f);
+}
+
+float geluTanh(float x) {
+  const float k = 0.7978845608028654f; // sqrt(2 / pi)
+  return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+}
+
+void applyRope(float *head, size_t headDim, int64_t position, double theta) {
+  size_t half = headDim / 2;
+  std::vector<float> rotated(headDim);
+  for (size_t j = 0; j < half; ++j) {
+    // inv_freq_j = theta^(-2j/d), computed in float32 as HF does.
+    float invFreq =
+        1.0f / float(std::pow(theta, double(float(2 * j) / float(headDim))));
+    float angle = float(position) * invFreq;
+    float c = std::cos(angle), s = std::sin(angle);
+    float x1 = head[j], x2 = head[j + half];
+    rotated[j] = x1 * c - x2 * s;
+    rotated[j + half] = x2 * c + x1 * s;
+  }
+  for (size_t i = 0; i < headDim; ++i)
+    head[i] = rotated[i];
+}
+
+void gaussianTopK(float *x, size_t n, float multiplier) {
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i)
+    sum += x[i];
+  float mean = float(sum / double(n));
+  double var = 0;
+  for (size_t i = 0; i < n; ++i)
+    var += double(x[i] - mean) * double(x[i] - mean);
+  float std = float(std::sqrt(var / double(n)));
+  float cutoff = mean + std * multiplier;
+  for (size_t i = 0; i < n; ++i)
+    x[i] = x[i] - cutoff > 0 ? x[i] - cutoff : 0.0f;
+}
+
+double normalQuantile(double p) {
+  // Phi^-1(p) = sqrt(2) * erfinv(2p - 1); erfinv by Newton on std::erf.
+  double y = 2 * p - 1;
+  double x = 0;
+  // Initial guess (Giles' single-precision approximation).
+  double w = -std::log((1.0 - y) * (1.0 + y));
+  if (w < 5) {
+    w -= 2.5;
+    x = 2.81022636e-08;
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                     0.00021858087, -0.00125372503, -0.00417768164,
+                     0.246640727, 1.50140941})
+      x = c + x * w;
+  } else {
+    w = std::sqrt(w) - 3;
+    x = -0.000200214257;
+    for (double c : {0.000100950558, 0.00134934322, -0.00367342844,
+                     0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
+                     2.83297682})
+      x = c + x * w;
+  }
+  x *= y;
+  for (int i = 0; i < 4; ++i) {
+    double err = std::erf(x) - y;
+    x -= err / (2.0 / std::sqrt(M_PI) * std::exp(-x * x));
+  }
+  return std::sqrt(2.0) * x;
+}
+
+} // namespace pccx::reference

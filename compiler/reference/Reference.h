@@ -1,0 +1,92 @@
+//===- Reference.h - fp32 float reference of Gemma 3n -----------*- C++ -*-===//
+//
+// Computes the Gemma 3n text decoder straight from checkpoint tensors, in
+// float32, the way Hugging Face transformers does with the model loaded in
+// float32 and a KV cache in use (docs/gemma3n-semantics.md). It depends on
+// neither the dialects nor the passes nor the runtime, so any of them can be
+// checked against it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_COMPILER_REFERENCE_REFERENCE_H
+#define PCCX_COMPILER_REFERENCE_REFERENCE_H
+
+#include "compiler/import/Gemma3nConfig.h"
+#include "compiler/import/Safetensors.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pccx::reference {
+
+/// Read access to the text decoder's tensors by their name relative to the
+/// language-model prefix ("layers.0.self_attn.q_proj.weight",
+/// "embed_tokens.weight", ...).
+class Weights {
+public:
+  virtual ~Weights();
+  /// Reads row `row` of a 2-D tensor, or the whole of a 1-D tensor (row 0),
+  /// converted to float. `columns` is the row length the caller expects.
+  virtual void readRow(const std::string &name, int64_t row, float *out,
+                       int64_t columns) const = 0;
+};
+
+/// The tensors of an imported checkpoint.
+class CheckpointWeights : public Weights {
+public:
+  CheckpointWeights(const import::Checkpoint &checkpoint, std::string prefix);
+  void readRow(const std::string &name, int64_t row, float *out,
+               int64_t columns) const override;
+
+private:
+  const import::Checkpoint &checkpoint_;
+  std::string prefix_;
+};
+
+/// Another source with INT4 quantization applied to the tensors `quantized`
+/// selects: per output row, scale = max|row| / 7, q = clamp(round half away
+/// from zero(w / scale), -8, 7), value = q * scale (numerics.md).
+class Int4Weights : public Weights {
+public:
+  Int4Weights(const Weights &base,
+              std::function<bool(const std::string &)> quantized);
+  void readRow(const std::string &name, int64_t row, float *out,
+               int64_t columns) const override;
+
+private:
+  const Weights &base_;
+  std::function<bool(const std::string &)> quantized_;
+};
+
+/// Applies the INT4 rule above to one row in place.
+void quantizeRowInt4(float *row, int64_t n);
+
+/// The text decoder with its KV cache. Positions are consecutive from 0.
+class Model {
+public:
+  Model(const import::Gemma3nTextConfig &config, const Weights &weights,
+        int64_t maxPositions);
+  ~Model();
+
+  /// Forgets every cached position.
+  void reset();
+  /// Number of positions consumed so far.
+  int64_t position() const;
+  /// Consumes `tokens` at the next positions as one block (prefill when
+  /// more than one) and returns their logits, row-major [tokens, vocab].
+  /// Fails (returning false) if the positions would exceed maxPositions or
+  /// a token id is outside the vocabulary.
+  bool forward(const std::vector<int32_t> &tokens, std::vector<float> &logits,
+               std::string *error);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace pccx::reference
+
+#endif

@@ -1,0 +1,677 @@
+//===- Simulator.cpp - functional simulator of the pccx v002 ISA ----------===//
+//
+// Implements docs/isa-semantics.md. Every instruction first checks all of its
+// operands (constant entries, shapes, L2 and host ranges, weight-stream
+// supply) and only then changes state, so a trap has no effect.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/sim/Simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <thread>
+
+namespace pccx::sim {
+
+using isa::Field;
+using isa::Instruction;
+using isa::Opcode;
+
+namespace {
+
+constexpr unsigned kLanes = machine::kLanesPerWord;
+constexpr uint64_t kL2Words = machine::l2_words;
+constexpr uint64_t kWindowWords = machine::host_window_words;
+constexpr unsigned kFmapBank = isa::Memset_dest_cache_fmap_shape;
+constexpr unsigned kWeightBank = isa::Memset_dest_cache_weight_shape;
+/// Weight records pad their scale block and every row to this many bytes.
+constexpr size_t kRecordAlign = 16;
+/// Independent partial sums per dot product: enough independent chains to
+/// keep the adders busy at any vector width; the combination order is fixed.
+constexpr size_t kPartials = 32;
+/// Below this many MACs a GEMV/GEMM runs on the calling thread only.
+constexpr uint64_t kThreadMinMacs = uint64_t(1) << 18;
+
+std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+uint64_t wordsFor(uint64_t elements) {
+  return (elements + kLanes - 1) / kLanes;
+}
+size_t padTo(size_t n, size_t align) { return (n + align - 1) / align * align; }
+
+const char *bankName(unsigned bank) {
+  const char *name = isa::enumName(Field::Memset_dest_cache, bank);
+  return name ? name : "?";
+}
+
+// The dot-product kernels are also built for AVX2 where the compiler can
+// dispatch at run time. Both builds perform the same fp32 operations in the
+// same order (no FMA contraction, no reassociation), so results are equal.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PCCX_SIM_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define PCCX_SIM_KERNEL
+#endif
+
+/// Σ w[k]·x[k] over n (a multiple of kPartials) elements: kPartials
+/// interleaved fp32 partial sums, then combined pairwise in a fixed order.
+/// Written so that g++ -O3 vectorises it without reassociating anything.
+PCCX_SIM_KERNEL
+float dot(const float *__restrict w, const float *__restrict x, size_t n) {
+  float acc[kPartials] = {};
+  for (size_t k = 0; k < n; k += kPartials)
+    for (size_t j = 0; j < kPartials; ++j)
+      acc[j] += w[k + j] * x[k + j];
+  for (size_t half = kPartials / 2; half > 0; half /= 2)
+    for (size_t j = 0; j < half; ++j)
+      acc[j] += acc[j + half];
+  return acc[0];
+}
+
+/// Unpacks `blocks` 16-byte blocks of INT4 weights. Block b holds elements
+/// 32b..32b+31, two per byte (low nibble first); they are written
+/// de-interleaved: the 16 low nibbles, then the 16 high nibbles. The
+/// activations are permuted the same way (permuteInt4), which keeps every
+/// product and lets the unpacking vectorise.
+PCCX_SIM_KERNEL
+void unpackInt4(const uint8_t *__restrict row, float *__restrict w,
+                size_t blocks) {
+  for (size_t b = 0; b < blocks; ++b)
+    for (size_t i = 0; i < kRecordAlign; ++i) {
+      uint8_t byte = row[kRecordAlign * b + i];
+      w[32 * b + i] = float(int8_t(uint8_t(byte << 4)) >> 4);
+      w[32 * b + 16 + i] = float(int8_t(byte) >> 4);
+    }
+}
+
+PCCX_SIM_KERNEL
+void unpackInt8(const uint8_t *__restrict row, float *__restrict w,
+                size_t bytes) {
+  for (size_t i = 0; i < bytes; ++i)
+    w[i] = float(int8_t(row[i]));
+}
+
+/// Reorders one activation row (`n` elements, a multiple of 32) into the
+/// element order unpackInt4 produces.
+void permuteInt4(const float *x, float *xp, size_t n) {
+  for (size_t b = 0; b < n; b += 32)
+    for (size_t i = 0; i < 16; ++i) {
+      xp[b + i] = x[b + 2 * i];
+      xp[b + 16 + i] = x[b + 2 * i + 1];
+    }
+}
+
+/// One GEMV/GEMM's operands, prepared for the row kernel.
+struct MatmulJob {
+  const uint8_t *rows; ///< first weight row of the record
+  size_t rowStride;    ///< padded bytes per weight row
+  bool int4;
+  size_t kPadded, m, n;
+  const float *in;     ///< m rows of kPadded floats in kernel order, zero
+                       ///< beyond K
+  const float *scales; ///< n scales, or nullptr for 1
+  float *out;          ///< m x n results
+};
+
+/// Output features [n0, n1) of `job`. Each feature is computed the same way
+/// whichever thread runs it, so results do not depend on the split.
+void matmulFeatures(const MatmulJob &job, size_t n0, size_t n1) {
+  // Elements past the row's bytes (INT8 rows padded to 32) stay zero; the
+  // padding weights inside the record meet zero activations.
+  std::vector<float> w(job.kPadded, 0.0f);
+  for (size_t n = n0; n < n1; ++n) {
+    const uint8_t *row = job.rows + n * job.rowStride;
+    if (job.int4)
+      unpackInt4(row, w.data(), job.rowStride / kRecordAlign);
+    else
+      unpackInt8(row, w.data(), job.rowStride);
+    for (size_t r = 0; r < job.m; ++r) {
+      float sum = dot(w.data(), job.in + r * job.kPadded, job.kPadded);
+      job.out[r * job.n + n] = job.scales ? job.scales[n] * sum : sum;
+    }
+  }
+}
+
+void runMatmul(const MatmulJob &job, unsigned threads) {
+  uint64_t macs = uint64_t(job.m) * job.n * job.kPadded;
+  unsigned parts = threads;
+  if (parts > job.n)
+    parts = unsigned(job.n);
+  if (parts <= 1 || macs < kThreadMinMacs) {
+    matmulFeatures(job, 0, job.n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  size_t chunk = (job.n + parts - 1) / parts;
+  size_t next = chunk; // the calling thread takes [0, chunk)
+  try {
+    for (; next < job.n; next += chunk) {
+      size_t end = std::min(job.n, next + chunk);
+      pool.emplace_back(matmulFeatures, std::cref(job), next, end);
+    }
+  } catch (...) {
+    // No more threads: compute what is left here.
+    matmulFeatures(job, next, job.n);
+  }
+  matmulFeatures(job, 0, std::min(job.n, chunk));
+  for (std::thread &t : pool)
+    t.join();
+}
+
+float readF32Le(const uint8_t *p) {
+  uint32_t u = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 |
+               uint32_t(p[3]) << 24;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// State and host-side access
+//===----------------------------------------------------------------------===//
+
+Simulator::Simulator(Numerics numerics, size_t hostWords)
+    : numerics_(numerics), l2_(size_t(kL2Words) * kLanes, 0.0f),
+      hostWords_(hostWords), host_(hostWords * kLanes, 0.0f),
+      emax_(-std::numeric_limits<float>::infinity()) {}
+
+void Simulator::setThreads(unsigned threads) {
+  if (threads == 0)
+    threads = std::max(1u, std::thread::hardware_concurrency());
+  threads_ = threads;
+}
+
+bool Simulator::writeL2(uint32_t word, const float *values, size_t count,
+                        std::string *error) {
+  std::string msg;
+  if (!checkL2(word, wordsFor(count), "writeL2", msg)) {
+    if (error)
+      *error = msg;
+    return false;
+  }
+  float *dst = &l2_[size_t(word) * kLanes];
+  for (size_t i = 0; i < count; ++i)
+    dst[i] = store(values[i]);
+  return true;
+}
+
+bool Simulator::readL2(uint32_t word, float *values, size_t count,
+                       std::string *error) const {
+  std::string msg;
+  if (!checkL2(word, wordsFor(count), "readL2", msg)) {
+    if (error)
+      *error = msg;
+    return false;
+  }
+  std::copy_n(&l2_[size_t(word) * kLanes], count, values);
+  return true;
+}
+
+bool Simulator::setHostWindow(uint64_t baseWord, std::string *error) {
+  if (baseWord >= hostWords_) {
+    if (error)
+      *error = format("host window base word 0x%llx is outside host memory "
+                      "(%zu words)",
+                      (unsigned long long)baseWord, hostWords_);
+    return false;
+  }
+  hostBase_ = baseWord;
+  return true;
+}
+
+void Simulator::pushWeightStream(const uint8_t *data, size_t bytes) {
+  if (bytes == 0)
+    return;
+  stream_.push_back({data, bytes});
+  streamPending_ += bytes;
+}
+
+const uint8_t *Simulator::takeWeights(size_t bytes) {
+  if (bytes == 0)
+    return nullptr;
+  const uint8_t *block;
+  Span &front = stream_.front();
+  if (front.bytes - streamHead_ >= bytes) {
+    block = front.data + streamHead_;
+    streamHead_ += bytes;
+    if (streamHead_ == front.bytes) {
+      stream_.pop_front();
+      streamHead_ = 0;
+    }
+  } else {
+    gathered_.resize(bytes);
+    size_t got = 0;
+    while (got < bytes) {
+      Span &s = stream_.front();
+      size_t take = std::min(s.bytes - streamHead_, bytes - got);
+      std::memcpy(gathered_.data() + got, s.data + streamHead_, take);
+      got += take;
+      streamHead_ += take;
+      if (streamHead_ == s.bytes) {
+        stream_.pop_front();
+        streamHead_ = 0;
+      }
+    }
+    block = gathered_.data();
+  }
+  streamPending_ -= bytes;
+  return block;
+}
+
+bool Simulator::constEntry(unsigned bank, unsigned entry,
+                           uint16_t abc[3]) const {
+  if (bank >= 2 || entry >= machine::const_cache_entries ||
+      !constValid_[bank][entry])
+    return false;
+  std::copy_n(consts_[bank][entry], 3, abc);
+  return true;
+}
+
+bool Simulator::readConst(unsigned bank, unsigned entry, const uint16_t *&abc,
+                          std::string &msg) const {
+  if (!constValid_[bank][entry]) {
+    msg = format("constant-cache %s entry %u was never written (no MEMSET "
+                 "before this read)",
+                 bankName(bank), entry);
+    return false;
+  }
+  abc = consts_[bank][entry];
+  return true;
+}
+
+bool Simulator::checkL2(uint64_t word, uint64_t words, const char *what,
+                        std::string &msg) const {
+  if (word + words <= kL2Words)
+    return true;
+  uint64_t bad = std::max(word, kL2Words);
+  msg = format("%s spans L2 words 0x%05llx..0x%05llx; L2 word 0x%05llx does "
+               "not exist (L2 has %llu words)",
+               what, (unsigned long long)word,
+               (unsigned long long)(word + words - 1), (unsigned long long)bad,
+               (unsigned long long)kL2Words);
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Execution
+//===----------------------------------------------------------------------===//
+
+bool Simulator::execute(const Instruction &inst, std::string *error) {
+  return executeAt(inst, stats_.instructions, /*checked=*/false, error);
+}
+
+bool Simulator::run(const uint64_t *words, size_t count, std::string *error) {
+  for (size_t i = 0; i < count; ++i) {
+    Instruction inst;
+    std::string msg;
+    if (!isa::decode(words[i], inst, &msg)) {
+      if (error)
+        *error = format("instruction %zu (undecodable): ", i) + msg;
+      return false;
+    }
+    if (!executeAt(inst, i, /*checked=*/true, error))
+      return false;
+  }
+  return true;
+}
+
+bool Simulator::finishSegment(std::string *error) {
+  if (streamPending_ == 0)
+    return true;
+  if (error)
+    *error = format("end of segment: weight stream has %zu unconsumed bytes",
+                    streamPending_);
+  return false;
+}
+
+bool Simulator::executeAt(const Instruction &inst, uint64_t index, bool checked,
+                          std::string *error) {
+  std::string msg;
+  if (!checked)
+    msg = isa::checkInstruction(inst);
+  bool ok = msg.empty();
+  if (ok) {
+    switch (inst.opcode) {
+    case Opcode::Gemv:
+    case Opcode::Gemm:
+      ok = execMatmul(inst, msg);
+      break;
+    case Opcode::Memcpy:
+      ok = execMemcpy(inst, msg);
+      break;
+    case Opcode::Memset:
+      ok = execMemset(inst, msg);
+      break;
+    case Opcode::Cvo:
+      ok = execCvo(inst, msg);
+      break;
+    }
+  }
+  if (!ok) {
+    if (error)
+      *error = format("instruction %llu (", (unsigned long long)index) +
+               isa::disassemble(inst) + "): " + msg;
+    return false;
+  }
+  ++stats_.instructions;
+  return true;
+}
+
+bool Simulator::execMemset(const Instruction &inst, std::string &msg) {
+  unsigned bank = inst.get(Field::Memset_dest_cache);
+  unsigned entry = inst.get(Field::Memset_dest_addr);
+  uint16_t *abc = consts_[bank][entry];
+  abc[0] = uint16_t(inst.get(Field::Memset_a_value));
+  abc[1] = uint16_t(inst.get(Field::Memset_b_value));
+  abc[2] = uint16_t(inst.get(Field::Memset_c_value));
+  constValid_[bank][entry] = true;
+  return true;
+}
+
+bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
+  const char *mn = isa::opcodeInfo(inst.opcode).mnemonic;
+  bool gemm = inst.opcode == Opcode::Gemm;
+  uint32_t flags = inst.get(Field::Matmul_flags);
+  bool findEmax = flags & isa::Matmul_flags_findemax;
+  bool accm = flags & isa::Matmul_flags_accm;
+  bool wScale = flags & isa::Matmul_flags_w_scale;
+
+  uint32_t lanes = inst.get(Field::Matmul_parallel_lane);
+  if (lanes > machine::gemv_cores) {
+    msg = format("parallel_lane %u exceeds the %llu GEMV cores (0 means all)",
+                 lanes, (unsigned long long)machine::gemv_cores);
+    return false;
+  }
+
+  unsigned shapePtr = inst.get(Field::Matmul_shape_ptr_addr);
+  unsigned sizePtr = inst.get(Field::Matmul_size_ptr_addr);
+  const uint16_t *shape = nullptr, *size = nullptr;
+  if (!readConst(kWeightBank, shapePtr, shape, msg) ||
+      !readConst(kFmapBank, sizePtr, size, msg))
+    return false;
+  size_t n = shape[0], k = shape[1];
+  unsigned weightFormat = shape[2];
+  if (n == 0 || k == 0) {
+    msg = format("weight_shape entry %u has %s = 0 (a = N output features and "
+                 "b = K input features must be at least 1)",
+                 shapePtr, n == 0 ? "a" : "b");
+    return false;
+  }
+  if (weightFormat > 1) {
+    msg = format("weight_shape entry %u: c = %u is not a defined weight format "
+                 "(0 INT4, 1 INT8)",
+                 shapePtr, weightFormat);
+    return false;
+  }
+  bool int4 = weightFormat == 0;
+
+  size_t m = size[0];
+  if (!gemm && m != 1) {
+    msg = format("gemv needs M = 1 but fmap_shape entry %u has a = %zu",
+                 sizePtr, m);
+    return false;
+  }
+  if (m == 0) {
+    msg = format("fmap_shape entry %u has a = M = 0 rows", sizePtr);
+    return false;
+  }
+  uint64_t inWords = wordsFor(k), outWords = wordsFor(n);
+  uint64_t srcStride = size[1] ? size[1] : inWords;
+  uint64_t dstStride = size[2] ? size[2] : outWords;
+  if (m > 1 && srcStride < inWords) {
+    msg = format("fmap_shape entry %u: source row stride %llu words is less "
+                 "than a row of K = %zu elements (%llu words)",
+                 sizePtr, (unsigned long long)srcStride, k,
+                 (unsigned long long)inWords);
+    return false;
+  }
+  if (m > 1 && dstStride < outWords) {
+    msg = format("fmap_shape entry %u: destination row stride %llu words is "
+                 "less than a row of N = %zu elements (%llu words)",
+                 sizePtr, (unsigned long long)dstStride, n,
+                 (unsigned long long)outWords);
+    return false;
+  }
+  uint64_t src = inst.get(Field::Matmul_src_addr);
+  uint64_t dest = inst.get(Field::Matmul_dest_reg);
+  if (!checkL2(src, (m - 1) * srcStride + inWords, "activation source", msg) ||
+      !checkL2(dest, (m - 1) * dstStride + outWords, "result destination", msg))
+    return false;
+
+  size_t rowBytes = int4 ? (k + 1) / 2 : k;
+  size_t rowStride = padTo(rowBytes, kRecordAlign);
+  size_t scaleBytes = wScale ? padTo(4 * n, kRecordAlign) : 0;
+  size_t recordBytes = scaleBytes + n * rowStride;
+  if (recordBytes > streamPending_) {
+    msg = format("weight stream exhausted: %s needs %zu bytes, %zu pending", mn,
+                 recordBytes, streamPending_);
+    return false;
+  }
+
+  // All checks passed: consume the record and compute.
+  const uint8_t *record = takeWeights(recordBytes);
+  const float *scales = nullptr;
+  if (wScale) {
+    scratchScale_.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      scratchScale_[i] = readF32Le(record + 4 * i);
+    scales = scratchScale_.data();
+  }
+  // Rows in kernel order, zero-padded to whole 32-element blocks.
+  size_t kPadded = padTo(k, kPartials);
+  scratchIn_.assign((m + (int4 ? 1 : 0)) * kPadded, 0.0f);
+  float *natural = scratchIn_.data() + m * kPadded;
+  for (size_t r = 0; r < m; ++r) {
+    float *row = int4 ? natural : &scratchIn_[r * kPadded];
+    std::copy_n(&l2_[(src + r * srcStride) * kLanes], k, row);
+    if (int4)
+      permuteInt4(row, &scratchIn_[r * kPadded], kPadded);
+  }
+  scratchOut_.resize(m * n);
+
+  MatmulJob job{record + scaleBytes,
+                rowStride,
+                int4,
+                kPadded,
+                m,
+                n,
+                scratchIn_.data(),
+                scales,
+                scratchOut_.data()};
+  runMatmul(job, threads_);
+
+  if (findEmax && (!emaxArmed_ || emaxUsed_)) {
+    emax_ = -std::numeric_limits<float>::infinity();
+    emaxArmed_ = true;
+    emaxUsed_ = false;
+  }
+  for (size_t r = 0; r < m; ++r) {
+    float *dst = &l2_[(dest + r * dstStride) * kLanes];
+    const float *res = &scratchOut_[r * n];
+    for (size_t i = 0; i < n; ++i) {
+      float v = store(accm ? dst[i] + res[i] : res[i]);
+      dst[i] = v;
+      if (findEmax && v > emax_)
+        emax_ = v;
+    }
+  }
+  stats_.macs += uint64_t(m) * n * k;
+  stats_.weightBytes += recordBytes;
+  return true;
+}
+
+bool Simulator::execMemcpy(const Instruction &inst, std::string &msg) {
+  bool fromHost = inst.get(Field::Memcpy_from_device);
+  bool toHost = inst.get(Field::Memcpy_to_device);
+  if (fromHost && toHost) {
+    msg = "host-to-host MEMCPY is not supported";
+    return false;
+  }
+  unsigned shapePtr = inst.get(Field::Memcpy_shape_ptr_addr);
+  const uint16_t *shape = nullptr;
+  if (!readConst(kFmapBank, shapePtr, shape, msg))
+    return false;
+  uint64_t rowWords = shape[0];
+  uint64_t rows = shape[1] ? shape[1] : 1;
+  uint64_t hostStride = shape[2] ? shape[2] : rowWords;
+  if (rowWords == 0) {
+    msg = format("fmap_shape entry %u has a = 0 words per row", shapePtr);
+    return false;
+  }
+  uint64_t words = rowWords * rows;
+  uint64_t dest = inst.get(Field::Memcpy_dest_addr);
+  uint64_t src = inst.get(Field::Memcpy_src_addr);
+
+  if (!fromHost && !toHost) {
+    if (!checkL2(src, words, "memcpy source", msg) ||
+        !checkL2(dest, words, "memcpy destination", msg))
+      return false;
+    std::memmove(&l2_[dest * kLanes], &l2_[src * kLanes],
+                 words * kLanes * sizeof(float));
+  } else {
+    uint64_t l2Addr = fromHost ? dest : src;
+    if (!checkL2(l2Addr, words,
+                 fromHost ? "memcpy destination" : "memcpy source", msg))
+      return false;
+    uint64_t aux = inst.get(Field::Memcpy_aux_addr);
+    uint64_t hostEnd = aux + (rows - 1) * hostStride + rowWords;
+    if (hostEnd > kWindowWords) {
+      msg = format("host window offsets 0x%05llx..0x%05llx leave the %llu-word "
+                   "host window",
+                   (unsigned long long)aux, (unsigned long long)(hostEnd - 1),
+                   (unsigned long long)kWindowWords);
+      return false;
+    }
+    if (hostBase_ + hostEnd > hostWords_) {
+      msg = format("host words 0x%llx..0x%llx (window base 0x%llx + offset) "
+                   "are outside host memory (%zu words)",
+                   (unsigned long long)(hostBase_ + aux),
+                   (unsigned long long)(hostBase_ + hostEnd - 1),
+                   (unsigned long long)hostBase_, hostWords_);
+      return false;
+    }
+    for (uint64_t r = 0; r < rows; ++r) {
+      float *l2Row = &l2_[(l2Addr + r * rowWords) * kLanes];
+      float *hostRow = &host_[(hostBase_ + aux + r * hostStride) * kLanes];
+      size_t lanes = rowWords * kLanes;
+      if (fromHost)
+        for (size_t i = 0; i < lanes; ++i)
+          l2Row[i] = store(hostRow[i]);
+      else
+        std::copy_n(l2Row, lanes, hostRow);
+    }
+  }
+  stats_.memcpyWords += words;
+  if (inst.get(Field::Memcpy_async))
+    ++outstandingAsync_;
+  return true;
+}
+
+bool Simulator::execCvo(const Instruction &inst, std::string &msg) {
+  uint32_t func = inst.get(Field::Cvo_cvo_func);
+  uint32_t flags = inst.get(Field::Cvo_flags);
+  bool subEmax = flags & isa::Cvo_flags_sub_emax;
+  bool recipScale = flags & isa::Cvo_flags_recip_scale;
+  bool accm = flags & isa::Cvo_flags_accm;
+  const char *funcName = isa::enumName(Field::Cvo_cvo_func, func);
+  if (recipScale && func != isa::Cvo_cvo_func_scale) {
+    msg = format("recip_scale applies only to scale, not to %s", funcName);
+    return false;
+  }
+  size_t length = inst.get(Field::Cvo_length);
+  if (length == 0)
+    return true;
+  if (subEmax && !emaxArmed_) {
+    msg = "sub_emax but no findemax GEMV/GEMM has set e_max";
+    return false;
+  }
+  if (func == isa::Cvo_cvo_func_scale && !scalarValid_) {
+    msg = "scale reads the SFU scalar register, which no reduce_sum has set";
+    return false;
+  }
+  bool reduce = func == isa::Cvo_cvo_func_reduce_sum;
+  uint64_t src = inst.get(Field::Cvo_src_addr);
+  uint64_t dst = inst.get(Field::Cvo_dst_addr);
+  if (!checkL2(src, wordsFor(length), "cvo source", msg) ||
+      !checkL2(dst, reduce ? 1 : wordsFor(length), "cvo destination", msg))
+    return false;
+
+  const float *in = &l2_[src * kLanes];
+  float *out = &l2_[dst * kLanes];
+  float e = subEmax ? emax_ : 0.0f;
+  auto arg = [&](size_t i) { return subEmax ? in[i] - e : in[i]; };
+
+  if (reduce) {
+    float sum = 0.0f;
+    for (size_t i = 0; i < length; ++i)
+      sum += arg(i);
+    out[0] = store(accm ? out[0] + sum : sum);
+    scalar_ = sum;
+    scalarValid_ = true;
+  } else {
+    // Compute every result before storing any, so src and dst may overlap.
+    std::vector<float> &y = scratchOut_;
+    y.resize(length);
+    const double kGeluC = 0.79788456080286535588; // sqrt(2/pi)
+    float s = scalar_;
+    for (size_t i = 0; i < length; ++i) {
+      float x = arg(i);
+      double d = x;
+      float r;
+      switch (func) {
+      case isa::Cvo_cvo_func_exp:
+        r = float(std::exp(d));
+        break;
+      case isa::Cvo_cvo_func_sqrt:
+        r = std::sqrt(x);
+        break;
+      case isa::Cvo_cvo_func_gelu:
+        r = float(0.5 * d *
+                  (1.0 + std::tanh(kGeluC * (d + 0.044715 * d * d * d))));
+        break;
+      case isa::Cvo_cvo_func_sin:
+        r = float(std::sin(d));
+        break;
+      case isa::Cvo_cvo_func_cos:
+        r = float(std::cos(d));
+        break;
+      case isa::Cvo_cvo_func_recip:
+        r = 1.0f / x;
+        break;
+      case isa::Cvo_cvo_func_scale:
+        r = recipScale ? (s == 0.0f ? 0.0f : x / s) : x * s;
+        break;
+      default: // checkInstruction admits no other value
+        r = x;
+        break;
+      }
+      y[i] = r;
+    }
+    for (size_t i = 0; i < length; ++i)
+      out[i] = store(accm ? out[i] + y[i] : y[i]);
+  }
+  if (subEmax)
+    emaxUsed_ = true;
+  stats_.sfuElements += length;
+  if (inst.get(Field::Cvo_async))
+    ++outstandingAsync_;
+  return true;
+}
+
+} // namespace pccx::sim

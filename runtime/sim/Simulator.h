@@ -1,0 +1,171 @@
+//===- Simulator.h - functional simulator of the pccx v002 ISA --*- C++ -*-===//
+//
+// Executes v002 instruction words against a model of the NPU's architectural
+// state: the L2 scratchpad, the two constant-cache banks, the weight stream,
+// the e_max register, the SFU scalar register and a host memory reached
+// through the MEMCPY host window. The meaning of every opcode, field and flag
+// is docs/isa-semantics.md; this library is its executable form.
+//
+// Nothing here throws across the API: failures return false and a message.
+// A trapping instruction leaves the state as it was before it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_RUNTIME_SIM_SIMULATOR_H
+#define PCCX_RUNTIME_SIM_SIMULATOR_H
+
+#include "hw/isa/Isa.h"
+#include "hw/machine/MachineModel.h"
+#include "runtime/sim/Bf16.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace pccx::sim {
+
+/// How values are represented and rounded.
+///  - Reference: fp32 everywhere, nothing is rounded to a narrower format.
+///  - Hardware: every value stored into L2 is rounded to bf16 (nearest even);
+///    arithmetic runs in fp32 (GEMV products exact, fp32 sums).
+enum class Numerics { Reference, Hardware };
+
+class Simulator {
+public:
+  explicit Simulator(Numerics numerics,
+                     size_t hostWords = machine::host_window_words);
+
+  Numerics numerics() const { return numerics_; }
+
+  /// Number of threads a GEMV/GEMM may split its output features across
+  /// (0 = one per hardware thread). Results do not depend on it: every
+  /// output is computed by the same sequence of fp32 operations.
+  void setThreads(unsigned threads);
+  unsigned threads() const { return threads_; }
+
+  //===--------------------------------------------------------------------===//
+  // L2 access for hosts and tests. `count` lanes starting at lane 0 of `word`
+  // (element e at word + e/8, lane e%8). Out-of-range requests return false.
+  //===--------------------------------------------------------------------===//
+
+  /// Stores values; in Hardware mode each is rounded to bf16.
+  bool writeL2(uint32_t word, const float *values, size_t count,
+               std::string *error);
+  bool readL2(uint32_t word, float *values, size_t count,
+              std::string *error) const;
+
+  //===--------------------------------------------------------------------===//
+  // Host memory: hostWords() words of 8 float lanes. MEMCPY reaches the
+  // 131072-word window that starts at the window base.
+  //===--------------------------------------------------------------------===//
+
+  float *hostLanes() { return host_.data(); }
+  const float *hostLanes() const { return host_.data(); }
+  size_t hostWords() const { return hostWords_; }
+  /// Sets the window base (a word index into host memory, < hostWords()).
+  bool setHostWindow(uint64_t baseWord, std::string *error);
+  uint64_t hostWindow() const { return hostBase_; }
+
+  //===--------------------------------------------------------------------===//
+  // Weight stream: a FIFO of byte spans. GEMV/GEMM pop one weight record each.
+  //===--------------------------------------------------------------------===//
+
+  /// Appends a span. The caller keeps the bytes alive until consumed.
+  void pushWeightStream(const uint8_t *data, size_t bytes);
+  size_t weightStreamPending() const { return streamPending_; }
+
+  //===--------------------------------------------------------------------===//
+  // Execution. Trap messages start with "instruction I (<disassembly>): ".
+  //===--------------------------------------------------------------------===//
+
+  /// Executes one decoded instruction (its fields are checked first). It is
+  /// numbered with the count of instructions executed so far.
+  bool execute(const isa::Instruction &inst, std::string *error);
+  /// Decodes and executes `count` words, numbering them from 0; stops at
+  /// the first trap.
+  bool run(const uint64_t *words, size_t count, std::string *error);
+  /// Ends a segment: traps if weight-stream bytes were left unconsumed.
+  bool finishSegment(std::string *error);
+
+  /// Waits for every asynchronous instruction (execution is in order, so
+  /// this only clears the count of outstanding ones).
+  void sync() { outstandingAsync_ = 0; }
+  size_t outstandingAsync() const { return outstandingAsync_; }
+
+  //===--------------------------------------------------------------------===//
+  // State inspection.
+  //===--------------------------------------------------------------------===//
+
+  /// Constant-cache entry `entry` of bank `bank` (0 fmap_shape, 1
+  /// weight_shape); false if it was never written.
+  bool constEntry(unsigned bank, unsigned entry, uint16_t abc[3]) const;
+  float emax() const { return emax_; }
+  bool emaxArmed() const { return emaxArmed_; }
+  bool scalarValid() const { return scalarValid_; }
+  float scalar() const { return scalar_; }
+
+  struct Stats {
+    uint64_t instructions = 0; ///< instructions completed without a trap
+    uint64_t macs = 0;         ///< GEMV/GEMM multiply-accumulates
+    uint64_t weightBytes = 0;  ///< weight-stream bytes consumed
+    uint64_t sfuElements = 0;  ///< CVO elements processed
+    uint64_t memcpyWords = 0;  ///< words moved by MEMCPY
+  };
+  Stats stats() const { return stats_; }
+
+private:
+  struct Span {
+    const uint8_t *data;
+    size_t bytes;
+  };
+
+  bool executeAt(const isa::Instruction &inst, uint64_t index, bool checked,
+                 std::string *error);
+  bool execMatmul(const isa::Instruction &inst, std::string &msg);
+  bool execMemcpy(const isa::Instruction &inst, std::string &msg);
+  bool execMemset(const isa::Instruction &inst, std::string &msg);
+  bool execCvo(const isa::Instruction &inst, std::string &msg);
+
+  bool readConst(unsigned bank, unsigned entry, const uint16_t *&abc,
+                 std::string &msg) const;
+  bool checkL2(uint64_t word, uint64_t words, const char *what,
+               std::string &msg) const;
+  float store(float v) const {
+    return numerics_ == Numerics::Hardware ? roundToBf16(v) : v;
+  }
+  /// The next `bytes` bytes of the stream as one contiguous block (copied
+  /// only when the block crosses spans). Requires weightStreamPending() >=
+  /// bytes.
+  const uint8_t *takeWeights(size_t bytes);
+
+  Numerics numerics_;
+  unsigned threads_ = 1;
+
+  std::vector<float> l2_;
+  size_t hostWords_;
+  std::vector<float> host_;
+  uint64_t hostBase_ = 0;
+
+  uint16_t consts_[2][machine::const_cache_entries][3] = {};
+  bool constValid_[2][machine::const_cache_entries] = {};
+
+  std::deque<Span> stream_;
+  size_t streamHead_ = 0; ///< bytes of stream_.front() already consumed
+  size_t streamPending_ = 0;
+  std::vector<uint8_t> gathered_;
+  std::vector<float> scratchIn_, scratchOut_, scratchScale_;
+
+  float emax_;
+  bool emaxArmed_ = false, emaxUsed_ = false;
+  float scalar_ = 0.0f;
+  bool scalarValid_ = false;
+
+  size_t outstandingAsync_ = 0;
+  Stats stats_;
+};
+
+} // namespace pccx::sim
+
+#endif // PCCX_RUNTIME_SIM_SIMULATOR_H

@@ -1,0 +1,104 @@
+//===- main.cpp - pccx-as ---------------------------------------*- C++ -*-===//
+//
+// Assembles a hand-written v002 program into a .pccx bundle. The work is
+// done by runtime/bundle/Assembler.h; this file only reads the command line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/bundle/Assembler.h"
+
+#include <cstring>
+#include <iostream>
+
+namespace {
+
+const char kHelp[] =
+    R"(USAGE: pccx-as INPUT.s -o OUT.pccx [--program NAME] [--manifest-json FILE]
+
+Assembles a v002 program written in the syntax pccx-objdump prints into a
+.pccx bundle holding a manifest and one program section per program.
+
+SOURCE:
+  one instruction per line, as isa::disassemble prints it, e.g.
+      gemv dest_reg=0x00100 src_addr=0x00000 flags=accm|w_scale shape_ptr_addr=1
+  fields may come in any order; omitted fields are zero; numbers are
+  decimal or 0x-hex; enum values and flags by name (flags joined by '|').
+  ; text          comment; after an instruction it becomes that word's
+                  annotation in the manifest (shown by pccx-objdump)
+  # text          comment, never kept
+  .program NAME   start another program section, "program.NAME" (a NAME
+                  already starting with "program." is used as is)
+  .word VALUE     emit a raw 64-bit word without checking it
+
+OPTIONS:
+  -o FILE               the bundle to write (atomically: on any error no
+                        file is created and an existing one is kept)
+  --program NAME        section for instructions before the first .program
+                        directive (default: program.main)
+  --manifest-json FILE  JSON object to start the manifest from (memory_map,
+                        patch_points, segments, ...); patch points are
+                        checked against the assembled words
+  -h, --help            show this help
+
+Errors are reported as "INPUT.s:LINE: message"; the exit status is then 1.
+)";
+
+// Accepts "--name VALUE" and "--name=VALUE".
+bool takeValue(int argc, char **argv, int &i, const char *name,
+               std::string &value, bool &missing) {
+  const char *a = argv[i];
+  size_t n = std::strlen(name);
+  if (std::strncmp(a, name, n) != 0)
+    return false;
+  if (a[n] == '=') {
+    value = a + n + 1;
+    return true;
+  }
+  if (a[n] != 0)
+    return false;
+  if (i + 1 >= argc) {
+    missing = true;
+    return true;
+  }
+  value = argv[++i];
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  pccx::bundle::AsOptions o;
+  bool optionsDone = false;
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    bool missing = false;
+    if (optionsDone || a[0] != '-' || a[1] == 0) {
+      if (!o.input.empty()) {
+        std::cerr << "pccx-as: error: more than one input file ('" << o.input
+                  << "' and '" << a << "')\n";
+        return 1;
+      }
+      o.input = a;
+    } else if (!std::strcmp(a, "--")) {
+      optionsDone = true;
+    } else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
+      std::cout << kHelp;
+      return 0;
+    } else if (!std::strncmp(a, "-o", 2) && a[2] != 0) {
+      o.output = a + 2;
+    } else if (takeValue(argc, argv, i, "-o", o.output, missing) ||
+               takeValue(argc, argv, i, "--program", o.program, missing) ||
+               takeValue(argc, argv, i, "--manifest-json", o.manifestJson,
+                         missing)) {
+      if (missing) {
+        std::cerr << "pccx-as: error: option '" << a << "' needs a value\n";
+        return 1;
+      }
+    } else {
+      std::cerr << "pccx-as: error: unknown option '" << a
+                << "' (see --help)\n";
+      return 1;
+    }
+  }
+  return pccx::bundle::runAssembler(o, std::cerr);
+}

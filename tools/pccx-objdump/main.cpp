@@ -1,0 +1,86 @@
+//===- main.cpp - pccx-objdump ----------------------------------*- C++ -*-===//
+//
+// Shows a .pccx bundle, or decodes raw instruction words. The work is done
+// by runtime/bundle/Objdump.h; this file only reads the command line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/bundle/Objdump.h"
+
+#include <cstring>
+#include <iostream>
+
+namespace {
+
+const char kHelp[] =
+    R"(USAGE: pccx-objdump [options] FILE.pccx...
+       pccx-objdump --raw WORD...
+
+Shows a .pccx bundle. Every header field, table entry and (unless
+--no-verify) section checksum is validated first; a bundle compiled for
+another machine model is still shown, with a warning.
+
+OPTIONS:
+  --headers          the file header: format and ISA versions, machine
+                     digest and whether it matches this build
+  --sections         the section table: name, kind, offset, size, checksum
+                     and verification status
+  --manifest         the manifest's memory map, patch points and segments
+  --manifest-json    the complete manifest JSON (not included in --all)
+  -d, --disassemble  every program section as assembly, one line per word:
+                     index, hex word, disassembly, then "; annotation"
+                     from the manifest and any patch point on that word
+  --all              --headers --sections --manifest --disassemble
+                     (the default when none of these is given)
+  --no-verify        skip checksum verification (status shows "unchecked")
+  --raw              decode the 64-bit hex words given as arguments (0x
+                     prefix optional, '_' allowed between digits) and print
+                     one line each
+  -h, --help         show this help
+
+Exit status is 1 if a bundle cannot be read or is invalid, or if any word
+(raw or in a program section) does not decode; 0 otherwise.
+)";
+
+} // namespace
+
+int main(int argc, char **argv) {
+  pccx::bundle::ObjdumpOptions o;
+  bool optionsDone = false;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    if (optionsDone || a[0] != '-' || a[1] == 0) {
+      positional.push_back(a);
+      continue;
+    }
+    if (!std::strcmp(a, "--"))
+      optionsDone = true;
+    else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
+      std::cout << kHelp;
+      return 0;
+    } else if (!std::strcmp(a, "--headers"))
+      o.headers = true;
+    else if (!std::strcmp(a, "--sections"))
+      o.sections = true;
+    else if (!std::strcmp(a, "--manifest"))
+      o.manifest = true;
+    else if (!std::strcmp(a, "--manifest-json"))
+      o.manifestJson = true;
+    else if (!std::strcmp(a, "-d") || !std::strcmp(a, "--disassemble"))
+      o.disassemble = true;
+    else if (!std::strcmp(a, "--all"))
+      o.headers = o.sections = o.manifest = o.disassemble = true;
+    else if (!std::strcmp(a, "--no-verify"))
+      o.verify = false;
+    else if (!std::strcmp(a, "--raw"))
+      o.raw = true;
+    else {
+      std::cerr << "pccx-objdump: error: unknown option '" << a
+                << "' (see --help)\n";
+      return 1;
+    }
+  }
+  (o.raw ? o.words : o.files) = std::move(positional);
+  return pccx::bundle::runObjdump(o, std::cout, std::cerr);
+}
