@@ -42,7 +42,7 @@ test: build
 	ninja -C $(BUILD_DIR) -j $(JOBS) check-pccx
 
 demo: build
-	./demo.sh $(BUILD_DIR)
+	tools/demo.sh $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR) demo-out

@@ -786,3 +786,30 @@ bool validateCheckpoint(const Gemma3nTextConfig &config,
 }
 
 } // namespace pccx::import
+
+namespace pccx::import {
+
+bool isInt4ByDefault(const std::string &name) {
+  static const char *const kInt4Suffixes[] = {
+      "self_attn.q_proj.weight",     "self_attn.k_proj.weight",
+      "self_attn.v_proj.weight",     "self_attn.o_proj.weight",
+      "mlp.gate_proj.weight",        "mlp.up_proj.weight",
+      "mlp.down_proj.weight",        "laurel.linear_left.weight",
+      "laurel.linear_right.weight",  "per_layer_input_gate.weight",
+  };
+  if (name == "embed_tokens.weight" ||
+      name == "embed_tokens_per_layer.weight" ||
+      name == "per_layer_model_projection.weight" || name == "lm_head.weight")
+    return true;
+  if (name.compare(0, 7, "layers.") != 0)
+    return false;
+  for (const char *suffix : kInt4Suffixes) {
+    size_t n = std::char_traits<char>::length(suffix);
+    if (name.size() > n && name.compare(name.size() - n, n, suffix) == 0 &&
+        name[name.size() - n - 1] == '.')
+      return true;
+  }
+  return false;
+}
+
+} // namespace pccx::import

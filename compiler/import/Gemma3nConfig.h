@@ -131,6 +131,14 @@ struct ExpectedTensor {
 std::vector<ExpectedTensor> expectedTensors(const Gemma3nTextConfig &config,
                                             const std::string &prefix);
 
+/// The default quantization policy: true for the projection matrices the
+/// seed's datatype map stores as INT4 (attention and FFN projections,
+/// LAuReL, per-layer-input gate and model projection, both embedding tables
+/// and so the tied LM head); false for norm gains, AltUp coefficients,
+/// router, AltUp (un)embedding projections and the per-layer projection.
+/// `name` is relative to the text-decoder prefix.
+bool isInt4ByDefault(const std::string &name);
+
 /// Finds the text-decoder prefix of `checkpoint` by locating the token
 /// embedding under "model.language_model.", "model." or no prefix.
 bool detectTextPrefix(const Checkpoint &checkpoint, std::string *prefix,

@@ -28,18 +28,23 @@ namespace pccx::reference {
 class Weights {
 public:
   virtual ~Weights();
-  /// Reads row `row` of a 2-D tensor, or the whole of a 1-D tensor (row 0),
-  /// converted to float. `columns` is the row length the caller expects.
-  virtual void readRow(const std::string &name, int64_t row, float *out,
-                       int64_t columns) const = 0;
+  /// Reads `count` rows starting at `row` of a 2-D tensor (a 1-D tensor is
+  /// one row), converted to float, into out[count * columns]. `columns` is
+  /// the row length the caller expects; a missing tensor or a shape that
+  /// does not match is an error naming the tensor.
+  virtual bool readRows(const std::string &name, int64_t row, int64_t count,
+                        int64_t columns, float *out,
+                        std::string *error) const = 0;
 };
 
-/// The tensors of an imported checkpoint.
+/// The tensors of an imported checkpoint. "lm_head.weight" is looked up
+/// without the prefix, as Hugging Face stores it.
 class CheckpointWeights : public Weights {
 public:
   CheckpointWeights(const import::Checkpoint &checkpoint, std::string prefix);
-  void readRow(const std::string &name, int64_t row, float *out,
-               int64_t columns) const override;
+  bool readRows(const std::string &name, int64_t row, int64_t count,
+                int64_t columns, float *out,
+                std::string *error) const override;
 
 private:
   const import::Checkpoint &checkpoint_;
@@ -53,8 +58,9 @@ class Int4Weights : public Weights {
 public:
   Int4Weights(const Weights &base,
               std::function<bool(const std::string &)> quantized);
-  void readRow(const std::string &name, int64_t row, float *out,
-               int64_t columns) const override;
+  bool readRows(const std::string &name, int64_t row, int64_t count,
+                int64_t columns, float *out,
+                std::string *error) const override;
 
 private:
   const Weights &base_;
@@ -67,8 +73,14 @@ void quantizeRowInt4(float *row, int64_t n);
 /// The text decoder with its KV cache. Positions are consecutive from 0.
 class Model {
 public:
+  /// Reads the small tensors (norm gains, AltUp coefficients) up front;
+  /// projection matrices are streamed row block by row block on every use,
+  /// so a full-size checkpoint never sits in memory.
   Model(const import::Gemma3nTextConfig &config, const Weights &weights,
         int64_t maxPositions);
+  /// False (with a message naming the tensor) if a small tensor could not
+  /// be read; the model must not be used then.
+  bool ok(std::string *error) const;
   ~Model();
 
   /// Forgets every cached position.

@@ -174,11 +174,12 @@ def Gemma3n_AltUpCorrectOp : Gemma3n_PureOp<"altup.correct"> {
 }
 
 def Gemma3n_PLEInjectOp : Gemma3n_PureOp<"ple_inject"> {
-  let summary = "Adds the layer's per-layer input to streams other than the active one";
+  let summary = "Adds the layer's per-layer input to streams 1 .. A-1";
   let description = [{
     f = streams[active] (* correct_output_scale when present);
     g = gelu_tanh(f . gate^T) * pli[layer];
-    streams[j] += rms(g . proj^T, post_norm) for j != active.
+    streams[j] += rms(g . proj^T, post_norm) for j = 1 .. A-1 (as Hugging
+    Face indexes it, whatever `active` is; stream 0 is never touched).
   }];
   let arguments = (ins G3_F32Tensor:$streams, G3_F32Tensor:$per_layer_inputs,
                        Optional<G3_WeightTensor>:$output_scale,

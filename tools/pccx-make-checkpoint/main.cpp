@@ -1,0 +1,146 @@
+//===- main.cpp - pccx-make-checkpoint --------------------------*- C++ -*-===//
+//
+// Writes a synthetic Hugging Face-layout Gemma 3n checkpoint. The work is
+// done by compiler/import/CheckpointGenerator.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/import/CheckpointGenerator.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <unistd.h>
+
+namespace {
+
+const char kHelp[] =
+    R"(USAGE: pccx-make-checkpoint (--preset NAME | --config FILE) -o DIR [options]
+
+Writes a Gemma 3n text checkpoint in Hugging Face layout into DIR:
+config.json (a bare gemma3n_text config) and bf16 safetensors with
+deterministic pseudo-random weights scaled so that activations stay near
+unit size. Large checkpoints are sharded with model.safetensors.index.json.
+Files appear under their final names only once complete.
+
+OPTIONS:
+  --preset NAME       tiny  seconds to compile and run; has full and sliding
+                            (window 8) layers, KV-shared layers of both
+                            types, sparse and dense FFN layers
+                      e2b   the released E2B text decoder sizes (~10 GB)
+                      e4b   the released E4B text decoder sizes (~14 GB)
+  --config FILE       use the text config of this config.json instead
+  -o DIR              output directory (created if missing)
+  --seed N            weight seed (default 0); the same seed and config
+                      always give byte-identical files
+  --prefix P          tensor name prefix (default "model."; the multimodal
+                      release uses "model.language_model.")
+  --shard-size BYTES  largest shard, in bytes of tensor data (default 4 GiB;
+                      suffixes K, M, G accepted)
+  --print-config      print the config.json and exit without writing
+  -h, --help          show this help
+)";
+
+bool parseSize(const char *text, uint64_t *out) {
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text, &end, 10);
+  if (end == text || errno)
+    return false;
+  uint64_t mult = 1;
+  if (*end == 'K' || *end == 'k')
+    mult = 1ull << 10, ++end;
+  else if (*end == 'M' || *end == 'm')
+    mult = 1ull << 20, ++end;
+  else if (*end == 'G' || *end == 'g')
+    mult = 1ull << 30, ++end;
+  if (*end || v == 0)
+    return false;
+  *out = uint64_t(v) * mult;
+  return true;
+}
+
+int fail(const std::string &message) {
+  std::cerr << "pccx-make-checkpoint: error: " << message << "\n";
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string preset, configPath, outDir;
+  bool printConfig = false;
+  pccx::import::GeneratorOptions options;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char *flag) -> const char * {
+      size_t n = std::strlen(flag);
+      if (a.size() > n && a.compare(0, n, flag) == 0 && a[n] == '=')
+        return argv[i] + n + 1;
+      if (i + 1 >= argc) {
+        fail(std::string(flag) + " needs a value");
+        std::exit(1);
+      }
+      return argv[++i];
+    };
+    auto is = [&](const char *flag) {
+      size_t n = std::strlen(flag);
+      return a == flag || (a.size() > n && a.compare(0, n, flag) == 0 &&
+                           a[n] == '=');
+    };
+    if (a == "-h" || a == "--help") {
+      std::cout << kHelp;
+      return 0;
+    } else if (is("--preset")) {
+      preset = value("--preset");
+    } else if (is("--config")) {
+      configPath = value("--config");
+    } else if (a == "-o") {
+      outDir = value("-o");
+    } else if (a.size() > 2 && a.compare(0, 2, "-o") == 0) {
+      outDir = a.substr(2);
+    } else if (is("--seed")) {
+      const char *v = value("--seed");
+      char *end = nullptr;
+      options.seed = std::strtoull(v, &end, 10);
+      if (end == v || *end)
+        return fail(std::string("--seed: not a number: '") + v + "'");
+    } else if (is("--prefix")) {
+      options.prefix = value("--prefix");
+    } else if (is("--shard-size")) {
+      const char *v = value("--shard-size");
+      if (!parseSize(v, &options.maxShardBytes))
+        return fail(std::string("--shard-size: not a size: '") + v + "'");
+    } else if (a == "--print-config") {
+      printConfig = true;
+    } else {
+      return fail("unknown argument '" + a + "' (see --help)");
+    }
+  }
+  if (preset.empty() == configPath.empty())
+    return fail("give exactly one of --preset and --config (see --help)");
+  if (outDir.empty() && !printConfig)
+    return fail("no output directory (-o DIR)");
+
+  std::string error;
+  pccx::import::Gemma3nTextConfig config;
+  if (!preset.empty() ? !pccx::import::presetConfig(preset, &config, &error)
+                      : !pccx::import::loadGemma3nConfig(configPath, &config,
+                                                         &error))
+    return fail(error);
+  if (printConfig) {
+    std::cout << config.toJson(2);
+    return 0;
+  }
+  if (isatty(STDERR_FILENO))
+    options.progress = [](uint64_t done, uint64_t total) {
+      std::cerr << "\rwriting weights: " << (done >> 20) << " / "
+                << (total >> 20) << " MiB" << std::flush;
+      if (done == total)
+        std::cerr << "\n";
+    };
+  if (!pccx::import::generateCheckpoint(config, outDir, options, &error))
+    return fail(error);
+  return 0;
+}

@@ -1,0 +1,205 @@
+//===- main.cpp - pccx-reference --------------------------------*- C++ -*-===//
+//
+// Runs the fp32 float reference (compiler/reference) on a checkpoint: the
+// golden model that bundles and the simulator are compared with.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/import/Gemma3nConfig.h"
+#include "compiler/import/Safetensors.h"
+#include "compiler/reference/Reference.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char kHelp[] =
+    R"(USAGE: pccx-reference CKPT_DIR --tokens IDS [options]
+
+Runs the Gemma 3n text decoder of CKPT_DIR (config.json + safetensors) in
+float32, as Hugging Face transformers computes it, over the token ids IDS
+(comma-separated): the prompt is consumed as one prefill block, then
+--generate greedy steps follow, one token each through the KV cache.
+Prints one line per position: position, input token, argmax and its logit.
+
+OPTIONS:
+  --tokens IDS         comma-separated token ids (required)
+  --generate N         greedy decode steps after the prompt (default 0)
+  --decode-only        consume the prompt one token at a time instead
+  --int4               use the INT4-quantized weights a bundle carries
+                       (per-row scale max|row|/7, the default policy)
+  --dump-logits FILE   write float32 little-endian rows of vocab_size
+                       logits, one per position, in order
+  --max-positions N    KV-cache capacity (default: prompt + generate)
+  -h, --help           show this help
+)";
+
+int fail(const std::string &message) {
+  std::cerr << "pccx-reference: error: " << message << "\n";
+  return 1;
+}
+
+bool parseTokens(const std::string &text, std::vector<int32_t> *out,
+                 std::string *error) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string item = text.substr(start, end - start);
+    char *stop = nullptr;
+    errno = 0;
+    long v = std::strtol(item.c_str(), &stop, 10);
+    if (item.empty() || *stop || errno || v < 0 || v > INT32_MAX) {
+      *error = "--tokens: '" + item + "' is not a token id";
+      return false;
+    }
+    out->push_back(int32_t(v));
+    start = end + 1;
+  }
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string dir, tokensText, dumpPath;
+  long generate = 0, maxPositions = 0;
+  bool int4 = false, decodeOnly = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      size_t eq = a.find('=');
+      if (a.compare(0, 2, "--") == 0 && eq != std::string::npos)
+        return a.substr(eq + 1);
+      if (i + 1 >= argc) {
+        fail(a + " needs a value");
+        std::exit(1);
+      }
+      return argv[++i];
+    };
+    auto is = [&](const char *flag) {
+      return a == flag || a.rfind(std::string(flag) + "=", 0) == 0;
+    };
+    auto number = [&](long *out) {
+      std::string v = value();
+      char *end = nullptr;
+      *out = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || *out < 0) {
+        fail(a + ": not a count: '" + v + "'");
+        std::exit(1);
+      }
+    };
+    if (a == "-h" || a == "--help") {
+      std::cout << kHelp;
+      return 0;
+    } else if (is("--tokens")) {
+      tokensText = value();
+    } else if (is("--generate")) {
+      number(&generate);
+    } else if (is("--max-positions")) {
+      number(&maxPositions);
+    } else if (is("--dump-logits")) {
+      dumpPath = value();
+    } else if (a == "--int4") {
+      int4 = true;
+    } else if (a == "--decode-only") {
+      decodeOnly = true;
+    } else if (a[0] == '-' && a.size() > 1) {
+      return fail("unknown option '" + a + "' (see --help)");
+    } else if (dir.empty()) {
+      dir = a;
+    } else {
+      return fail("more than one checkpoint directory given");
+    }
+  }
+  if (dir.empty())
+    return fail("no checkpoint directory (see --help)");
+  if (tokensText.empty())
+    return fail("no --tokens given");
+
+  std::string error;
+  std::vector<int32_t> prompt;
+  if (!parseTokens(tokensText, &prompt, &error))
+    return fail(error);
+  pccx::import::Gemma3nTextConfig config;
+  if (!pccx::import::loadGemma3nConfig(dir + "/config.json", &config, &error))
+    return fail(error);
+  auto checkpoint = pccx::import::Checkpoint::open(dir, &error);
+  std::string prefix;
+  if (!checkpoint || !pccx::import::detectTextPrefix(*checkpoint, &prefix,
+                                                      &error) ||
+      !pccx::import::validateCheckpoint(config, *checkpoint, &error))
+    return fail(error);
+
+  pccx::reference::CheckpointWeights original(*checkpoint, prefix);
+  pccx::reference::Int4Weights quantized(original,
+                                         pccx::import::isInt4ByDefault);
+  const pccx::reference::Weights &weights =
+      int4 ? static_cast<const pccx::reference::Weights &>(quantized)
+           : original;
+  int64_t capacity =
+      maxPositions ? maxPositions : int64_t(prompt.size()) + generate;
+  pccx::reference::Model model(config, weights, capacity);
+  if (!model.ok(&error))
+    return fail(error);
+
+  std::FILE *dump = nullptr;
+  std::string dumpTmp = dumpPath + ".tmp";
+  if (!dumpPath.empty() && !(dump = std::fopen(dumpTmp.c_str(), "wb")))
+    return fail(dumpTmp + ": " + std::strerror(errno));
+  const int64_t V = config.vocab_size;
+  int64_t rows = 0;
+  auto report = [&](const std::vector<int32_t> &in,
+                    const std::vector<float> &logits) -> int32_t {
+    int32_t last = 0;
+    for (size_t t = 0; t < in.size(); ++t) {
+      const float *row = logits.data() + t * size_t(V);
+      last = int32_t(std::max_element(row, row + V) - row);
+      std::printf("%lld %d -> %d (%.6f)\n", (long long)(model.position() -
+                                                        int64_t(in.size()) +
+                                                        int64_t(t)),
+                  in[t], last, double(row[last]));
+      if (dump)
+        std::fwrite(row, sizeof(float), size_t(V), dump);
+      ++rows;
+    }
+    return last;
+  };
+
+  std::vector<float> logits;
+  int32_t next = 0;
+  if (decodeOnly) {
+    for (int32_t token : prompt) {
+      if (!model.forward({token}, logits, &error))
+        return fail(error);
+      next = report({token}, logits);
+    }
+  } else {
+    if (!model.forward(prompt, logits, &error))
+      return fail(error);
+    next = report(prompt, logits);
+  }
+  for (long step = 0; step < generate; ++step) {
+    if (!model.forward({next}, logits, &error))
+      return fail(error);
+    next = report({next}, logits);
+  }
+  if (dump) {
+    bool ok = std::fclose(dump) == 0;
+    if (!ok || std::rename(dumpTmp.c_str(), dumpPath.c_str()) != 0) {
+      std::remove(dumpTmp.c_str());
+      return fail(dumpPath + ": cannot write");
+    }
+    std::fprintf(stderr, "wrote %lld logit rows to %s\n", (long long)rows,
+                 dumpPath.c_str());
+  }
+  return 0;
+}
