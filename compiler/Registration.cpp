@@ -4,6 +4,7 @@
 
 #include "dialects/Gemma3n/Gemma3nOps.h"
 #include "dialects/Pccx/PccxOps.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -14,4 +15,4 @@ void pccx::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::func::FuncDialect>();
 }
 
-void pccx::registerAllPasses() {}
+void pccx::registerAllPasses() { pccx::registerPccxPasses(); }

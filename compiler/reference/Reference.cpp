@@ -10,6 +10,7 @@
 #include "compiler/reference/Reference.h"
 
 #include "compiler/reference/Math.h"
+#include "hw/numerics/Quantize.h"
 
 #include <algorithm>
 #include <cmath>
@@ -48,22 +49,6 @@ bool CheckpointWeights::readRows(const std::string &name, int64_t row,
                                 uint64_t(count * columns), out, error);
 }
 
-void quantizeRowInt4(float *row, int64_t n) {
-  float maxAbs = 0;
-  for (int64_t i = 0; i < n; ++i)
-    maxAbs = std::max(maxAbs, std::fabs(row[i]));
-  float scale = maxAbs / 7.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    if (scale == 0) {
-      row[i] = 0;
-      continue;
-    }
-    float q = std::round(row[i] / scale); // std::round: half away from zero
-    q = std::min(7.0f, std::max(-8.0f, q));
-    row[i] = q * scale;
-  }
-}
-
 Int4Weights::Int4Weights(const Weights &base,
                          std::function<bool(const std::string &)> quantized)
     : base_(base), quantized_(std::move(quantized)) {}
@@ -75,7 +60,7 @@ bool Int4Weights::readRows(const std::string &name, int64_t row,
     return false;
   if (quantized_(name))
     for (int64_t r = 0; r < count; ++r)
-      quantizeRowInt4(out + r * columns, columns);
+      hw::fakeQuantizeRowInt4(out + r * columns, size_t(columns));
   return true;
 }
 

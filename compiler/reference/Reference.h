@@ -52,8 +52,7 @@ private:
 };
 
 /// Another source with INT4 quantization applied to the tensors `quantized`
-/// selects: per output row, scale = max|row| / 7, q = clamp(round half away
-/// from zero(w / scale), -8, 7), value = q * scale (numerics.md).
+/// selects, row by row (hw::fakeQuantizeRowInt4).
 class Int4Weights : public Weights {
 public:
   Int4Weights(const Weights &base,
@@ -66,9 +65,6 @@ private:
   const Weights &base_;
   std::function<bool(const std::string &)> quantized_;
 };
-
-/// Applies the INT4 rule above to one row in place.
-void quantizeRowInt4(float *row, int64_t n);
 
 /// The text decoder with its KV cache. Positions are consecutive from 0.
 class Model {

@@ -115,6 +115,25 @@ LogicalResult WeightOp::verify() {
   return success();
 }
 
+LogicalResult ScaleWeightOp::verify() {
+  ArrayRef<int64_t> w = shapeOf(getWeight());
+  if (w.empty())
+    return emitOpError("weight must have rank >= 1");
+  if (getBy() && failed(expectShape(*this, getBy(), "by", {w.back()})))
+    return failure();
+  return expectShape(*this, getResult(), "result", w);
+}
+
+LogicalResult QuantizeOp::verify() {
+  if (getScheme() != "int4_per_row")
+    return emitOpError() << "unknown scheme '" << getScheme()
+                         << "' (known: int4_per_row)";
+  ArrayRef<int64_t> w = shapeOf(getWeight());
+  if (w.size() != 2)
+    return emitOpError("quantizes [rows, columns] weights only");
+  return expectShape(*this, getResult(), "result", w);
+}
+
 LogicalResult EmbedOp::verify() {
   ArrayRef<int64_t> table = shapeOf(getTable());
   if (table.size() != 2)
@@ -214,6 +233,22 @@ LogicalResult LaurelOp::verify() {
       failed(expectShape(*this, getNorm(), "norm", {h})))
     return failure();
   return expectSameType(*this, getResult(), getInput(), "result");
+}
+
+LogicalResult LaurelResidualOp::verify() {
+  int64_t h = lastDim(getAct());
+  ArrayRef<int64_t> left = shapeOf(getLeft());
+  if (left.size() != 2)
+    return emitOpError("left must be [rank, hidden]");
+  if (failed(expectSameType(*this, getAttn(), getAct(), "attn")) ||
+      failed(expectSameType(*this, getXn(), getAct(), "xn")) ||
+      failed(expectShape(*this, getLeft(), "left", {left[0], h})) ||
+      failed(expectShape(*this, getRight(), "right", {h, left[0]})) ||
+      failed(expectShape(*this, getAttnGain(), "attn_gain", {h})) ||
+      failed(expectShape(*this, getLaurelGain(), "laurel_gain", {h})) ||
+      failed(expectSameType(*this, getResult(), getAct(), "result")))
+    return failure();
+  return expectPositiveEps(*this, getEpsAttr());
 }
 
 LogicalResult KVProjectOp::verify() {

@@ -33,6 +33,32 @@ def Gemma3n_WeightOp : Gemma3n_PureOp<"weight"> {
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
+def Gemma3n_ScaleWeightOp : Gemma3n_PureOp<"scale_weight"> {
+  let summary = "A weight scaled per column and by a constant";
+  let description = [{
+    result[..., c] = weight[..., c] * (by ? by[c] : 1) * factor. Produced by
+    passes that fold static gains into weights; evaluated row by row when
+    weights are emitted, never materialised in the IR.
+  }];
+  let arguments = (ins G3_WeightTensor:$weight, Optional<G3_WeightTensor>:$by,
+                       F32Attr:$factor);
+  let results = (outs G3_F32Tensor:$result);
+  let assemblyFormat = "$weight (`by` $by^)? attr-dict `:` functional-type(operands, results)";
+}
+
+def Gemma3n_QuantizeOp : Gemma3n_PureOp<"quantize"> {
+  let summary = "A weight as the target's quantized form represents it";
+  let description = [{
+    The values the NPU multiplies with, as floats. `scheme` "int4_per_row":
+    per row, scale = max|row| / 7, q = clamp(round-half-away(w / scale),
+    -8, 7), value q * scale (docs: numerics). The lowering emits the packed
+    INT4 codes and scales of its operand.
+  }];
+  let arguments = (ins G3_WeightTensor:$weight, StrAttr:$scheme);
+  let results = (outs G3_F32Tensor:$result);
+  let assemblyFormat = "$weight attr-dict `:` functional-type(operands, results)";
+}
+
 def Gemma3n_EmbedOp : Gemma3n_PureOp<"embed"> {
   let summary = "Scaled token embedding: table[id] * scale";
   let arguments = (ins G3_TokenIds:$tokens, G3_WeightTensor:$table, F32Attr:$scale);
@@ -96,6 +122,22 @@ def Gemma3n_LaurelOp : Gemma3n_PureOp<"laurel"> {
                        G3_WeightTensor:$right, G3_WeightTensor:$norm, F32Attr:$eps);
   let results = (outs G3_F32Tensor:$result);
   let assemblyFormat = "$input `,` $left `,` $right `,` $norm attr-dict `:` functional-type(operands, results)";
+}
+
+def Gemma3n_LaurelResidualOp : Gemma3n_PureOp<"laurel_residual"> {
+  let summary = "Attention residual sum with the LAuReL branch merged in";
+  let description = [{
+    result = (act + xn) * residual_scale + rms(attn, attn_gain)
+             + rms((xn . left^T) . right^T, laurel_gain).
+    The fused form of combine(act, rms(attn, g), laurel(xn, left, right,
+    g_l)) * s, with s folded into both gains (gemma3n-fuse-laurel).
+  }];
+  let arguments = (ins G3_F32Tensor:$act, G3_F32Tensor:$attn, G3_F32Tensor:$xn,
+                       G3_WeightTensor:$left, G3_WeightTensor:$right,
+                       G3_WeightTensor:$attn_gain, G3_WeightTensor:$laurel_gain,
+                       F32Attr:$residual_scale, F32Attr:$eps);
+  let results = (outs G3_F32Tensor:$result);
+  let assemblyFormat = "$act `,` $attn `,` $xn `,` $left `,` $right `,` $attn_gain `,` $laurel_gain attr-dict `:` functional-type(operands, results)";
 }
 
 def Gemma3n_KVProjectOp : Gemma3n_PureOp<"kv_project"> {

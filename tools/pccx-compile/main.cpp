@@ -92,9 +92,16 @@ int main(int argc, char **argv) {
     return fail("invalid pass manager options");
   mlir::TimingScope timing = tm.getRootScope();
   pm.enableTiming(timing);
-  if (!passPipeline.empty() &&
-      failed(mlir::parsePassPipeline(passPipeline, pm, errs())))
-    return fail("cannot parse --pass-pipeline '" + passPipeline + "'");
+  if (!passPipeline.empty()) {
+    mlir::FailureOr<mlir::OpPassManager> parsed =
+        mlir::parsePassPipeline(passPipeline, errs());
+    if (failed(parsed))
+      return fail("cannot parse --pass-pipeline '" + passPipeline + "'");
+    if (parsed->getOpAnchorName() != mlir::ModuleOp::getOperationName())
+      return fail("--pass-pipeline must be anchored on builtin.module, e.g. "
+                  "'builtin.module(gemma3n-resolve-kv-sharing)'");
+    static_cast<mlir::OpPassManager &>(pm) = *parsed;
+  }
   if (failed(pm.run(*module)))
     return 1; // diagnostics already printed with their locations
 

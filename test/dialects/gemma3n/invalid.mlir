@@ -118,3 +118,27 @@ func.func @weight_name() {
   %w = gemma3n.weight "" : tensor<4xbf16>
   return
 }
+
+// -----
+
+func.func @scale_by_wrong_width(%w: tensor<16x8xbf16>, %g: tensor<4xbf16>) {
+  // expected-error @+1 {{'gemma3n.scale_weight' op by has shape [4], expected [8]}}
+  %s = gemma3n.scale_weight %w by %g {factor = 1.0 : f32} : (tensor<16x8xbf16>, tensor<4xbf16>) -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_scheme(%w: tensor<16x8xbf16>) {
+  // expected-error @+1 {{'gemma3n.quantize' op unknown scheme 'int3' (known: int4_per_row)}}
+  %q = gemma3n.quantize %w {scheme = "int3"} : (tensor<16x8xbf16>) -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @quantize_vector(%w: tensor<8xbf16>) {
+  // expected-error @+1 {{'gemma3n.quantize' op quantizes [rows, columns] weights only}}
+  %q = gemma3n.quantize %w {scheme = "int4_per_row"} : (tensor<8xbf16>) -> tensor<8xf32>
+  return
+}

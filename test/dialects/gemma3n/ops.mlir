@@ -82,3 +82,16 @@ func.func @prefill_norm(%x: tensor<5x8xf32>) -> tensor<5x8xf32> {
   %y = gemma3n.rms_norm %x {eps = 1.0e-6 : f32} : (tensor<5x8xf32>) -> tensor<5x8xf32>
   return %y : tensor<5x8xf32>
 }
+
+// CHECK-LABEL: func.func @weight_transforms
+func.func @weight_transforms() -> (tensor<16x8xf32>, tensor<8xf32>, tensor<16x8xf32>) {
+  %w = gemma3n.weight "gate_proj" : tensor<16x8xbf16>
+  %g = gemma3n.weight "gain" : tensor<8xbf16>
+  // CHECK: gemma3n.scale_weight %{{.*}} by %{{.*}} {factor = 1.000000e+00 : f32} : (tensor<16x8xbf16>, tensor<8xbf16>) -> tensor<16x8xf32>
+  %s = gemma3n.scale_weight %w by %g {factor = 1.0 : f32} : (tensor<16x8xbf16>, tensor<8xbf16>) -> tensor<16x8xf32>
+  // CHECK: gemma3n.scale_weight %{{.*}} {factor = 5.000000e-01 : f32} : (tensor<8xbf16>) -> tensor<8xf32>
+  %h = gemma3n.scale_weight %g {factor = 0.5 : f32} : (tensor<8xbf16>) -> tensor<8xf32>
+  // CHECK: gemma3n.quantize %{{.*}} {scheme = "int4_per_row"} : (tensor<16x8xf32>) -> tensor<16x8xf32>
+  %q = gemma3n.quantize %s {scheme = "int4_per_row"} : (tensor<16x8xf32>) -> tensor<16x8xf32>
+  return %s, %h, %q : tensor<16x8xf32>, tensor<8xf32>, tensor<16x8xf32>
+}

@@ -3,6 +3,7 @@
 #include "compiler/import/CheckpointGenerator.h"
 #include "compiler/reference/Math.h"
 #include "compiler/reference/Reference.h"
+#include "hw/numerics/Quantize.h"
 
 #include <gtest/gtest.h>
 
@@ -170,22 +171,37 @@ TEST(ReferenceMath, GaussianTopK) {
   EXPECT_FLOAT_EQ(x[3], 6 - cut);
 }
 
-TEST(ReferenceMath, QuantizeRowInt4) {
+TEST(Quantize, Int4RowRule) {
   float row[5] = {0.7f, -0.35f, 0.05f, -0.7f, 0.1f};
-  quantizeRowInt4(row, 5); // scale 0.1
+  hw::fakeQuantizeRowInt4(row, 5); // scale 0.1
   EXPECT_FLOAT_EQ(row[0], 0.7f);
   EXPECT_FLOAT_EQ(row[1], -0.4f); // -3.5 rounds away from zero to -4
   EXPECT_FLOAT_EQ(row[2], 0.1f);  // 0.5 -> 1
   EXPECT_FLOAT_EQ(row[3], -0.7f);
   EXPECT_FLOAT_EQ(row[4], 0.1f);
   float zeros[3] = {0, 0, 0};
-  quantizeRowInt4(zeros, 3);
+  hw::fakeQuantizeRowInt4(zeros, 3);
   EXPECT_EQ(zeros[1], 0);
   // -8 is reachable only by clamping: max|row| maps to +-7.
   float neg[2] = {-1.0f, 0.3f};
-  quantizeRowInt4(neg, 2);
+  hw::fakeQuantizeRowInt4(neg, 2);
   EXPECT_FLOAT_EQ(neg[0], -1.0f);
   EXPECT_FLOAT_EQ(neg[1], 2.0f / 7.0f);
+
+  // Integer codes and packing: 2j low nibble, 2j+1 high nibble.
+  float codes[5] = {7.0f, -7.0f, 3.0f, -0.5f, 0.0f};
+  int8_t q[5];
+  EXPECT_EQ(hw::quantizeRowInt4(codes, 5, q), 1.0f);
+  EXPECT_EQ(q[0], 7);
+  EXPECT_EQ(q[1], -7);
+  EXPECT_EQ(q[2], 3);
+  EXPECT_EQ(q[3], -1); // -0.5 rounds away from zero
+  EXPECT_EQ(q[4], 0);
+  uint8_t packed[3];
+  hw::packInt4(q, 5, packed);
+  EXPECT_EQ(packed[0], 0x97); // -7 = 0x9 high, 7 low
+  EXPECT_EQ(packed[1], 0xf3); // -1 = 0xf high, 3 low
+  EXPECT_EQ(packed[2], 0x00); // odd tail: high nibble 0
 }
 
 TEST(ReferenceMath, Int4PolicyFollowsDatatypeMap) {

@@ -1,0 +1,211 @@
+//===- WeightEvaluator.cpp - values of weight expressions -----------------===//
+
+#include "compiler/model/WeightEvaluator.h"
+
+#include "hw/numerics/Quantize.h"
+
+#include <vector>
+
+using namespace mlir;
+
+namespace pccx {
+
+bool isWeightExpression(Value value) {
+  Operation *op = value.getDefiningOp();
+  return op && isa<gemma3n::WeightOp, gemma3n::ScaleWeightOp,
+                   gemma3n::QuantizeOp>(op);
+}
+
+gemma3n::WeightOp rootWeight(Value value) {
+  while (Operation *op = value.getDefiningOp()) {
+    if (auto w = dyn_cast<gemma3n::WeightOp>(op))
+      return w;
+    if (auto s = dyn_cast<gemma3n::ScaleWeightOp>(op))
+      value = s.getWeight();
+    else if (auto q = dyn_cast<gemma3n::QuantizeOp>(op))
+      value = q.getWeight();
+    else
+      return nullptr;
+  }
+  return nullptr;
+}
+
+DictionaryAttr weightRecipe(Value value) {
+  Operation *op = value.getDefiningOp();
+  if (!op)
+    return nullptr;
+  Builder b(value.getContext());
+  if (auto w = dyn_cast<gemma3n::WeightOp>(op))
+    return b.getDictionaryAttr({b.getNamedAttr("tensor", w.getNameAttr())});
+  if (auto s = dyn_cast<gemma3n::ScaleWeightOp>(op)) {
+    DictionaryAttr inner = weightRecipe(s.getWeight());
+    if (!inner)
+      return nullptr;
+    SmallVector<NamedAttribute> entries = {
+        b.getNamedAttr("scale", inner),
+        b.getNamedAttr("factor", s.getFactorAttr())};
+    if (s.getBy()) {
+      DictionaryAttr by = weightRecipe(s.getBy());
+      if (!by)
+        return nullptr;
+      entries.push_back(b.getNamedAttr("by", by));
+    }
+    return b.getDictionaryAttr(entries);
+  }
+  if (auto q = dyn_cast<gemma3n::QuantizeOp>(op)) {
+    DictionaryAttr inner = weightRecipe(q.getWeight());
+    if (!inner)
+      return nullptr;
+    return b.getDictionaryAttr({b.getNamedAttr("quantize", inner),
+                                b.getNamedAttr("scheme", q.getSchemeAttr())});
+  }
+  return nullptr;
+}
+
+bool WeightEvaluator::shape(DictionaryAttr recipe, int64_t *rows,
+                            int64_t *columns, std::string *error) const {
+  if (auto name = recipe.getAs<StringAttr>("tensor")) {
+    const import::TensorView *view = checkpoint_.find(name.str());
+    if (!view) {
+      *error = checkpoint_.source() + ": no tensor '" + name.str() + "'";
+      return false;
+    }
+    if (view->shape.empty() || view->shape.size() > 2) {
+      *error = view->file + ": tensor '" + name.str() +
+               "' is not a vector or matrix";
+      return false;
+    }
+    *rows = view->shape.size() == 2 ? view->shape[0] : 1;
+    *columns = view->shape.back();
+    return true;
+  }
+  for (const char *key : {"scale", "quantize"})
+    if (auto inner = recipe.getAs<DictionaryAttr>(key))
+      return shape(inner, rows, columns, error);
+  *error = "malformed weight recipe";
+  return false;
+}
+
+bool WeightEvaluator::readRows(DictionaryAttr recipe, int64_t row,
+                               int64_t count, float *out,
+                               std::string *error) const {
+  int64_t rows = 0, cols = 0;
+  if (!shape(recipe, &rows, &cols, error))
+    return false;
+  if (row < 0 || count < 0 || row + count > rows) {
+    *error = "rows [" + std::to_string(row) + ", " +
+             std::to_string(row + count) + ") outside a weight of " +
+             std::to_string(rows) + " rows";
+    return false;
+  }
+  if (auto name = recipe.getAs<StringAttr>("tensor"))
+    return import::convertToFloat(*checkpoint_.find(name.str()),
+                                  uint64_t(row * cols), uint64_t(count * cols),
+                                  out, error);
+  if (auto inner = recipe.getAs<DictionaryAttr>("scale")) {
+    if (!readRows(inner, row, count, out, error))
+      return false;
+    std::vector<float> by(size_t(cols), 1.0f);
+    if (auto byRecipe = recipe.getAs<DictionaryAttr>("by")) {
+      int64_t byRows = 0, byCols = 0;
+      if (!shape(byRecipe, &byRows, &byCols, error))
+        return false;
+      if (byRows != 1 || byCols != cols) {
+        *error = "weight recipe scales " + std::to_string(cols) +
+                 " columns by a tensor of shape [" + std::to_string(byRows) +
+                 ", " + std::to_string(byCols) + "]";
+        return false;
+      }
+      if (!readRows(byRecipe, 0, 1, by.data(), error))
+        return false;
+    }
+    auto factorAttr = recipe.getAs<FloatAttr>("factor");
+    float factor = factorAttr ? float(factorAttr.getValueAsDouble()) : 1.0f;
+    for (int64_t r = 0; r < count; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        out[r * cols + c] = out[r * cols + c] * by[size_t(c)] * factor;
+    return true;
+  }
+  if (auto inner = recipe.getAs<DictionaryAttr>("quantize")) {
+    auto scheme = recipe.getAs<StringAttr>("scheme");
+    if (!scheme || scheme.getValue() != "int4_per_row") {
+      *error = "weight recipe has an unknown quantization scheme";
+      return false;
+    }
+    if (!readRows(inner, row, count, out, error))
+      return false;
+    for (int64_t r = 0; r < count; ++r)
+      hw::fakeQuantizeRowInt4(out + r * cols, size_t(cols));
+    return true;
+  }
+  *error = "malformed weight recipe";
+  return false;
+}
+
+int64_t WeightEvaluator::rows(Value value) {
+  auto shape = cast<RankedTensorType>(value.getType()).getShape();
+  return shape.size() == 2 ? shape[0] : 1;
+}
+
+int64_t WeightEvaluator::columns(Value value) {
+  auto shape = cast<RankedTensorType>(value.getType()).getShape();
+  return shape.empty() ? 1 : shape.back();
+}
+
+bool WeightEvaluator::readRows(Value value, int64_t row, int64_t count,
+                               float *out, std::string *error) const {
+  const int64_t cols = columns(value);
+  if (row < 0 || count < 0 || row + count > rows(value)) {
+    *error = "rows [" + std::to_string(row) + ", " +
+             std::to_string(row + count) + ") outside a weight of " +
+             std::to_string(rows(value)) + " rows";
+    return false;
+  }
+  Operation *op = value.getDefiningOp();
+  if (auto w = dyn_cast_or_null<gemma3n::WeightOp>(op)) {
+    const import::TensorView *view = checkpoint_.find(w.getName().str());
+    if (!view) {
+      *error = checkpoint_.source() + ": no tensor '" + w.getName().str() +
+               "' (named by a gemma3n.weight op)";
+      return false;
+    }
+    if (view->shape !=
+        std::vector<int64_t>(cast<RankedTensorType>(value.getType())
+                                 .getShape()
+                                 .begin(),
+                             cast<RankedTensorType>(value.getType())
+                                 .getShape()
+                                 .end())) {
+      *error = view->file + ": tensor '" + w.getName().str() + "' has shape " +
+               import::formatShape(view->shape) +
+               ", not the shape its gemma3n.weight op declares";
+      return false;
+    }
+    return import::convertToFloat(*view, uint64_t(row * cols),
+                                  uint64_t(count * cols), out, error);
+  }
+  if (auto s = dyn_cast_or_null<gemma3n::ScaleWeightOp>(op)) {
+    if (!readRows(s.getWeight(), row, count, out, error))
+      return false;
+    std::vector<float> by(size_t(cols), 1.0f);
+    if (s.getBy() && !readRows(s.getBy(), 0, 1, by.data(), error))
+      return false;
+    float factor = s.getFactor().convertToFloat();
+    for (int64_t r = 0; r < count; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        out[r * cols + c] = out[r * cols + c] * by[size_t(c)] * factor;
+    return true;
+  }
+  if (auto q = dyn_cast_or_null<gemma3n::QuantizeOp>(op)) {
+    if (!readRows(q.getWeight(), row, count, out, error))
+      return false;
+    for (int64_t r = 0; r < count; ++r)
+      hw::fakeQuantizeRowInt4(out + r * cols, size_t(cols));
+    return true;
+  }
+  *error = "value is not a weight expression (gemma3n.weight, "
+           "gemma3n.scale_weight or gemma3n.quantize)";
+  return false;
+}
+
+} // namespace pccx
