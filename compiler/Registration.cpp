@@ -4,6 +4,7 @@
 
 #include "dialects/Gemma3n/Gemma3nOps.h"
 #include "dialects/Pccx/PccxOps.h"
+#include "compiler/Pipeline.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,4 +16,7 @@ void pccx::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::func::FuncDialect>();
 }
 
-void pccx::registerAllPasses() { pccx::registerPccxPasses(); }
+void pccx::registerAllPasses() {
+  pccx::registerPccxPasses();
+  pccx::registerPipelines();
+}

@@ -4,6 +4,7 @@
 #define PCCX_PASSES_PASSES_H
 
 #include "dialects/Gemma3n/Gemma3nOps.h"
+#include "dialects/Pccx/PccxOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

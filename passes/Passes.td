@@ -70,4 +70,67 @@ def FuseLaurel : Pass<"gemma3n-fuse-laurel", "mlir::ModuleOp"> {
   let dependentDialects = ["pccx::gemma3n::Gemma3nDialect"];
 }
 
+def ConvertGemma3nToPccx
+    : Pass<"convert-gemma3n-to-pccx", "mlir::ModuleOp"> {
+  let summary = "Partition gemma3n functions into pccx programs";
+  let description = [{
+    Each gemma3n function (decode_step, prefill) becomes a pccx.program:
+    INT4 projections run as GEMV (one token) or GEMM (prefill rows), the
+    attention softmax as findemax GEMV / EXP / REDUCE_SUM / SCALE, GELU on
+    the SFU; everything the v002 ISA cannot express becomes a
+    pccx.host.kernel with the MEMCPY round trips it costs. Buffers stay
+    symbolic and constant-cache entries unassigned (the machine passes
+    allocate them). docs/lowering.md describes the partition. Requires
+    resolved KV sharing and quantized projection weights.
+  }];
+  let options = [
+    Option<"prefillRows", "prefill-rows", "int64_t", /*default=*/"16",
+           "Tokens per prefill step (GEMM rows)">,
+  ];
+  let dependentDialects = ["pccx::dialect::PccxDialect"];
+}
+
+def AllocateConstants : Pass<"pccx-allocate-constants", "mlir::ModuleOp"> {
+  let summary = "Assign constant-cache entries and insert MEMSETs";
+  let description = [{
+    Instructions name their shapes with `weight_shape` / `fmap_shape`
+    ([a, b, c]) until this pass: each bank's 64 entries are managed as an
+    LRU cache in program order, a MEMSET is inserted before the first use
+    of a shape that is not resident (so layers reuse the entries their
+    predecessors loaded), and shapes with `shape_patches` get a MEMSET of
+    their own, carrying the patches, right before the instruction.
+  }];
+}
+
+def AllocateL2 : Pass<"pccx-allocate-l2", "mlir::ModuleOp"> {
+  let summary = "Assign L2 word addresses to buffers, reusing dead space";
+  let description = [{
+    A buffer is live from the first to the last instruction of its program
+    that names it; buffers whose lifetimes do not overlap may share words.
+    First fit over the L2 that exists (hw/machine); a program that cannot
+    fit is an error naming the buffer, its size and the live buffers.
+    Symbolic addresses in instructions become word addresses.
+  }];
+}
+
+def ScheduleAsync : Pass<"pccx-schedule-async", "mlir::ModuleOp"> {
+  let summary = "Issue MEMCPY and CVO asynchronously, sync before host work";
+  let description = [{
+    The Global Scheduler orders L2 accesses (docs/isa-semantics.md section
+    10), so MEMCPY and CVO may be issued with `async`. The host may only
+    read or write the host window once everything before has completed:
+    a pccx.host.sync is placed before every host kernel that follows
+    asynchronous instructions.
+  }];
+}
+
+def VerifyLegality : Pass<"pccx-verify-legality", "mlir::ModuleOp"> {
+  let summary = "Check that every instruction encodes as a v002 word";
+  let description = [{
+    Every L2 address resolved, every constant entry assigned, every field
+    within its width with reserved bits zero, every patch naming a field
+    of its instruction.
+  }];
+}
+
 #endif

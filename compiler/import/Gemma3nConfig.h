@@ -96,6 +96,10 @@ struct Gemma3nTextConfig {
   /// layers, `layer` itself otherwise.
   int64_t kvCacheLayer(int64_t layer) const;
 
+  /// The gaussian top-k cutoff multiplier of a layer: Phi^-1(sparsity)
+  /// (standard normal quantile), or 0 for a dense layer.
+  double sparsityMultiplier(int64_t layer) const;
+
   double ropeTheta(LayerType type) const {
     return type == LayerType::Full ? rope_theta_full : rope_theta_sliding;
   }
@@ -104,6 +108,9 @@ struct Gemma3nTextConfig {
   /// field explicit, RoPE in both the per-type and the legacy spelling.
   std::string toJson(int indent = 2) const;
 };
+
+/// Inverse CDF of the standard normal distribution, to double precision.
+double normalQuantile(double p);
 
 /// Parses a config.json: a multimodal Gemma3nConfig (its `text_config` is
 /// used, vision and audio parts ignored; a missing or null text_config means

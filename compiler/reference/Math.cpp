@@ -68,33 +68,4 @@ void gaussianTopK(float *x, size_t n, float multiplier) {
     x[i] = x[i] - cutoff > 0 ? x[i] - cutoff : 0.0f;
 }
 
-double normalQuantile(double p) {
-  // Phi^-1(p) = sqrt(2) * erfinv(2p - 1); erfinv by Newton on std::erf.
-  double y = 2 * p - 1;
-  double x = 0;
-  // Initial guess (Giles' single-precision approximation).
-  double w = -std::log((1.0 - y) * (1.0 + y));
-  if (w < 5) {
-    w -= 2.5;
-    x = 2.81022636e-08;
-    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-                     0.00021858087, -0.00125372503, -0.00417768164,
-                     0.246640727, 1.50140941})
-      x = c + x * w;
-  } else {
-    w = std::sqrt(w) - 3;
-    x = -0.000200214257;
-    for (double c : {0.000100950558, 0.00134934322, -0.00367342844,
-                     0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
-                     2.83297682})
-      x = c + x * w;
-  }
-  x *= y;
-  for (int i = 0; i < 4; ++i) {
-    double err = std::erf(x) - y;
-    x -= err / (2.0 / std::sqrt(M_PI) * std::exp(-x * x));
-  }
-  return std::sqrt(2.0) * x;
-}
-
 } // namespace pccx::reference

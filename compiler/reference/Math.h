@@ -31,9 +31,6 @@ void applyRope(float *head, size_t headDim, int64_t position, double theta);
 /// Gaussian top-k: relu(x - (mean + std * multiplier)), std with divisor n.
 void gaussianTopK(float *x, size_t n, float multiplier);
 
-/// Inverse CDF of the standard normal distribution.
-double normalQuantile(double p);
-
 /// Dot product in float32 with a fixed summation order.
 float dot(const float *a, const float *b, size_t n);
 

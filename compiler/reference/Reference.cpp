@@ -172,7 +172,7 @@ struct Model::Impl {
                      : 0.0;
       l.sparse = s > 0;
       if (l.sparse)
-        l.sparsityMultiplier = float(normalQuantile(s));
+        l.sparsityMultiplier = float(config.sparsityMultiplier(i));
       if (config.kvSourceLayer(i) < 0) {
         keys[size_t(i)].assign(size_t(maxPositions * numKvHeads * headDim), 0);
         values[size_t(i)].assign(size_t(maxPositions * numKvHeads * headDim),

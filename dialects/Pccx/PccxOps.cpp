@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Pccx/PccxOps.h"
+#include "runtime/bundle/PatchSources.h"
 
 #include "hw/machine/MachineModel.h"
 
@@ -30,8 +31,6 @@ void PccxDialect::initialize() {
 
 namespace {
 
-const char *const kPatchSources[] = {"token_id", "position", "attn_len",
-                                     "window_start"};
 
 std::string enumChoices(isa::Field field) {
   std::string out;
@@ -123,10 +122,16 @@ LogicalResult verifyPatches(Operation *op, isa::Format format) {
                                << "': only numeric fields can be patched";
     if (!source || !isPatchSource(source.getValue()))
       return op->emitOpError("patch source must be one of token_id, "
-                             "position, attn_len, window_start");
-    for (StringRef key : {"scale", "offset"})
+                             "position, attn_len, window_len, window_start");
+    for (StringRef key : {"scale", "offset", "delta", "window"})
       if (dict.get(key) && !dict.getAs<IntegerAttr>(key))
         return op->emitOpError() << "patch '" << key << "' must be an integer";
+    bundle::PatchSource s;
+    bundle::parsePatchSource(source.getValue().str().c_str(), &s);
+    auto window = dict.getAs<IntegerAttr>("window");
+    if (bundle::patchSourceNeedsWindow(s) && (!window || window.getInt() <= 0))
+      return op->emitOpError() << "patch source '" << source.getValue()
+                               << "' needs a positive 'window'";
   }
   return success();
 }
@@ -143,7 +148,8 @@ LogicalResult verifyInstruction(Operation *op) {
 } // namespace
 
 bool pccx::dialect::isPatchSource(StringRef source) {
-  return llvm::is_contained(kPatchSources, source);
+  bundle::PatchSource s;
+  return bundle::parsePatchSource(source.str().c_str(), &s);
 }
 
 std::optional<isa::Opcode> pccx::dialect::opcodeOf(Operation *op) {

@@ -1,6 +1,7 @@
 //===- Manifest.cpp - conventions of the bundle manifest --------*- C++ -*-===//
 
 #include "runtime/bundle/Manifest.h"
+#include "runtime/bundle/PatchSources.h"
 
 #include "hw/isa/Isa.h"
 #include "runtime/bundle/Bundle.h"
@@ -57,9 +58,14 @@ bool setAnnotations(json &manifest, const std::string &program,
 }
 
 json toJson(const PatchPoint &patch) {
-  return json{{"program", patch.program}, {"index", patch.index},
-              {"field", patch.field},     {"value", patch.value},
-              {"scale", patch.scale},     {"offset", patch.offset}};
+  json j{{"program", patch.program}, {"index", patch.index},
+         {"field", patch.field},     {"value", patch.value},
+         {"scale", patch.scale},     {"offset", patch.offset}};
+  if (patch.delta)
+    j["delta"] = patch.delta;
+  if (patch.window)
+    j["window"] = patch.window;
+  return j;
 }
 
 bool parsePatchPoints(const json &manifest, std::vector<PatchPoint> &patches,
@@ -108,10 +114,21 @@ bool parsePatchPoints(const json &manifest, std::vector<PatchPoint> &patches,
     if (!str("program", p.program) || !str("field", p.field) ||
         !str("value", p.value) || !integer("index", index, true) ||
         !integer("scale", p.scale, false) ||
-        !integer("offset", p.offset, false))
+        !integer("offset", p.offset, false) ||
+        !integer("delta", p.delta, false) ||
+        !integer("window", p.window, false))
       return false;
     if (index < 0)
       return setError(error, where + ": 'index' is negative");
+    PatchSource source;
+    if (!parsePatchSource(p.value.c_str(), &source))
+      return setError(error, where + ": 'value' \"" + p.value +
+                                 "\" is not a run-time quantity (token_id, "
+                                 "position, attn_len, window_len, "
+                                 "window_start)");
+    if (patchSourceNeedsWindow(source) && p.window <= 0)
+      return setError(error, where + ": '" + p.value +
+                                 "' needs a positive 'window'");
     p.index = uint64_t(index);
     patches.push_back(std::move(p));
   }

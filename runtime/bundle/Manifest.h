@@ -49,8 +49,10 @@ bool setAnnotations(nlohmann::json &manifest, const std::string &program,
                     std::string *error);
 
 /// A word field the runtime rewrites before each issue:
-///   word[index].field = <value at run time> * scale + offset
-/// where `value` names a run-time quantity ("token_id", "position", ...).
+///   word[index].field = value(q) * scale + offset,  q = position + delta
+/// where `value` names a run-time quantity (PatchSources.h: "token_id",
+/// "position", "attn_len", "window_len", "window_start"); the window
+/// sources need `window`.
 struct PatchPoint {
   std::string program;
   uint64_t index = 0;
@@ -58,6 +60,8 @@ struct PatchPoint {
   std::string value;
   int64_t scale = 1;
   int64_t offset = 0;
+  int64_t delta = 0;
+  int64_t window = 0;
 };
 
 nlohmann::json toJson(const PatchPoint &patch);

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/ModelImporter.h"
+#include "compiler/Pipeline.h"
+#include "compiler/emit/EmitBundle.h"
 #include "compiler/Registration.h"
 
 #include "mlir/IR/AsmState.h"
@@ -16,7 +18,9 @@
 #include "mlir/Support/Timing.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
@@ -32,21 +36,51 @@ cl::opt<std::string> checkpointDir(cl::Positional, cl::Required,
 cl::opt<std::string> outputFile("o", cl::desc("Output file ('-' for stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(category));
-enum class Emit { Gemma3n };
+enum class Emit { Gemma3n, Pccx, Bundle };
 cl::opt<Emit> emit(
-    "emit", cl::desc("What to produce"), cl::init(Emit::Gemma3n),
-    cl::values(clEnumValN(Emit::Gemma3n, "gemma3n",
-                          "the imported gemma3n IR (decode_step and prefill "
-                          "functions), after --pass-pipeline if given")),
+    "emit", cl::desc("What to produce (default: bundle)"),
+    cl::init(Emit::Bundle),
+    cl::values(
+        clEnumValN(Emit::Gemma3n, "gemma3n",
+                   "the imported gemma3n IR (decode_step and prefill "
+                   "functions); with --pass-pipeline, after it"),
+        clEnumValN(Emit::Pccx, "pccx",
+                   "the pccx programs after the whole pipeline"),
+        clEnumValN(Emit::Bundle, "bundle",
+                   "the deployable .pccx bundle (needs -o FILE)")),
     cl::cat(category));
+cl::opt<int64_t> prefillRows("prefill-rows",
+                             cl::desc("Tokens per prefill step, the GEMM "
+                                      "rows (default 16)"),
+                             cl::init(16), cl::cat(category));
+cl::opt<std::string> kvDtype("kv-dtype",
+                             cl::desc("KV-cache storage on the device: f16 "
+                                      "(default) or f32"),
+                             cl::init("f16"), cl::cat(category));
+cl::opt<bool> quantReport(
+    "quant-report",
+    cl::desc("Report each tensor's relative INT4 quantization error"),
+    cl::init(false), cl::cat(category));
+cl::opt<bool> noFoldNormGains(
+    "no-fold-norm-gains",
+    cl::desc("Keep RMSNorm gains out of the projection weights"),
+    cl::init(false), cl::cat(category));
+cl::opt<bool> noFuseLaurel("no-fuse-laurel",
+                           cl::desc("Keep the LAuReL branch unfused"),
+                           cl::init(false), cl::cat(category));
+cl::opt<std::string> tokenizer(
+    "tokenizer",
+    cl::desc("SentencePiece model to embed (default: CKPT_DIR/tokenizer.model "
+             "when present)"),
+    cl::value_desc("file"), cl::init(""), cl::cat(category));
 cl::opt<int64_t> maxSeqLen("max-seq-len",
                            cl::desc("KV-cache positions per layer (default "
                                     "1024)"),
                            cl::init(1024), cl::cat(category));
 cl::opt<std::string> passPipeline(
     "pass-pipeline",
-    cl::desc("Textual pass pipeline to run on the module, as in pccx-opt, "
-             "e.g. 'builtin.module(canonicalize)'"),
+    cl::desc("Textual pass pipeline to run instead of the default one, as in "
+             "pccx-opt, e.g. 'builtin.module(gemma3n-resolve-kv-sharing)'"),
     cl::init(""), cl::cat(category));
 
 int fail(const Twine &message) {
@@ -92,6 +126,19 @@ int main(int argc, char **argv) {
     return fail("invalid pass manager options");
   mlir::TimingScope timing = tm.getRootScope();
   pm.enableTiming(timing);
+  if (kvDtype != "f16" && kvDtype != "f32")
+    return fail("--kv-dtype must be f16 or f32, got '" + kvDtype + "'");
+  if (emit == Emit::Bundle && (outputFile.empty() || outputFile == "-"))
+    return fail("--emit=bundle needs an output file (-o model.pccx)");
+  pccx::PipelineOptions pipeline;
+  pipeline.prefillRows = prefillRows;
+  pipeline.quantReport = quantReport;
+  pipeline.foldNormGains = !noFoldNormGains;
+  pipeline.fuseLaurel = !noFuseLaurel;
+  if (passPipeline.empty() && emit != Emit::Gemma3n) {
+    pccx::buildModelPipeline(pm, pipeline);
+    pccx::buildLoweringPipeline(pm, pipeline);
+  }
   if (!passPipeline.empty()) {
     mlir::FailureOr<mlir::OpPassManager> parsed =
         mlir::parsePassPipeline(passPipeline, errs());
@@ -104,6 +151,33 @@ int main(int argc, char **argv) {
   }
   if (failed(pm.run(*module)))
     return 1; // diagnostics already printed with their locations
+
+  if (emit == Emit::Bundle) {
+    pccx::EmitOptions emitOptions;
+    emitOptions.kvDtype = kvDtype;
+    emitOptions.compileOptions = {{"max_seq_len", int64_t(maxSeqLen)},
+                                  {"prefill_rows", int64_t(prefillRows)},
+                                  {"kv_dtype", std::string(kvDtype)},
+                                  {"fold_norm_gains", !noFoldNormGains},
+                                  {"fuse_laurel", !noFuseLaurel},
+                                  {"quantization", "int4_per_row"}};
+    std::string tok = tokenizer;
+    if (tok.empty() &&
+        llvm::sys::fs::exists(std::string(checkpointDir) + "/tokenizer.model"))
+      tok = std::string(checkpointDir) + "/tokenizer.model";
+    emitOptions.tokenizerPath = tok;
+    bool tty = llvm::sys::Process::StandardErrIsDisplayed();
+    if (tty)
+      emitOptions.progress = [](uint64_t done, uint64_t total) {
+        errs() << "\rwriting weights: " << (done >> 20) << " / "
+               << (total >> 20) << " MiB";
+        if (done >= total)
+          errs() << "\n";
+      };
+    if (!pccx::emitBundle(*module, outputFile, emitOptions, &error))
+      return fail(error);
+    return 0;
+  }
 
   std::unique_ptr<ToolOutputFile> out =
       mlir::openOutputFile(outputFile, &error);

@@ -129,7 +129,7 @@ pccx.program @p {
 
 pccx.program @p {
   pccx.segment @s {
-    // expected-error @+1 {{patch source must be one of token_id, position, attn_len, window_start}}
+    // expected-error @+1 {{patch source must be one of token_id, position, attn_len, window_len, window_start}}
     pccx.cvo {cvo_func = "exp", src_addr = 0, dst_addr = 0, length = 4, patches = [{field = "length", source = "time"}]}
   }
 }

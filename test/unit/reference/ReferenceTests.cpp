@@ -145,9 +145,9 @@ TEST(ReferenceMath, RmsNormGeluRopeQuantile) {
   EXPECT_NEAR(geluTanh(1.0f), 0.841192f, 1e-6);
   EXPECT_NEAR(geluTanh(-3.0f), -0.00363752f, 1e-7);
 
-  EXPECT_NEAR(normalQuantile(0.95), 1.6448536269514722, 1e-12);
-  EXPECT_NEAR(normalQuantile(0.5), 0.0, 1e-12);
-  EXPECT_NEAR(normalQuantile(0.01), -2.3263478740408408, 1e-12);
+  EXPECT_NEAR(import::normalQuantile(0.95), 1.6448536269514722, 1e-12);
+  EXPECT_NEAR(import::normalQuantile(0.5), 0.0, 1e-12);
+  EXPECT_NEAR(import::normalQuantile(0.01), -2.3263478740408408, 1e-12);
 
   // RoPE: identity at position 0; rotate_half pairs element j with j+d/2.
   float head[4] = {1, 2, 3, 4};

@@ -1,0 +1,74 @@
+//===- Pipeline.cpp - the pass pipelines of pccx-compile ------------------===//
+
+#include "compiler/Pipeline.h"
+
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+namespace pccx {
+
+void buildModelPipeline(OpPassManager &pm, const PipelineOptions &o) {
+  pm.addPass(createResolveKvSharing());
+  if (o.foldNormGains)
+    pm.addPass(createFoldNormGains());
+  if (o.fuseLaurel)
+    pm.addPass(createFuseLaurel());
+  QuantizeWeightsOptions quant;
+  quant.report = o.quantReport;
+  pm.addPass(createQuantizeWeights(quant));
+}
+
+void buildLoweringPipeline(OpPassManager &pm, const PipelineOptions &o) {
+  ConvertGemma3nToPccxOptions convert;
+  convert.prefillRows = o.prefillRows;
+  pm.addPass(createConvertGemma3nToPccx(convert));
+  pm.addPass(createAllocateConstants());
+  pm.addPass(createAllocateL2());
+  pm.addPass(createScheduleAsync());
+  pm.addPass(createVerifyLegality());
+}
+
+namespace {
+struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
+  Option<int64_t> prefillRows{*this, "prefill-rows",
+                              llvm::cl::desc("Tokens per prefill step"),
+                              llvm::cl::init(16)};
+  Option<bool> quantReport{
+      *this, "quant-report",
+      llvm::cl::desc("Report per-tensor INT4 quantization error"),
+      llvm::cl::init(false)};
+  PipelineOptions get() const {
+    PipelineOptions o;
+    o.prefillRows = prefillRows;
+    o.quantReport = quantReport;
+    return o;
+  }
+};
+} // namespace
+
+void registerPipelines() {
+  PassPipelineRegistration<CLIPipelineOptions>(
+      "gemma3n-model-pipeline",
+      "Model passes: KV sharing, norm-gain folding, LAuReL fusion, INT4",
+      [](OpPassManager &pm, const CLIPipelineOptions &o) {
+        buildModelPipeline(pm, o.get());
+      });
+  PassPipelineRegistration<CLIPipelineOptions>(
+      "pccx-lowering-pipeline",
+      "gemma3n -> pccx and the machine passes",
+      [](OpPassManager &pm, const CLIPipelineOptions &o) {
+        buildLoweringPipeline(pm, o.get());
+      });
+  PassPipelineRegistration<CLIPipelineOptions>(
+      "pccx-compile-pipeline", "What pccx-compile runs before emission",
+      [](OpPassManager &pm, const CLIPipelineOptions &o) {
+        buildModelPipeline(pm, o.get());
+        buildLoweringPipeline(pm, o.get());
+      });
+}
+
+} // namespace pccx

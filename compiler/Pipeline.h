@@ -1,0 +1,32 @@
+//===- Pipeline.h - the pass pipelines of pccx-compile ----------*- C++ -*-===//
+
+#ifndef PCCX_COMPILER_PIPELINE_H
+#define PCCX_COMPILER_PIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+
+#include <cstdint>
+
+namespace pccx {
+
+struct PipelineOptions {
+  int64_t prefillRows = 16;
+  bool foldNormGains = true;
+  bool fuseLaurel = true;
+  bool quantReport = false;
+};
+
+/// Model passes on imported gemma3n IR: KV-sharing resolution, norm-gain
+/// folding, LAuReL fusion, INT4 marking.
+void buildModelPipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
+/// gemma3n -> pccx and the machine passes: constant cache, L2, async,
+/// legality.
+void buildLoweringPipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
+
+/// Registers "gemma3n-model-pipeline", "pccx-lowering-pipeline" and
+/// "pccx-compile-pipeline" (both) for pccx-opt.
+void registerPipelines();
+
+} // namespace pccx
+
+#endif

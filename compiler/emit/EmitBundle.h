@@ -1,0 +1,40 @@
+//===- EmitBundle.h - lowered module to a .pccx bundle ----------*- C++ -*-===//
+//
+// Writes a module whose pccx programs have been through the machine passes
+// as a bundle (docs/bundle-format.md): the manifest, one program section per
+// program, the weight records in consumption order (streamed from the
+// checkpoint, quantized on the way), host tensors and gather tables.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_COMPILER_EMIT_EMITBUNDLE_H
+#define PCCX_COMPILER_EMIT_EMITBUNDLE_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace pccx {
+
+struct EmitOptions {
+  /// Stored in the manifest ("compile_options").
+  nlohmann::json compileOptions = nlohmann::json::object();
+  /// "f16" or "f32": storage of the KV caches on the device.
+  std::string kvDtype = "f16";
+  /// Optional tokenizer model file to embed.
+  std::string tokenizerPath;
+  /// Called while the weights are written: bytes done, bytes total.
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+/// Writes the bundle atomically to `path`. Errors name the op or tensor.
+bool emitBundle(mlir::ModuleOp module, const std::string &path,
+                const EmitOptions &options, std::string *error);
+
+} // namespace pccx
+
+#endif

@@ -1,0 +1,145 @@
+//===- AllocateConstants.cpp - constant-cache entries and MEMSETs ---------===//
+//
+// Each bank (fmap_shape, weight_shape) has 64 entries. In program order an
+// instruction's shape is looked up among the resident entries; a miss
+// evicts the least recently used entry and inserts the MEMSET that loads
+// it. Entries loaded by one layer are therefore reused by the next, which
+// has the same shapes. Patched shapes (run-time values) always get their
+// own MEMSET with the patches, and the entry is not reused.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "hw/machine/MachineModel.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <array>
+#include <optional>
+
+using namespace mlir;
+
+namespace pccx {
+#define GEN_PASS_DEF_ALLOCATECONSTANTS
+#include "passes/Passes.h.inc"
+} // namespace pccx
+
+namespace {
+
+namespace pd = pccx::dialect;
+
+struct Bank {
+  struct Entry {
+    std::optional<std::array<int64_t, 3>> value; ///< none: free or patched
+    uint64_t lastUse = 0;
+  };
+  std::vector<Entry> entries =
+      std::vector<Entry>(pccx::machine::const_cache_entries);
+
+  /// The entry holding `value`, or the one to overwrite (free first, then
+  /// least recently used); `hit` tells which.
+  int64_t lookup(const std::optional<std::array<int64_t, 3>> &value,
+                 bool *hit) {
+    if (value)
+      for (size_t i = 0; i < entries.size(); ++i)
+        if (entries[i].value == value) {
+          *hit = true;
+          return int64_t(i);
+        }
+    *hit = false;
+    int64_t victim = 0;
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (entries[i].lastUse < entries[size_t(victim)].lastUse)
+        victim = int64_t(i);
+    return victim;
+  }
+};
+
+struct AllocateConstantsPass
+    : pccx::impl::AllocateConstantsBase<AllocateConstantsPass> {
+  void runOnOperation() override {
+    for (auto program : getOperation().getOps<pd::ProgramOp>())
+      if (failed(allocate(program)))
+        return signalPassFailure();
+  }
+
+  LogicalResult allocate(pd::ProgramOp program) {
+    Bank fmap, weight;
+    uint64_t clock = 0;
+    OpBuilder b(program.getContext());
+    for (auto segment : program.getBody().getOps<pd::SegmentOp>()) {
+      for (Operation &op :
+           llvm::make_early_inc_range(segment.getBody().front())) {
+        struct Use {
+          const char *shapeAttr, *bankName, *pointer;
+          Bank *bank;
+        };
+        SmallVector<Use> uses;
+        if (isa<pd::GemvOp, pd::GemmOp>(op)) {
+          uses.push_back({"weight_shape", "weight_shape", "shape_ptr_addr",
+                          &weight});
+          uses.push_back({"fmap_shape", "fmap_shape", "size_ptr_addr", &fmap});
+        } else if (isa<pd::MemcpyOp>(op)) {
+          uses.push_back({"fmap_shape", "fmap_shape", "shape_ptr_addr", &fmap});
+        }
+        auto patches = op.getAttrOfType<ArrayAttr>("shape_patches");
+        for (const Use &use : uses) {
+          auto shape = op.getAttrOfType<ArrayAttr>(use.shapeAttr);
+          if (!shape)
+            continue; // already assigned (hand-written programs)
+          std::array<int64_t, 3> value;
+          if (shape.size() != 3)
+            return op.emitOpError() << "'" << use.shapeAttr
+                                    << "' must hold three integers";
+          for (int i = 0; i < 3; ++i) {
+            auto v = dyn_cast<IntegerAttr>(shape[size_t(i)]);
+            if (!v || v.getInt() < 0 || v.getInt() > 0xffff)
+              return op.emitOpError()
+                     << "'" << use.shapeAttr << "' value " << i
+                     << " must be an integer in [0, 65535]";
+            value[size_t(i)] = v.getInt();
+          }
+          SmallVector<Attribute> mine;
+          if (patches)
+            for (Attribute p : patches) {
+              auto d = cast<DictionaryAttr>(p);
+              auto bank = d.getAs<StringAttr>("bank");
+              if (bank && bank.getValue() == use.bankName) {
+                SmallVector<NamedAttribute> kept;
+                for (NamedAttribute a : d)
+                  if (a.getName() != "bank")
+                    kept.push_back(a);
+                mine.push_back(b.getDictionaryAttr(kept));
+              }
+            }
+          std::optional<std::array<int64_t, 3>> key;
+          if (mine.empty())
+            key = value;
+          bool hit = false;
+          int64_t entry = use.bank->lookup(key, &hit);
+          use.bank->entries[size_t(entry)].lastUse = ++clock;
+          if (!hit) {
+            use.bank->entries[size_t(entry)].value = key;
+            b.setInsertionPoint(&op);
+            OperationState state(op.getLoc(), "pccx.memset");
+            state.addAttribute("dest_cache", b.getStringAttr(use.bankName));
+            state.addAttribute("dest_addr", b.getI64IntegerAttr(entry));
+            state.addAttribute("a_value", b.getI64IntegerAttr(value[0]));
+            state.addAttribute("b_value", b.getI64IntegerAttr(value[1]));
+            state.addAttribute("c_value", b.getI64IntegerAttr(value[2]));
+            if (!mine.empty())
+              state.addAttribute("patches", b.getArrayAttr(mine));
+            b.create(state);
+          }
+          op.setAttr(use.pointer, b.getI64IntegerAttr(entry));
+          op.removeAttr(use.shapeAttr);
+        }
+        op.removeAttr("shape_patches");
+      }
+    }
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,60 @@
+//===- Session.h - the per-token driver -------------------------*- C++ -*-===//
+//
+// Runs a loaded model on a Device: applies patch points, feeds the weight
+// stream in consumption order, issues each segment's words, runs host
+// kernels at their places (after waiting for completion), and reads the
+// logits back. Prompts go through the prefill program in steps of its row
+// count and the decode program for the rest (or token by token with
+// decodeOnly). The KV caches are rings with a hard cap: a step past the
+// positions the bundle was compiled for is refused.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_RUNTIME_DRIVER_SESSION_H
+#define PCCX_RUNTIME_DRIVER_SESSION_H
+
+#include "runtime/driver/Device.h"
+#include "runtime/driver/Model.h"
+
+#include <deque>
+#include <memory>
+
+namespace pccx::driver {
+
+struct SessionStats {
+  uint64_t instructions = 0, hostOps = 0, weightBytes = 0, steps = 0;
+};
+
+class Session {
+public:
+  /// `fp32Caches` keeps KV caches in float32 whatever the bundle says (the
+  /// reference numerics); otherwise they use the bundle's dtype.
+  Session(const Model &model, std::unique_ptr<Device> device,
+          bool fp32Caches);
+
+  int64_t position() const { return position_; }
+  /// Forgets every cached position.
+  void reset();
+  /// Consumes `tokens` at the next positions and appends one row of
+  /// vocab_size logits per token to `logits` (when not null).
+  bool consume(const std::vector<int32_t> &tokens, bool decodeOnly,
+               std::vector<float> *logits, std::string *error);
+  const SessionStats &stats() const { return stats_; }
+  Device &device() { return *device_; }
+
+private:
+  bool run(const Program &program, const int32_t *tokens, int64_t count,
+           std::vector<float> *logits, std::string *error);
+
+  const Model &model_;
+  std::unique_ptr<Device> device_;
+  bool fp32Caches_;
+  std::map<std::string, host::KvCache> caches_;
+  std::deque<std::vector<uint8_t>> dynamic_;
+  int64_t position_ = 0;
+  SessionStats stats_;
+};
+
+} // namespace pccx::driver
+
+#endif

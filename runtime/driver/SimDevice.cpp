@@ -1,0 +1,17 @@
+//===- SimDevice.cpp - the functional simulator as a Device ---------------===//
+
+#include "runtime/driver/SimDevice.h"
+
+namespace pccx::driver {
+
+bool SimDevice::issue(uint64_t word, uint64_t index, std::string *error) {
+  isa::Instruction inst;
+  std::string why;
+  if (!isa::decode(word, inst, &why)) {
+    *error = "instruction " + std::to_string(index) + ": " + why;
+    return false;
+  }
+  return sim_.execute(inst, error);
+}
+
+} // namespace pccx::driver

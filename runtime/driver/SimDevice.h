@@ -1,0 +1,36 @@
+//===- SimDevice.h - the functional simulator as a Device -------*- C++ -*-===//
+
+#ifndef PCCX_RUNTIME_DRIVER_SIMDEVICE_H
+#define PCCX_RUNTIME_DRIVER_SIMDEVICE_H
+
+#include "runtime/driver/Device.h"
+#include "runtime/sim/Simulator.h"
+
+namespace pccx::driver {
+
+class SimDevice : public Device {
+public:
+  explicit SimDevice(sim::Numerics numerics) : sim_(numerics) {}
+  const char *name() const override { return "sim"; }
+  float *window() override { return sim_.hostLanes(); }
+  size_t windowWords() const override { return sim_.hostWords(); }
+  void pushWeights(const uint8_t *data, size_t bytes) override {
+    sim_.pushWeightStream(data, bytes);
+  }
+  bool issue(uint64_t word, uint64_t index, std::string *error) override;
+  bool sync(std::string *) override {
+    sim_.sync();
+    return true;
+  }
+  bool finishSegment(std::string *error) override {
+    return sim_.finishSegment(error);
+  }
+  sim::Simulator &simulator() { return sim_; }
+
+private:
+  sim::Simulator sim_;
+};
+
+} // namespace pccx::driver
+
+#endif

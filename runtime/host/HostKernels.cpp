@@ -1,0 +1,951 @@
+//===- HostKernels.cpp - work the v002 ISA cannot express -----------------===//
+//
+// The arithmetic follows docs/gemma3n-semantics.md in float32. It is kept
+// apart from the compiler's float reference on purpose: the end-to-end tests
+// compare the two.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/host/HostKernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+using nlohmann::json;
+
+namespace pccx::host {
+
+namespace {
+
+uint16_t floatToHalf(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffffu;
+  if (((x >> 23) & 0xff) == 0xff) // inf / nan
+    return uint16_t(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (exp >= 31)
+    return uint16_t(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10)
+      return uint16_t(sign);
+    mant |= 0x800000u;
+    uint32_t shift = uint32_t(14 - exp);
+    uint32_t half = mant >> shift;
+    uint32_t rest = mant & ((1u << shift) - 1);
+    uint32_t mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1)))
+      ++half;
+    return uint16_t(sign | half);
+  }
+  uint32_t half = (uint32_t(exp) << 10) | (mant >> 13);
+  uint32_t rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1)))
+    ++half; // may carry into the exponent, which is the right rounding
+  return uint16_t(sign | half);
+}
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
+  uint32_t x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while (!(mant & 0x400u));
+      x = sign | (uint32_t(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 31) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else {
+    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+float dotf(const float *a, const float *b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j)
+      acc[j] += a[i + j] * b[i + j];
+  float tail = 0;
+  for (; i < n; ++i)
+    tail += a[i] * b[i];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+}
+
+/// y = x / sqrt(mean(x^2) + eps) * (gain ? gain : 1); y may alias x.
+void rms(const float *x, const float *gain, int64_t n, float eps, float *y) {
+  float inv = 1.0f / std::sqrt(dotf(x, x, n) / float(n) + eps);
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] * inv * (gain ? gain[i] : 1.0f);
+}
+
+/// Rotate-half RoPE of one head at `position`.
+void rope(float *head, int64_t d, int64_t position, double theta) {
+  int64_t half = d / 2;
+  for (int64_t j = 0; j < half; ++j) {
+    float invFreq =
+        1.0f / float(std::pow(theta, double(float(2 * j) / float(d))));
+    float angle = float(position) * invFreq;
+    float c = std::cos(angle), s = std::sin(angle);
+    float x1 = head[j], x2 = head[j + half];
+    head[j] = x1 * c - x2 * s;
+    head[j + half] = x2 * c + x1 * s;
+  }
+}
+
+/// Parameter access with errors naming the kernel and the key.
+class Call {
+public:
+  Call(const std::string &name, const json &params, HostContext &ctx,
+       std::string *error)
+      : name_(name), params_(params), ctx_(ctx), error_(error) {}
+
+  bool fail(const std::string &key, const std::string &why) {
+    *error_ = "host kernel '" + name_ + "': parameter '" + key + "' " + why;
+    return false;
+  }
+
+  struct Region {
+    float *base = nullptr;
+    int64_t elems = 0, rows = 0, stride = 0;
+    float *row(int64_t r) const { return base + r * stride * 8; }
+  };
+
+  bool region(const char *key, Region *out, int64_t elems = -1,
+              int64_t rows = -1) {
+    auto it = params_.find(key);
+    if (it == params_.end() || !it->is_array() || it->size() != 4)
+      return fail(key, "must be a region [offset, elems, rows, stride]");
+    return regionFrom(key, *it, out, elems, rows);
+  }
+
+  bool regionFrom(const std::string &key, const json &j, Region *out,
+                  int64_t elems, int64_t rows) {
+    for (const json &v : j)
+      if (!v.is_number_integer())
+        return fail(key, "must hold integers");
+    int64_t off = j[0].get<int64_t>(), e = j[1].get<int64_t>(),
+            r = j[2].get<int64_t>(), s = j[3].get<int64_t>();
+    if (off < 0 || e <= 0 || r <= 0 || s < (e + 7) / 8)
+      return fail(key, "is not a valid region (elems and rows positive, "
+                       "stride at least ceil(elems / 8))");
+    if (off + (r - 1) * s + (e + 7) / 8 > ctx_.windowWords)
+      return fail(key, "reaches past the host window of " +
+                           std::to_string(ctx_.windowWords) + " words");
+    if (elems >= 0 && e != elems)
+      return fail(key, "has " + std::to_string(e) + " elements per row, "
+                       "expected " + std::to_string(elems));
+    if (rows >= 0 && r != rows)
+      return fail(key, "has " + std::to_string(r) + " rows, expected " +
+                           std::to_string(rows));
+    *out = Region{ctx_.window + off * 8, e, r, s};
+    return true;
+  }
+
+  bool integer(const char *key, int64_t *out, bool required = true,
+               int64_t dflt = 0) {
+    auto it = params_.find(key);
+    if (it == params_.end()) {
+      if (required)
+        return fail(key, "is missing");
+      *out = dflt;
+      return true;
+    }
+    if (!it->is_number_integer())
+      return fail(key, "must be an integer");
+    *out = it->get<int64_t>();
+    return true;
+  }
+
+  bool number(const char *key, double *out, bool required = true,
+              double dflt = 0) {
+    auto it = params_.find(key);
+    if (it == params_.end()) {
+      if (required)
+        return fail(key, "is missing");
+      *out = dflt;
+      return true;
+    }
+    if (!it->is_number())
+      return fail(key, "must be a number");
+    *out = it->get<double>();
+    return true;
+  }
+
+  bool has(const char *key) const { return params_.contains(key); }
+
+  /// A host tensor with the given element count (rows * cols).
+  bool tensor(const char *key, const HostTensor **out, int64_t rows,
+              int64_t cols) {
+    auto it = params_.find(key);
+    if (it == params_.end() || !it->is_string())
+      return fail(key, "must name a host tensor");
+    return tensorNamed(key, it->get<std::string>(), out, rows, cols);
+  }
+
+  bool tensorNamed(const std::string &key, const std::string &name,
+                   const HostTensor **out, int64_t rows, int64_t cols) {
+    auto t = ctx_.tensors.find(name);
+    if (t == ctx_.tensors.end())
+      return fail(key, "names host tensor '" + name +
+                           "', which the bundle does not have");
+    if (t->second.rows != rows || t->second.cols != cols)
+      return fail(key, "names host tensor '" + name + "' of shape [" +
+                           std::to_string(t->second.rows) + ", " +
+                           std::to_string(t->second.cols) + "], expected [" +
+                           std::to_string(rows) + ", " + std::to_string(cols) +
+                           "]");
+    *out = &t->second;
+    return true;
+  }
+
+  bool cache(const char *key, KvCache **out, int64_t width) {
+    auto it = params_.find(key);
+    if (it == params_.end() || !it->is_string() || !ctx_.caches)
+      return fail(key, "must name a KV cache");
+    auto c = ctx_.caches->find(it->get<std::string>());
+    if (c == ctx_.caches->end())
+      return fail(key, "names KV cache '" + it->get<std::string>() +
+                           "', which the manifest does not declare");
+    if (c->second.width() != width)
+      return fail(key, "names a KV cache of width " +
+                           std::to_string(c->second.width()) + ", expected " +
+                           std::to_string(width));
+    *out = &c->second;
+    return true;
+  }
+
+  bool gather(const char *key, const GatherTable **out, int64_t cols) {
+    auto it = params_.find(key);
+    if (it == params_.end() || !it->is_string())
+      return fail(key, "must name a gather table");
+    auto g = ctx_.gathers.find(it->get<std::string>());
+    if (g == ctx_.gathers.end())
+      return fail(key, "names gather table '" + it->get<std::string>() +
+                           "', which the bundle does not have");
+    if (g->second.cols != cols)
+      return fail(key, "names a gather table of " +
+                           std::to_string(g->second.cols) +
+                           " columns, expected " + std::to_string(cols));
+    *out = &g->second;
+    return true;
+  }
+
+  /// Step rows must match the tokens the runtime supplied.
+  bool stepRows(const char *key, int64_t rows) {
+    if (rows != int64_t(ctx_.tokens.size()))
+      return fail(key, "has " + std::to_string(rows) +
+                           " rows but the step has " +
+                           std::to_string(ctx_.tokens.size()) + " tokens");
+    return true;
+  }
+
+  HostContext &ctx() { return ctx_; }
+  const json &params() const { return params_; }
+
+private:
+  std::string name_;
+  const json &params_;
+  HostContext &ctx_;
+  std::string *error_;
+};
+
+using Region = Call::Region;
+
+bool embed(Call &c) {
+  Region out;
+  const GatherTable *table;
+  double scale;
+  if (!c.region("out", &out) || !c.stepRows("out", out.rows) ||
+      !c.gather("table", &table, out.elems) || !c.number("scale", &scale))
+    return false;
+  for (int64_t r = 0; r < out.rows; ++r) {
+    int32_t token = c.ctx().tokens[size_t(r)];
+    if (token < 0 || token >= table->rows)
+      return c.fail("table", "has no row for token " + std::to_string(token));
+    table->readRow(token, out.row(r));
+    for (int64_t e = 0; e < out.elems; ++e)
+      out.row(r)[e] *= float(scale);
+  }
+  return true;
+}
+
+bool perLayerInputs(Call &c) {
+  Region proj, out;
+  int64_t layers;
+  double eps, projScale, embedScale, inputScale;
+  if (!c.integer("num_layers", &layers) || !c.region("proj", &proj) ||
+      !c.stepRows("proj", proj.rows))
+    return false;
+  if (layers <= 0 || proj.elems % layers)
+    return c.fail("num_layers", "must be positive and divide the width of "
+                                "'proj'");
+  int64_t p = proj.elems / layers;
+  const GatherTable *table;
+  const HostTensor *norm;
+  if (!c.region("out", &out, p, proj.rows * layers) ||
+      !c.gather("table", &table, proj.elems) ||
+      !c.tensor("norm", &norm, 1, p) || !c.number("eps", &eps) ||
+      !c.number("proj_scale", &projScale) ||
+      !c.number("embed_scale", &embedScale) ||
+      !c.number("input_scale", &inputScale))
+    return false;
+  std::vector<float> row(size_t(proj.elems)), y(size_t(proj.elems));
+  for (int64_t r = 0; r < proj.rows; ++r) {
+    int32_t token = c.ctx().tokens[size_t(r)];
+    int64_t id = token >= 0 && token < table->rows ? token : 0;
+    table->readRow(id, y.data());
+    std::copy(proj.row(r), proj.row(r) + proj.elems, row.begin());
+    for (int64_t l = 0; l < layers; ++l) {
+      float *v = row.data() + l * p;
+      for (int64_t e = 0; e < p; ++e)
+        v[e] *= float(projScale);
+      rms(v, norm->data, p, float(eps), v);
+      float *o = out.row(r * layers + l);
+      for (int64_t e = 0; e < p; ++e)
+        o[e] = (v[e] + y[size_t(l * p + e)] * float(embedScale)) *
+               float(inputScale);
+    }
+  }
+  return true;
+}
+
+/// Projections named by the array `key`, each [h, h].
+bool tensorList(Call &c, const char *key, int64_t count, int64_t h,
+                std::vector<const HostTensor *> *out) {
+  auto it = c.params().find(key);
+  if (it == c.params().end() || !it->is_array() ||
+      int64_t(it->size()) != count)
+    return c.fail(key, "must list " + std::to_string(count) + " host tensors");
+  for (const json &n : *it) {
+    const HostTensor *t;
+    if (!n.is_string() || !c.tensorNamed(key, n.get<std::string>(), &t, h, h))
+      return n.is_string() ? false : c.fail(key, "must hold tensor names");
+    out->push_back(t);
+  }
+  return true;
+}
+
+void matvec(const HostTensor &w, const float *x, float *y) {
+  for (int64_t r = 0; r < w.rows; ++r)
+    y[r] = dotf(w.data + r * w.cols, x, w.cols);
+}
+
+void matchMagnitude(float *u, int64_t n, float target) {
+  float meanSquare = dotf(u, u, n) / float(n);
+  float scale = target / std::sqrt(std::max(meanSquare, 1e-5f));
+  for (int64_t i = 0; i < n; ++i)
+    u[i] *= scale;
+}
+
+bool altupInit(Call &c) {
+  Region x0, out;
+  if (!c.region("x0", &x0))
+    return false;
+  int64_t h = x0.elems, t = x0.rows;
+  if (!c.region("out", &out, h) || out.rows % t)
+    return c.fail("out", "must have a multiple of x0's rows");
+  int64_t a = out.rows / t;
+  std::vector<const HostTensor *> proj;
+  if (!tensorList(c, "projections", a - 1, h, &proj))
+    return false;
+  std::vector<float> src(static_cast<size_t>(h));
+  for (int64_t r = 0; r < t; ++r) {
+    std::copy(x0.row(r), x0.row(r) + h, src.begin());
+    float target = std::sqrt(dotf(src.data(), src.data(), h) / float(h));
+    std::copy(src.begin(), src.end(), out.row(r * a));
+    for (int64_t k = 1; k < a; ++k) {
+      float *u = out.row(r * a + k);
+      matvec(*proj[size_t(k - 1)], src.data(), u);
+      matchMagnitude(u, h, target);
+    }
+  }
+  return true;
+}
+
+/// tanh(router . (rms(x, g) / H)).
+void modalities(const HostTensor &norm, const HostTensor &router,
+                const float *x, int64_t h, float eps, float *m) {
+  std::vector<float> n(static_cast<size_t>(h));
+  rms(x, norm.data, h, eps, n.data());
+  for (float &v : n)
+    v *= 1.0f / float(h);
+  for (int64_t k = 0; k < router.rows; ++k)
+    m[k] = std::tanh(dotf(router.data + k * h, n.data(), h));
+}
+
+struct AltUpParams {
+  Region streams, out;
+  int64_t a = 0, h = 0, t = 0, active = 0;
+  const HostTensor *norm = nullptr, *router = nullptr, *coefs = nullptr;
+  double eps = 0, clip = 0;
+  bool hasClip = false;
+};
+
+bool altupParams(Call &c, const char *streamsKey, int64_t coefRows,
+                 AltUpParams *p) {
+  if (!c.region(streamsKey, &p->streams))
+    return false;
+  if (p->a > 64 || p->streams.rows % p->a)
+    return c.fail(streamsKey, "must have num_inputs (at most 64) rows per "
+                              "token");
+  p->h = p->streams.elems;
+  p->t = p->streams.rows / p->a;
+  if (!c.region("out", &p->out, p->h, p->streams.rows) ||
+      !c.integer("active", &p->active) || p->active < 0 || p->active >= p->a)
+    return c.fail("active", "must be a stream index below num_inputs");
+  if (!c.tensor("router_norm", &p->norm, 1, p->h) ||
+      !c.tensor("router", &p->router, p->a, p->h) ||
+      !c.tensor("coefs", &p->coefs, coefRows, p->a) ||
+      !c.number("eps", &p->eps))
+    return false;
+  p->hasClip = c.has("clip");
+  return !p->hasClip || c.number("clip", &p->clip);
+}
+
+bool altupPredict(Call &c) {
+  AltUpParams p;
+  if (!c.integer("num_inputs", &p.a) || p.a <= 0)
+    return c.fail("num_inputs", "must be positive");
+  if (!altupParams(c, "streams", p.a * p.a, &p))
+    return false;
+  const int64_t a = p.a, h = p.h;
+  std::vector<float> m(static_cast<size_t>(a)), coef(size_t(a * a)),
+      result(size_t(a * h));
+  for (int64_t r = 0; r < p.t; ++r) {
+    modalities(*p.norm, *p.router, p.streams.row(r * a + p.active), h,
+               float(p.eps), m.data());
+    for (int64_t k = 0; k < a * a; ++k) {
+      float w[64];
+      for (int64_t s = 0; s < a; ++s) {
+        float v = p.coefs->data[k * a + s];
+        w[s] = p.hasClip ? std::min(float(p.clip), std::max(-float(p.clip), v))
+                         : v;
+      }
+      coef[size_t(k)] = dotf(w, m.data(), a);
+    }
+    for (int64_t j = 0; j < a; ++j)
+      for (int64_t e = 0; e < h; ++e) {
+        float acc = 0;
+        for (int64_t s = 0; s < a; ++s)
+          acc += coef[size_t(j * a + s)] * p.streams.row(r * a + s)[e];
+        result[size_t(j * h + e)] = acc + p.streams.row(r * a + j)[e];
+      }
+    for (int64_t j = 0; j < a; ++j)
+      std::copy(result.begin() + j * h, result.begin() + (j + 1) * h,
+                p.out.row(r * a + j));
+  }
+  return true;
+}
+
+bool altupCorrect(Call &c) {
+  AltUpParams p;
+  Region output;
+  if (!c.integer("num_inputs", &p.a) || p.a <= 0)
+    return c.fail("num_inputs", "must be positive");
+  if (!altupParams(c, "predictions", p.a, &p) ||
+      !c.region("output", &output, p.h, p.t))
+    return false;
+  const int64_t a = p.a, h = p.h;
+  std::vector<float> m(static_cast<size_t>(a)), coef(static_cast<size_t>(a)), innovation(static_cast<size_t>(h));
+  for (int64_t r = 0; r < p.t; ++r) {
+    modalities(*p.norm, *p.router, output.row(r), h, float(p.eps), m.data());
+    for (int64_t j = 0; j < a; ++j) {
+      float w[64];
+      for (int64_t s = 0; s < a; ++s) {
+        float v = p.coefs->data[j * a + s];
+        w[s] = p.hasClip ? std::min(float(p.clip), std::max(-float(p.clip), v))
+                         : v;
+      }
+      coef[size_t(j)] = dotf(w, m.data(), a) + 1.0f;
+    }
+    const float *act = p.streams.row(r * a + p.active);
+    for (int64_t e = 0; e < h; ++e)
+      innovation[size_t(e)] = output.row(r)[e] - act[e];
+    for (int64_t j = 0; j < a; ++j) {
+      const float *pj = p.streams.row(r * a + j);
+      float *o = p.out.row(r * a + j);
+      for (int64_t e = 0; e < h; ++e)
+        o[e] = pj[e] + coef[size_t(j)] * innovation[size_t(e)];
+    }
+  }
+  return true;
+}
+
+bool altupCollapse(Call &c) {
+  Region streams, out;
+  if (!c.region("out", &out) || !c.region("streams", &streams, out.elems) ||
+      streams.rows % out.rows)
+    return c.fail("streams", "must hold num_inputs rows per output row");
+  int64_t h = out.elems, a = streams.rows / out.rows;
+  std::vector<const HostTensor *> proj;
+  if (!tensorList(c, "projections", a - 1, h, &proj))
+    return false;
+  std::vector<float> u(static_cast<size_t>(h)), sum(static_cast<size_t>(h));
+  for (int64_t r = 0; r < out.rows; ++r) {
+    const float *s0 = streams.row(r * a);
+    float target = std::sqrt(dotf(s0, s0, h) / float(h));
+    std::copy(s0, s0 + h, sum.begin());
+    for (int64_t k = 1; k < a; ++k) {
+      matvec(*proj[size_t(k - 1)], streams.row(r * a + k), u.data());
+      matchMagnitude(u.data(), h, target);
+      for (int64_t e = 0; e < h; ++e)
+        sum[size_t(e)] += u[size_t(e)];
+    }
+    for (int64_t e = 0; e < h; ++e)
+      out.row(r)[e] = sum[size_t(e)] / float(a);
+  }
+  return true;
+}
+
+bool rmsNorm(Call &c) {
+  Region in, out;
+  double eps;
+  const HostTensor *gain = nullptr;
+  if (!c.region("in", &in) || !c.region("out", &out, in.elems, in.rows) ||
+      !c.number("eps", &eps) ||
+      (c.has("gain") && !c.tensor("gain", &gain, 1, in.elems)))
+    return false;
+  for (int64_t r = 0; r < in.rows; ++r)
+    rms(in.row(r), gain ? gain->data : nullptr, in.elems, float(eps),
+        out.row(r));
+  return true;
+}
+
+bool addRmsNorm(Call &c) {
+  Region x, y, out;
+  double eps;
+  const HostTensor *gain = nullptr;
+  if (!c.region("x", &x) || !c.region("y", &y, x.elems, x.rows) ||
+      !c.region("out", &out, x.elems, x.rows) || !c.number("eps", &eps) ||
+      (c.has("gain") && !c.tensor("gain", &gain, 1, x.elems)))
+    return false;
+  std::vector<float> n(size_t(x.elems));
+  for (int64_t r = 0; r < x.rows; ++r) {
+    rms(y.row(r), gain ? gain->data : nullptr, x.elems, float(eps), n.data());
+    for (int64_t e = 0; e < x.elems; ++e)
+      out.row(r)[e] = x.row(r)[e] + n[size_t(e)];
+  }
+  return true;
+}
+
+bool combine(Call &c) {
+  Region out;
+  double scale;
+  if (!c.region("out", &out) || !c.number("scale", &scale))
+    return false;
+  auto it = c.params().find("inputs");
+  if (it == c.params().end() || !it->is_array() || it->empty())
+    return c.fail("inputs", "must list regions");
+  std::vector<Region> inputs(it->size());
+  for (size_t i = 0; i < it->size(); ++i)
+    if (!(*it)[i].is_array() || (*it)[i].size() != 4 ||
+        !c.regionFrom("inputs", (*it)[i], &inputs[i], out.elems, out.rows))
+      return (*it)[i].is_array() && (*it)[i].size() == 4
+                 ? false
+                 : c.fail("inputs", "must list regions");
+  std::vector<float> acc(size_t(out.elems));
+  for (int64_t r = 0; r < out.rows; ++r) {
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (const Region &in : inputs)
+      for (int64_t e = 0; e < out.elems; ++e)
+        acc[size_t(e)] += in.row(r)[e];
+    for (int64_t e = 0; e < out.elems; ++e)
+      out.row(r)[e] = acc[size_t(e)] * float(scale);
+  }
+  return true;
+}
+
+bool mul(Call &c) {
+  Region a, b, out;
+  if (!c.region("a", &a) || !c.region("b", &b, a.elems, a.rows) ||
+      !c.region("out", &out, a.elems, a.rows))
+    return false;
+  for (int64_t r = 0; r < a.rows; ++r)
+    for (int64_t e = 0; e < a.elems; ++e)
+      out.row(r)[e] = a.row(r)[e] * b.row(r)[e];
+  return true;
+}
+
+bool mulTensor(Call &c) {
+  Region in, out;
+  const HostTensor *t;
+  if (!c.region("in", &in) || !c.region("out", &out, in.elems, in.rows) ||
+      !c.tensor("tensor", &t, 1, in.elems))
+    return false;
+  for (int64_t r = 0; r < in.rows; ++r)
+    for (int64_t e = 0; e < in.elems; ++e)
+      out.row(r)[e] = in.row(r)[e] * t->data[e];
+  return true;
+}
+
+bool gaussianTopK(Call &c) {
+  Region in, out;
+  double multiplier;
+  if (!c.region("in", &in) || !c.region("out", &out, in.elems, in.rows) ||
+      !c.number("multiplier", &multiplier))
+    return false;
+  const int64_t n = in.elems;
+  for (int64_t r = 0; r < in.rows; ++r) {
+    const float *x = in.row(r);
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i)
+      sum += x[i];
+    float mean = float(sum / double(n));
+    double var = 0;
+    for (int64_t i = 0; i < n; ++i)
+      var += double(x[i] - mean) * double(x[i] - mean);
+    float cutoff = mean + float(std::sqrt(var / double(n))) * float(multiplier);
+    for (int64_t i = 0; i < n; ++i)
+      out.row(r)[i] = x[i] - cutoff > 0 ? x[i] - cutoff : 0.0f;
+  }
+  return true;
+}
+
+struct HeadParams {
+  int64_t heads = 0, kvHeads = 0, headDim = 0;
+  double theta = 0, eps = 0;
+};
+
+bool headParams(Call &c, HeadParams *p, bool needQueryHeads) {
+  if ((needQueryHeads && !c.integer("heads", &p->heads)) ||
+      !c.integer("kv_heads", &p->kvHeads) ||
+      !c.integer("head_dim", &p->headDim))
+    return false;
+  if (p->kvHeads <= 0 || p->headDim <= 0 || p->headDim % 2 ||
+      (needQueryHeads && (p->heads <= 0 || p->heads % p->kvHeads)))
+    return c.fail("heads", "are inconsistent (heads a positive multiple of "
+                           "kv_heads, head_dim positive and even)");
+  return true;
+}
+
+bool kvNormRope(Call &c) {
+  HeadParams hp;
+  Region k, v, kOut, vOut;
+  const HostTensor *kNorm;
+  if (!headParams(c, &hp, false) || !c.number("theta", &hp.theta) ||
+      !c.number("eps", &hp.eps))
+    return false;
+  int64_t width = hp.kvHeads * hp.headDim;
+  if (!c.region("k", &k, width) || !c.stepRows("k", k.rows) ||
+      !c.region("v", &v, width, k.rows) ||
+      !c.region("k_out", &kOut, width, k.rows) ||
+      !c.region("v_out", &vOut, width, k.rows) ||
+      !c.tensor("k_norm", &kNorm, 1, hp.headDim))
+    return false;
+  for (int64_t r = 0; r < k.rows; ++r)
+    for (int64_t g = 0; g < hp.kvHeads; ++g) {
+      float *kh = kOut.row(r) + g * hp.headDim;
+      rms(k.row(r) + g * hp.headDim, kNorm->data, hp.headDim, float(hp.eps),
+          kh);
+      rope(kh, hp.headDim, c.ctx().position + r, hp.theta);
+      rms(v.row(r) + g * hp.headDim, nullptr, hp.headDim, float(hp.eps),
+          vOut.row(r) + g * hp.headDim);
+    }
+  return true;
+}
+
+bool cacheWrite(Call &c) {
+  Region rows;
+  KvCache *cache;
+  if (!c.region("rows", &rows) || !c.stepRows("rows", rows.rows) ||
+      !c.cache("cache", &cache, rows.elems))
+    return false;
+  for (int64_t r = 0; r < rows.rows; ++r)
+    cache->write(c.ctx().position + r, rows.row(r));
+  return true;
+}
+
+/// Positions [first, q] a query at q attends to.
+int64_t firstVisible(int64_t q, int64_t window) {
+  return window > 0 ? std::max<int64_t>(0, q - window + 1) : 0;
+}
+
+bool cacheCovers(Call &c, const KvCache &cache, int64_t q, int64_t window) {
+  int64_t span = q - firstVisible(q, window) + 1;
+  if (span > cache.slots())
+    return c.fail("window", "needs " + std::to_string(span) +
+                                " cached positions but the cache has " +
+                                std::to_string(cache.slots()) + " slots");
+  return true;
+}
+
+bool attentionScores(Call &c) {
+  HeadParams hp;
+  Region q;
+  const HostTensor *qNorm;
+  KvCache *keys;
+  int64_t window;
+  if (!headParams(c, &hp, true) || !c.number("theta", &hp.theta) ||
+      !c.number("eps", &hp.eps) || !c.integer("window", &window) ||
+      window < 0 || !c.region("q", &q, hp.heads * hp.headDim) ||
+      !c.stepRows("q", q.rows) || !c.tensor("q_norm", &qNorm, 1, hp.headDim) ||
+      !c.cache("k_cache", &keys, hp.kvHeads * hp.headDim))
+    return false;
+  if (!c.ctx().dynamicRecords)
+    return c.fail("k_cache", "has no record queue to write scores to");
+  const int64_t groups = hp.heads / hp.kvHeads, d = hp.headDim;
+  // The ring must still hold the first key of row 0 after the whole step's
+  // keys were written.
+  const int64_t span = c.ctx().position + q.rows - 1 -
+                       firstVisible(c.ctx().position, window) + 1;
+  if (span > keys->slots())
+    return c.fail("k_cache", "holds " + std::to_string(keys->slots()) +
+                                 " positions but this step spans " +
+                                 std::to_string(span));
+  std::vector<float> head(static_cast<size_t>(d));
+  for (int64_t r = 0; r < q.rows; ++r) {
+    const int64_t pos = c.ctx().position + r;
+    if (!cacheCovers(c, *keys, pos, window))
+      return false;
+    const int64_t first = firstVisible(pos, window), n = pos - first + 1;
+    for (int64_t h = 0; h < hp.heads; ++h) {
+      rms(q.row(r) + h * d, qNorm->data, d, float(hp.eps), head.data());
+      rope(head.data(), d, pos, hp.theta);
+      // Record: N = n scores as per-row scales, K = 1, code 1 in every row,
+      // so the GEMV over the constant 1.0 reproduces each score exactly.
+      std::vector<uint8_t> record(size_t(int4RecordBytes(n, 1)), 0);
+      int64_t scaleBytes = (4 * n + 15) / 16 * 16;
+      const int64_t g = h / groups;
+      for (int64_t k = first; k <= pos; ++k) {
+        float s = 0;
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int64_t i = 0;
+        for (; i + 8 <= d; i += 8)
+          for (int j = 0; j < 8; ++j)
+            acc[j] += head[size_t(i + j)] * keys->at(k, g * d + i + j);
+        float tail = 0;
+        for (; i < d; ++i)
+          tail += head[size_t(i)] * keys->at(k, g * d + i);
+        s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+            ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+        std::memcpy(record.data() + 4 * (k - first), &s, 4);
+        record[size_t(scaleBytes + 16 * (k - first))] = 0x01;
+      }
+      c.ctx().dynamicRecords->push_back(std::move(record));
+    }
+  }
+  return true;
+}
+
+bool attentionValues(Call &c) {
+  HeadParams hp;
+  Region probs, out;
+  KvCache *values;
+  int64_t window;
+  if (!headParams(c, &hp, true) || !c.integer("window", &window) ||
+      window < 0 || !c.region("out", &out, hp.heads * hp.headDim) ||
+      !c.stepRows("out", out.rows) ||
+      !c.region("probs", &probs, -1, out.rows * hp.heads) ||
+      !c.cache("v_cache", &values, hp.kvHeads * hp.headDim))
+    return false;
+  const int64_t groups = hp.heads / hp.kvHeads, d = hp.headDim;
+  for (int64_t r = 0; r < out.rows; ++r) {
+    const int64_t pos = c.ctx().position + r;
+    const int64_t first = firstVisible(pos, window), n = pos - first + 1;
+    if (n > probs.elems)
+      return c.fail("probs", "holds " + std::to_string(probs.elems) +
+                                 " probabilities per row, position " +
+                                 std::to_string(pos) + " needs " +
+                                 std::to_string(n));
+    if (!cacheCovers(c, *values, pos, window))
+      return false;
+    for (int64_t h = 0; h < hp.heads; ++h) {
+      const float *p = probs.row(r * hp.heads + h);
+      float *o = out.row(r) + h * d;
+      std::fill(o, o + d, 0.0f);
+      const int64_t g = h / groups;
+      for (int64_t k = first; k <= pos; ++k) {
+        float w = p[k - first];
+        for (int64_t e = 0; e < d; ++e)
+          o[e] += w * values->at(k, g * d + e);
+      }
+    }
+  }
+  return true;
+}
+
+bool laurelResidual(Call &c) {
+  Region act, attn, xn, low, out;
+  const HostTensor *attnGain, *laurelGain;
+  double scale, eps;
+  if (!c.region("act", &act) || !c.region("attn", &attn, act.elems, act.rows) ||
+      !c.region("xn", &xn, act.elems, act.rows) ||
+      !c.region("low", &low, act.elems, act.rows) ||
+      !c.region("out", &out, act.elems, act.rows) ||
+      !c.tensor("attn_gain", &attnGain, 1, act.elems) ||
+      !c.tensor("laurel_gain", &laurelGain, 1, act.elems) ||
+      !c.number("residual_scale", &scale) || !c.number("eps", &eps))
+    return false;
+  const int64_t h = act.elems;
+  std::vector<float> a(static_cast<size_t>(h)), l(static_cast<size_t>(h));
+  for (int64_t r = 0; r < act.rows; ++r) {
+    rms(attn.row(r), attnGain->data, h, float(eps), a.data());
+    rms(low.row(r), laurelGain->data, h, float(eps), l.data());
+    for (int64_t e = 0; e < h; ++e)
+      out.row(r)[e] = (act.row(r)[e] + xn.row(r)[e]) * float(scale) +
+                      a[size_t(e)] + l[size_t(e)];
+  }
+  return true;
+}
+
+bool pleInject(Call &c) {
+  Region streams, gate, pli, out;
+  int64_t layer, a;
+  const HostTensor *proj, *postNorm;
+  double eps;
+  if (!c.region("streams", &streams) || !c.integer("num_inputs", &a) ||
+      a <= 0 || streams.rows % a)
+    return c.fail("streams", "must hold num_inputs rows per token");
+  const int64_t h = streams.elems, t = streams.rows / a;
+  if (!c.region("gate", &gate, -1, t) || !c.integer("layer", &layer) ||
+      !c.region("pli", &pli, gate.elems) || pli.rows % t ||
+      layer < 0 || layer >= pli.rows / t)
+    return c.fail("pli", "must hold the per-layer inputs of every token, "
+                         "'layer' one of them");
+  const int64_t p = gate.elems, layers = pli.rows / t;
+  if (!c.region("out", &out, h, streams.rows) ||
+      !c.tensor("proj", &proj, h, p) || !c.tensor("post_norm", &postNorm, 1, h) ||
+      !c.number("eps", &eps))
+    return false;
+  std::vector<float> g(static_cast<size_t>(p)), inj(static_cast<size_t>(h));
+  for (int64_t r = 0; r < t; ++r) {
+    const float *in = pli.row(r * layers + layer);
+    for (int64_t e = 0; e < p; ++e)
+      g[size_t(e)] = gate.row(r)[e] * in[e];
+    matvec(*proj, g.data(), inj.data());
+    rms(inj.data(), postNorm->data, h, float(eps), inj.data());
+    for (int64_t j = 0; j < a; ++j) {
+      const float *s = streams.row(r * a + j);
+      float *o = out.row(r * a + j);
+      for (int64_t e = 0; e < h; ++e)
+        o[e] = j == 0 ? s[e] : s[e] + inj[size_t(e)];
+    }
+  }
+  return true;
+}
+
+bool fill(Call &c) {
+  Region out;
+  double value;
+  if (!c.region("out", &out) || !c.number("value", &value))
+    return false;
+  for (int64_t r = 0; r < out.rows; ++r)
+    std::fill(out.row(r), out.row(r) + out.elems, float(value));
+  return true;
+}
+
+bool softCap(Call &c) {
+  Region in, out;
+  double cap;
+  if (!c.region("in", &in) || !c.region("out", &out, in.elems, in.rows) ||
+      !c.number("cap", &cap) || !(cap > 0))
+    return c.fail("cap", "must be a positive number");
+  for (int64_t r = 0; r < in.rows; ++r)
+    for (int64_t e = 0; e < in.elems; ++e)
+      out.row(r)[e] = std::tanh(in.row(r)[e] / float(cap)) * float(cap);
+  return true;
+}
+
+} // namespace
+
+void GatherTable::readRow(int64_t row, float *out) const {
+  if (!int4) {
+    std::memcpy(out, values + row * cols, size_t(cols) * 4);
+    return;
+  }
+  const uint8_t *bytes = codes + row * ((cols + 1) / 2);
+  float scale = scales[row];
+  for (int64_t e = 0; e < cols; ++e) {
+    uint8_t nibble = (bytes[e / 2] >> ((e & 1) * 4)) & 0xf;
+    int v = nibble >= 8 ? int(nibble) - 16 : int(nibble);
+    out[e] = float(v) * scale;
+  }
+}
+
+KvCache::KvCache(int64_t slots, int64_t width, bool fp16)
+    : slots_(slots), width_(width), fp16_(fp16) {
+  if (fp16)
+    half_.assign(size_t(slots * width), 0);
+  else
+    full_.assign(size_t(slots * width), 0.0f);
+}
+
+void KvCache::write(int64_t position, const float *row) {
+  int64_t base = (position % slots_) * width_;
+  for (int64_t e = 0; e < width_; ++e) {
+    if (fp16_)
+      half_[size_t(base + e)] = floatToHalf(row[e]);
+    else
+      full_[size_t(base + e)] = row[e];
+  }
+}
+
+float KvCache::at(int64_t position, int64_t column) const {
+  size_t i = size_t((position % slots_) * width_ + column);
+  return fp16_ ? halfToFloat(half_[i]) : full_[i];
+}
+
+void KvCache::read(int64_t position, float *row) const {
+  for (int64_t e = 0; e < width_; ++e)
+    row[e] = at(position, e);
+}
+
+int64_t int4RecordBytes(int64_t n, int64_t k) {
+  int64_t scaleBytes = (4 * n + 15) / 16 * 16;
+  int64_t rowStride = ((k + 1) / 2 + 15) / 16 * 16;
+  return scaleBytes + n * rowStride;
+}
+
+bool runKernel(const std::string &name, const json &params,
+               HostContext &context, std::string *error) {
+  using Fn = bool (*)(Call &);
+  static const std::map<std::string, Fn> kernels = {
+      {kernel::kEmbed, embed},
+      {kernel::kPerLayerInputs, perLayerInputs},
+      {kernel::kAltUpInit, altupInit},
+      {kernel::kAltUpPredict, altupPredict},
+      {kernel::kAltUpCorrect, altupCorrect},
+      {kernel::kAltUpCollapse, altupCollapse},
+      {kernel::kRmsNorm, rmsNorm},
+      {kernel::kAddRmsNorm, addRmsNorm},
+      {kernel::kCombine, combine},
+      {kernel::kMul, mul},
+      {kernel::kMulTensor, mulTensor},
+      {kernel::kGaussianTopK, gaussianTopK},
+      {kernel::kKvNormRope, kvNormRope},
+      {kernel::kCacheWrite, cacheWrite},
+      {kernel::kAttentionScores, attentionScores},
+      {kernel::kAttentionValues, attentionValues},
+      {kernel::kLaurelResidual, laurelResidual},
+      {kernel::kPleInject, pleInject},
+      {kernel::kSoftCap, softCap},
+      {kernel::kFill, fill},
+  };
+  auto it = kernels.find(name);
+  if (it == kernels.end()) {
+    *error = "unknown host kernel '" + name + "'";
+    return false;
+  }
+  if (!params.is_object()) {
+    *error = "host kernel '" + name + "': parameters must be an object";
+    return false;
+  }
+  Call call(name, params, context, error);
+  return it->second(call);
+}
+
+} // namespace pccx::host

@@ -1,0 +1,127 @@
+//===- HostKernels.h - work the v002 ISA cannot express ---------*- C++ -*-===//
+//
+// The compiler partitions a model between the NPU and the board's CPU
+// (docs/lowering.md): element-wise products, norms, RoPE, tanh, attention
+// dot products, AltUp mixing. Each CPU step is a host kernel call recorded
+// in the bundle: a kernel name and a JSON object of parameters. This header
+// is the contract between the compiler, which emits calls, and the runtime,
+// which executes them; docs/lowering.md lists every kernel.
+//
+// Operands:
+//  - a region: [offset, elems, rows, stride] — `rows` vectors of `elems`
+//    floats in the host window, row r starting at lane 0 of word
+//    offset + r * stride (8 lanes per word, the L2 layout of
+//    docs/isa-semantics.md section 3);
+//  - a host tensor: its name in the bundle's host tensor table (float32,
+//    [rows, cols], or [cols] for a vector);
+//  - a KV cache or gather table: its name in the manifest.
+// Row r of a step is at position `position + r` with token `tokens[r]`.
+//
+// Plain C++17, no MLIR. Every operand is validated before use; a bad call
+// is an error naming the kernel and the parameter, never undefined
+// behaviour.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_RUNTIME_HOST_HOSTKERNELS_H
+#define PCCX_RUNTIME_HOST_HOSTKERNELS_H
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pccx::host {
+
+/// Kernel names.
+namespace kernel {
+constexpr const char *kEmbed = "embed";
+constexpr const char *kPerLayerInputs = "per_layer_inputs";
+constexpr const char *kAltUpInit = "altup_init";
+constexpr const char *kAltUpPredict = "altup_predict";
+constexpr const char *kAltUpCorrect = "altup_correct";
+constexpr const char *kAltUpCollapse = "altup_collapse";
+constexpr const char *kRmsNorm = "rms_norm";
+constexpr const char *kAddRmsNorm = "add_rms_norm";
+constexpr const char *kCombine = "combine";
+constexpr const char *kMul = "mul";
+constexpr const char *kMulTensor = "mul_tensor";
+constexpr const char *kGaussianTopK = "gaussian_topk";
+constexpr const char *kKvNormRope = "kv_norm_rope";
+constexpr const char *kCacheWrite = "cache_write";
+constexpr const char *kAttentionScores = "attention_scores";
+constexpr const char *kAttentionValues = "attention_values";
+constexpr const char *kLaurelResidual = "laurel_residual";
+constexpr const char *kPleInject = "ple_inject";
+constexpr const char *kSoftCap = "softcap";
+constexpr const char *kFill = "fill";
+} // namespace kernel
+
+/// A float32 tensor kept on the host (norm gains, AltUp matrices, ...).
+struct HostTensor {
+  int64_t rows = 1, cols = 0;
+  const float *data = nullptr;
+};
+
+/// An embedding table read one row at a time: INT4 codes with a float32
+/// scale per row (hw/numerics/Quantize.h packing), or float32 rows.
+struct GatherTable {
+  int64_t rows = 0, cols = 0;
+  bool int4 = false;
+  const uint8_t *codes = nullptr; ///< int4: rows * ceil(cols / 2) bytes
+  const float *scales = nullptr;  ///< int4: one per row
+  const float *values = nullptr;  ///< float32 rows otherwise
+  /// Row `row` as floats.
+  void readRow(int64_t row, float *out) const;
+};
+
+/// A KV cache: `slots` rows of `width` values, used as a ring (position p
+/// in slot p mod slots). Stored as fp16 or fp32.
+class KvCache {
+public:
+  KvCache() = default;
+  KvCache(int64_t slots, int64_t width, bool fp16);
+  int64_t slots() const { return slots_; }
+  int64_t width() const { return width_; }
+  bool fp16() const { return fp16_; }
+  void write(int64_t position, const float *row);
+  void read(int64_t position, float *row) const;
+  /// One element: row `position`, column `column`.
+  float at(int64_t position, int64_t column) const;
+
+private:
+  int64_t slots_ = 0, width_ = 0;
+  bool fp16_ = false;
+  std::vector<uint16_t> half_;
+  std::vector<float> full_;
+};
+
+/// What a kernel may touch.
+struct HostContext {
+  float *window = nullptr; ///< lanes of the host window
+  int64_t windowWords = 0;
+  std::map<std::string, HostTensor> tensors;
+  std::map<std::string, GatherTable> gathers;
+  std::map<std::string, KvCache> *caches = nullptr;
+  int64_t position = 0;
+  std::vector<int32_t> tokens; ///< one per row of the step
+  /// Weight records produced for the NPU (attention scores), consumed in
+  /// order by GEMVs whose record is "dynamic".
+  std::deque<std::vector<uint8_t>> *dynamicRecords = nullptr;
+};
+
+/// Runs one kernel call. False (with a message naming the kernel and the
+/// offending parameter) on any invalid operand.
+bool runKernel(const std::string &name, const nlohmann::json &params,
+               HostContext &context, std::string *error);
+
+/// Bytes of a weight record of N rows of K INT4 codes with per-row scales
+/// (docs/isa-semantics.md section 6).
+int64_t int4RecordBytes(int64_t n, int64_t k);
+
+} // namespace pccx::host
+
+#endif
