@@ -10,7 +10,8 @@ JOBS ?= $(shell nproc)
 # Debian 12 packages the build and the tests need (README lists why).
 DEB_PACKAGES := cmake ninja-build g++ python3 \
 	libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools \
-	nlohmann-json3-dev libgtest-dev libxxhash-dev
+	nlohmann-json3-dev libgtest-dev libxxhash-dev \
+	libsentencepiece-dev sentencepiece
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -278,8 +278,10 @@ bool emitBundle(ModuleOp module, const std::string &path,
       int64_t rows = 0, cols = 0;
       if (!evaluator.shape(recipe, &rows, &cols, error))
         return false;
-      hostTensors[entry.getName().str()] = {
-          {"offset", hostBytes}, {"rows", rows}, {"cols", cols}};
+      hostTensors[entry.getName().str()] = {{"offset", hostBytes},
+                                            {"rows", rows},
+                                            {"cols", cols},
+                                            {"recipe", attrToJson(recipe)}};
       hostList.push_back({recipe, {rows, cols}});
       hostBytes += (uint64_t(rows * cols) * 4 + 15) / 16 * 16;
     }
@@ -302,7 +304,8 @@ bool emitBundle(ModuleOp module, const std::string &path,
       json info = {{"rows", g.rows},
                    {"cols", g.cols},
                    {"format", g.int4 ? "int4" : "f32"},
-                   {"offset", gatherBytes}};
+                   {"offset", gatherBytes},
+                   {"recipe", attrToJson(recipe)}};
       uint64_t bytes;
       if (g.int4) {
         uint64_t codes = uint64_t(g.rows) * uint64_t((g.cols + 1) / 2);
@@ -325,6 +328,17 @@ bool emitBundle(ModuleOp module, const std::string &path,
   manifest[bundle::manifest_keys::kPatchPoints] = patches;
   manifest[bundle::manifest_keys::kMemoryMap] = memoryMap;
   manifest["weights_bytes"] = weightBytes;
+  // What each record holds, so tools can map the bundle's weights back to
+  // checkpoint tensors (effective weights, the reference's weights).
+  json recordTable = json::array();
+  for (const Record &r : records)
+    recordTable.push_back({{"offset", r.offset},
+                           {"bytes", r.bytes},
+                           {"first_row", r.firstRow},
+                           {"rows", r.rows},
+                           {"cols", r.cols},
+                           {"recipe", attrToJson(r.recipe)}});
+  manifest["weight_table"] = recordTable;
   if (!options.tokenizerPath.empty())
     manifest["tokenizer"] = {{"section", "tokenizer"},
                              {"format", "sentencepiece"}};

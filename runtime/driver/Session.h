@@ -33,6 +33,8 @@ public:
           bool fp32Caches);
 
   int64_t position() const { return position_; }
+  /// Positions the KV caches hold.
+  int64_t capacity() const { return model_.maxPositions(); }
   /// Forgets every cached position.
   void reset();
   /// Consumes `tokens` at the next positions and appends one row of

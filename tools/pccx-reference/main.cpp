@@ -7,6 +7,7 @@
 
 #include "compiler/import/Gemma3nConfig.h"
 #include "compiler/import/Safetensors.h"
+#include "compiler/reference/BundleWeights.h"
 #include "compiler/reference/Reference.h"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,8 +35,11 @@ OPTIONS:
   --tokens IDS         comma-separated token ids (required)
   --generate N         greedy decode steps after the prompt (default 0)
   --decode-only        consume the prompt one token at a time instead
-  --int4               use the INT4-quantized weights a bundle carries
-                       (per-row scale max|row|/7, the default policy)
+  --int4               use INT4-quantized weights (per-row scale max|row|/7,
+                       the default policy) instead of the originals
+  --bundle FILE        use exactly the weights the compiled bundle FILE
+                       computes with (dequantized, folded gains divided
+                       back out)
   --dump-logits FILE   write float32 little-endian rows of vocab_size
                        logits, one per position, in order
   --max-positions N    KV-cache capacity (default: prompt + generate)
@@ -70,7 +75,7 @@ bool parseTokens(const std::string &text, std::vector<int32_t> *out,
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string dir, tokensText, dumpPath;
+  std::string dir, tokensText, dumpPath, bundlePath;
   long generate = 0, maxPositions = 0;
   bool int4 = false, decodeOnly = false;
   for (int i = 1; i < argc; ++i) {
@@ -106,6 +111,8 @@ int main(int argc, char **argv) {
       number(&generate);
     } else if (is("--max-positions")) {
       number(&maxPositions);
+    } else if (is("--bundle")) {
+      bundlePath = value();
     } else if (is("--dump-logits")) {
       dumpPath = value();
     } else if (a == "--int4") {
@@ -142,9 +149,24 @@ int main(int argc, char **argv) {
   pccx::reference::CheckpointWeights original(*checkpoint, prefix);
   pccx::reference::Int4Weights quantized(original,
                                          pccx::import::isInt4ByDefault);
+  if (int4 && !bundlePath.empty())
+    return fail("--int4 and --bundle exclude each other");
+  std::unique_ptr<pccx::bundle::Bundle> bundle;
+  std::unique_ptr<pccx::reference::BundleWeights> fromBundle;
+  if (!bundlePath.empty()) {
+    bundle = pccx::bundle::Bundle::open(bundlePath, &error);
+    if (!bundle)
+      return fail(error);
+    fromBundle =
+        pccx::reference::BundleWeights::create(*bundle, original, prefix,
+                                               &error);
+    if (!fromBundle)
+      return fail(error);
+  }
   const pccx::reference::Weights &weights =
-      int4 ? static_cast<const pccx::reference::Weights &>(quantized)
-           : original;
+      fromBundle ? static_cast<const pccx::reference::Weights &>(*fromBundle)
+      : int4     ? static_cast<const pccx::reference::Weights &>(quantized)
+                 : original;
   int64_t capacity =
       maxPositions ? maxPositions : int64_t(prompt.size()) + generate;
   pccx::reference::Model model(config, weights, capacity);

@@ -1,37 +1,78 @@
 //===- main.cpp - pccx-run --------------------------------------*- C++ -*-===//
 //
-// Runs a .pccx bundle on the functional simulator. The work is done by
-// runtime/driver; this file reads the command line.
+// Runs a .pccx bundle on the functional simulator or the KV260 overlay. The
+// work is done by runtime/driver (and, for --compare-reference, by the float
+// reference in compiler/reference); this file reads the command line.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/driver/Session.h"
+#include "compiler/import/Gemma3nConfig.h"
+#include "compiler/reference/BundleWeights.h"
+#include "runtime/driver/Generate.h"
+#include "runtime/driver/Kv260Device.h"
 #include "runtime/driver/SimDevice.h"
+#include "runtime/driver/Tokenizer.h"
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 
+using nlohmann::json;
+
 namespace {
 
 const char kHelp[] =
-    R"(USAGE: pccx-run MODEL.pccx --tokens IDS [options]
+    R"(USAGE: pccx-run MODEL.pccx (--prompt TEXT | --tokens IDS) [options]
 
-Runs a bundle: the prompt, then greedy generation.
+Runs a compiled Gemma 3n bundle: the prompt through the prefill program
+(in steps of its rows; the rest and every generated token through the
+decode program), then generation until --max-new-tokens or a stop token.
 
-OPTIONS:
-  --tokens IDS           comma-separated prompt token ids
-  --max-new-tokens N     tokens to generate after the prompt (default 16)
-  --numerics MODE        reference (fp32 everywhere) or hardware (BF16 L2,
-                         fp16 KV cache as compiled); default hardware
-  --decode-only          feed the prompt token by token through the decode
-                         program instead of the prefill program
-  --dump-logits FILE     write float32 little-endian rows of vocab_size
-                         logits, one per consumed token position, in order
-  -h, --help             show this help
+INPUT:
+  --prompt TEXT            text, tokenized with the bundle's SentencePiece
+                           model; the generated text is streamed to stdout
+  --tokens IDS             comma-separated token ids (generated ids are
+                           printed comma-separated)
+  --no-bos                 do not prepend the BOS token to --prompt
+
+DEVICE:
+  --device sim|kv260       the functional simulator (default) or the board
+  --numerics MODE          simulator numerics: reference (fp32 everywhere,
+                           fp32 KV cache) or hardware (BF16 in L2, the KV
+                           cache dtype the bundle was compiled with;
+                           default)
+  --uio-name NAME          kv260: UIO device name of the overlay (default
+                           pccx)
+  --udmabuf NAME           kv260: u-dma-buf buffer (default udmabuf0)
+
+GENERATION:
+  --max-new-tokens N       tokens to generate (default 32)
+  --temperature T          0 (default) is greedy
+  --top-k K                keep the K most likely tokens (0: off)
+  --top-p P                keep the smallest set with mass >= P (1: off)
+  --repetition-penalty R   divide (multiply, if negative) the logits of
+                           every id seen so far by R (1: off)
+  --seed S                 sampling seed (default 0)
+  --stop-tokens IDS        stop after any of these ids (default: the
+                           config's eos_token_id)
+  --decode-only            feed the prompt token by token through the decode
+                           program (the logits rows are the same positions)
+
+OUTPUT:
+  --dump-logits FILE       float32 little-endian rows of vocab_size logits,
+                           one per consumed token position (prompt
+                           positions included), in order; prints the count
+  --compare-reference DIR  run the float reference on checkpoint DIR beside
+                           it, with the bundle's weights, and print the
+                           agreement figures (and the cost of INT4 against
+                           the original weights)
+  --json                   one JSON object on stdout at the end (token ids,
+                           row count, numerics, device, timing, figures)
+  -h, --help               show this help
 )";
 
 int fail(const std::string &message) {
@@ -39,12 +80,70 @@ int fail(const std::string &message) {
   return 1;
 }
 
+bool parseIds(const std::string &text, const char *what,
+              std::vector<int32_t> *out, std::string *error) {
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string item = text.substr(start, end - start);
+    char *stop = nullptr;
+    errno = 0;
+    long v = std::strtol(item.c_str(), &stop, 10);
+    if (item.empty() || *stop || errno || v < 0 || v > INT32_MAX) {
+      *error = std::string(what) + ": '" + item + "' is not a token id";
+      return false;
+    }
+    out->push_back(int32_t(v));
+    start = end + 1;
+  }
+  return true;
+}
+
+/// numerics.md figures between two sets of logits rows.
+struct Agreement {
+  double relMaxAbs = 0, cosine = 0;
+  int64_t top1 = 0, rows = 0;
+};
+
+Agreement compare(const std::vector<float> &a, const std::vector<float> &ref,
+                  int64_t vocab) {
+  Agreement g;
+  g.rows = int64_t(ref.size()) / vocab;
+  double dot = 0, aa = 0, rr = 0;
+  for (int64_t r = 0; r < g.rows; ++r) {
+    const float *x = a.data() + r * vocab, *y = ref.data() + r * vocab;
+    auto [lo, hi] = std::minmax_element(y, y + vocab);
+    double range = double(*hi - *lo), worst = 0;
+    for (int64_t i = 0; i < vocab; ++i) {
+      worst = std::max(worst, std::fabs(double(x[i]) - double(y[i])));
+      dot += double(x[i]) * y[i];
+      aa += double(x[i]) * x[i];
+      rr += double(y[i]) * y[i];
+    }
+    g.relMaxAbs = std::max(g.relMaxAbs, range > 0 ? worst / range : worst);
+    if (std::max_element(x, x + vocab) - x == std::max_element(y, y + vocab) - y)
+      ++g.top1;
+  }
+  g.cosine = aa > 0 && rr > 0 ? dot / std::sqrt(aa * rr) : 0;
+  return g;
+}
+
+json toJson(const Agreement &g) {
+  return {{"rel_max_abs", g.relMaxAbs},
+          {"cosine", g.cosine},
+          {"top1_agree", g.top1},
+          {"rows", g.rows}};
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string bundlePath, tokensText, dumpPath, numerics = "hardware";
-  long maxNew = 16;
-  bool decodeOnly = false;
+  std::string bundlePath, prompt, tokensText, dumpPath, referenceDir,
+      stopText, device = "sim", numerics = "hardware", uioName = "pccx",
+      udmabuf = "udmabuf0";
+  bool hasPrompt = false, noBos = false, asJson = false, hasStop = false;
+  pccx::driver::GenerateOptions gen;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -60,25 +159,72 @@ int main(int argc, char **argv) {
     auto is = [&](const char *flag) {
       return a == flag || a.rfind(std::string(flag) + "=", 0) == 0;
     };
+    auto number = [&](double *out) {
+      std::string v = value();
+      char *end = nullptr;
+      *out = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end) {
+        fail(a + ": not a number: '" + v + "'");
+        std::exit(1);
+      }
+    };
+    auto count = [&](int64_t *out) {
+      std::string v = value();
+      char *end = nullptr;
+      long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < 0) {
+        fail(a + ": not a count: '" + v + "'");
+        std::exit(1);
+      }
+      *out = n;
+    };
     if (a == "-h" || a == "--help") {
       std::cout << kHelp;
       return 0;
+    } else if (is("--prompt")) {
+      prompt = value();
+      hasPrompt = true;
     } else if (is("--tokens")) {
       tokensText = value();
-    } else if (is("--max-new-tokens")) {
-      std::string v = value();
-      char *end = nullptr;
-      maxNew = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || maxNew < 0)
-        return fail("--max-new-tokens: not a count: '" + v + "'");
+    } else if (a == "--no-bos") {
+      noBos = true;
+    } else if (is("--device")) {
+      device = value();
+      if (device != "sim" && device != "kv260")
+        return fail("--device must be sim or kv260");
     } else if (is("--numerics")) {
       numerics = value();
       if (numerics != "reference" && numerics != "hardware")
         return fail("--numerics must be reference or hardware");
+    } else if (is("--uio-name")) {
+      uioName = value();
+    } else if (is("--udmabuf")) {
+      udmabuf = value();
+    } else if (is("--max-new-tokens")) {
+      count(&gen.maxNewTokens);
+    } else if (is("--temperature")) {
+      number(&gen.sampling.temperature);
+    } else if (is("--top-k")) {
+      count(&gen.sampling.topK);
+    } else if (is("--top-p")) {
+      number(&gen.sampling.topP);
+    } else if (is("--repetition-penalty")) {
+      number(&gen.sampling.repetitionPenalty);
+    } else if (is("--seed")) {
+      int64_t s;
+      count(&s);
+      gen.sampling.seed = uint64_t(s);
+    } else if (is("--stop-tokens")) {
+      stopText = value();
+      hasStop = true;
+    } else if (a == "--decode-only") {
+      gen.decodeOnly = true;
     } else if (is("--dump-logits")) {
       dumpPath = value();
-    } else if (a == "--decode-only") {
-      decodeOnly = true;
+    } else if (is("--compare-reference")) {
+      referenceDir = value();
+    } else if (a == "--json") {
+      asJson = true;
     } else if (a[0] == '-' && a.size() > 1) {
       return fail("unknown option '" + a + "' (see --help)");
     } else if (bundlePath.empty()) {
@@ -89,67 +235,196 @@ int main(int argc, char **argv) {
   }
   if (bundlePath.empty())
     return fail("no bundle (see --help)");
-  std::vector<int32_t> prompt;
-  for (size_t start = 0; start < tokensText.size();) {
-    size_t end = tokensText.find(',', start);
-    if (end == std::string::npos)
-      end = tokensText.size();
-    std::string item = tokensText.substr(start, end - start);
-    char *stop = nullptr;
-    long v = std::strtol(item.c_str(), &stop, 10);
-    if (item.empty() || *stop || v < 0 || v > INT32_MAX)
-      return fail("--tokens: '" + item + "' is not a token id");
-    prompt.push_back(int32_t(v));
-    start = end + 1;
-  }
-  if (prompt.empty())
-    return fail("no prompt (--tokens)");
+  if (hasPrompt == !tokensText.empty())
+    return fail("give exactly one of --prompt and --tokens");
+  std::string why = pccx::driver::checkSamplingOptions(gen.sampling);
+  if (!why.empty())
+    return fail(why);
 
   std::string error;
   auto model = pccx::driver::Model::load(bundlePath, &error);
   if (!model)
     return fail(error);
-  bool reference = numerics == "reference";
-  pccx::driver::Session session(
-      *model,
-      std::make_unique<pccx::driver::SimDevice>(
-          reference ? pccx::sim::Numerics::Reference
-                    : pccx::sim::Numerics::Hardware),
-      reference);
-  std::vector<float> logits;
-  if (!session.consume(prompt, decodeOnly, &logits, &error))
-    return fail(error);
-  const int64_t V = model->vocabSize();
-  auto argmax = [&](size_t row) {
-    const float *r = logits.data() + row * size_t(V);
-    return int32_t(std::max_element(r, r + V) - r);
-  };
-  std::vector<int32_t> generated;
-  int32_t next = argmax(prompt.size() - 1);
-  for (long n = 0; n < maxNew; ++n) {
-    generated.push_back(next);
-    if (n + 1 == maxNew)
-      break;
-    if (!session.consume({next}, true, &logits, &error))
+
+  // Prompt tokens.
+  std::unique_ptr<pccx::driver::Tokenizer> tokenizer;
+  size_t tokBytes = 0;
+  if (const uint8_t *tok = model->tokenizer(&tokBytes)) {
+    tokenizer = pccx::driver::Tokenizer::load(tok, tokBytes, &error);
+    if (!tokenizer)
       return fail(error);
-    next = argmax(logits.size() / size_t(V) - 1);
   }
-  for (size_t i = 0; i < generated.size(); ++i)
-    std::cout << (i ? "," : "") << generated[i];
-  std::cout << "\n";
+  std::vector<int32_t> ids;
+  if (hasPrompt) {
+    if (!tokenizer)
+      return fail(bundlePath + " carries no tokenizer; use --tokens (or "
+                               "compile with a tokenizer.model)");
+    if (!noBos && model->bosToken() >= 0)
+      ids.push_back(model->bosToken());
+    std::vector<int32_t> text;
+    if (!tokenizer->encode(prompt, &text, &error))
+      return fail(error);
+    ids.insert(ids.end(), text.begin(), text.end());
+  } else if (!parseIds(tokensText, "--tokens", &ids, &error)) {
+    return fail(error);
+  }
+  std::vector<int32_t> stops;
+  if (hasStop) {
+    if (!stopText.empty() && !parseIds(stopText, "--stop-tokens", &stops, &error))
+      return fail(error);
+  } else {
+    stops = model->eosTokens();
+  }
+  gen.stopTokens.insert(stops.begin(), stops.end());
+
+  // Device.
+  std::unique_ptr<pccx::driver::Device> dev;
+  bool reference = numerics == "reference";
+  if (device == "sim") {
+    dev = std::make_unique<pccx::driver::SimDevice>(
+        reference ? pccx::sim::Numerics::Reference
+                  : pccx::sim::Numerics::Hardware);
+  } else {
+    if (reference)
+      return fail("--numerics reference is a simulator mode; the board "
+                  "computes in hardware numerics");
+    pccx::driver::UioInfo uio;
+    if (!pccx::driver::findUio("/sys/class/uio", uioName, &uio, &error))
+      return fail(error);
+    auto regs = pccx::driver::openUio(uio, &error);
+    if (!regs)
+      return fail(error);
+    auto dma = pccx::driver::openUdmabuf(udmabuf, &error);
+    if (!dma)
+      return fail(error);
+    auto kv = pccx::driver::Kv260Device::create(std::move(regs), std::move(dma),
+                                                {}, &error);
+    if (!kv)
+      return fail(error);
+    dev = std::move(kv);
+  }
+  pccx::driver::Session session(*model, std::move(dev), reference);
+
+  gen.keepLogits = !dumpPath.empty() || !referenceDir.empty();
+  std::unique_ptr<pccx::driver::TextStream> stream;
+  if (tokenizer && hasPrompt && !asJson) {
+    stream = std::make_unique<pccx::driver::TextStream>(*tokenizer);
+    gen.onToken = [&](int32_t id) {
+      if (gen.stopTokens.count(id))
+        return;
+      std::cout << stream->push(id) << std::flush;
+    };
+  }
+  pccx::driver::GenerateResult result;
+  if (!pccx::driver::generate(session, ids, gen, &result, &error))
+    return fail(error);
+  const int64_t vocab = model->vocabSize();
+  const int64_t rows = int64_t(result.consumed.size());
+  if (!asJson) {
+    if (stream)
+      std::cout << "\n";
+    else
+      for (size_t i = 0; i < result.generated.size(); ++i)
+        std::cout << (i ? "," : "") << result.generated[i]
+                  << (i + 1 == result.generated.size() ? "\n" : "");
+    if (result.capped)
+      std::cerr << "pccx-run: stopped at the KV cache capacity of "
+                << session.capacity() << " positions\n";
+  }
+
   if (!dumpPath.empty()) {
     std::string tmp = dumpPath + ".tmp";
     std::FILE *f = std::fopen(tmp.c_str(), "wb");
     if (!f)
       return fail(tmp + ": " + std::strerror(errno));
-    bool ok = std::fwrite(logits.data(), 4, logits.size(), f) == logits.size();
+    bool ok = std::fwrite(result.logits.data(), 4, result.logits.size(), f) ==
+              result.logits.size();
     ok = std::fclose(f) == 0 && ok;
     if (!ok || std::rename(tmp.c_str(), dumpPath.c_str()) != 0) {
       std::remove(tmp.c_str());
       return fail(dumpPath + ": cannot write");
     }
-    std::cerr << "wrote " << logits.size() / size_t(V) << " logit rows to "
-              << dumpPath << "\n";
+    std::cerr << "wrote " << rows << " logit rows to " << dumpPath << "\n";
+  }
+
+  json figures;
+  if (!referenceDir.empty()) {
+    pccx::import::Gemma3nTextConfig config;
+    if (!pccx::import::loadGemma3nConfig(referenceDir + "/config.json", &config,
+                                         &error))
+      return fail(error);
+    auto checkpoint = pccx::import::Checkpoint::open(referenceDir, &error);
+    std::string prefix;
+    if (!checkpoint ||
+        !pccx::import::detectTextPrefix(*checkpoint, &prefix, &error) ||
+        !pccx::import::validateCheckpoint(config, *checkpoint, &error))
+      return fail(error);
+    pccx::reference::CheckpointWeights original(*checkpoint, prefix);
+    auto effective = pccx::reference::BundleWeights::create(
+        model->bundle(), original, prefix, &error);
+    if (!effective)
+      return fail(error);
+    auto runReference = [&](const pccx::reference::Weights &w,
+                            std::vector<float> *out) {
+      pccx::reference::Model ref(config, w, rows);
+      return ref.ok(&error) && ref.forward(result.consumed, *out, &error);
+    };
+    std::vector<float> sameWeights, originalWeights;
+    if (!runReference(*effective, &sameWeights) ||
+        !runReference(original, &originalWeights))
+      return fail("float reference: " + error);
+    Agreement run = compare(result.logits, sameWeights, vocab);
+    Agreement quant = compare(sameWeights, originalWeights, vocab);
+    figures = {{"vs_reference_same_weights", toJson(run)},
+               {"int4_cost", toJson(quant)}};
+    if (!asJson) {
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "%s numerics vs float reference (same weights): "
+                    "rel max-abs %.3g, cosine %.6f, top-1 %lld/%lld\n",
+                    numerics.c_str(), run.relMaxAbs, run.cosine,
+                    (long long)run.top1, (long long)run.rows);
+      std::cout << line;
+      std::snprintf(line, sizeof line,
+                    "cost of INT4 (float reference, bundle weights vs "
+                    "original): cosine %.6f, top-1 %lld/%lld\n",
+                    quant.cosine, (long long)quant.top1,
+                    (long long)quant.rows);
+      std::cout << line;
+    }
+  }
+
+  if (asJson) {
+    const auto &stats = session.stats();
+    json out = {
+        {"consumed_tokens", result.consumed},
+        {"generated_tokens", result.generated},
+        {"logits_rows", gen.keepLogits ? rows : 0},
+        {"numerics", numerics},
+        {"device", device},
+        {"stopped_by", result.stopped  ? "stop_token"
+                       : result.capped ? "kv_capacity"
+                                       : "max_new_tokens"},
+        {"timing",
+         {{"prompt_seconds", result.prefillSeconds},
+          {"decode_seconds", result.decodeSeconds},
+          {"decode_tokens_per_second",
+           result.decodeSeconds > 0
+               ? double(result.generated.size() > 0
+                            ? result.generated.size() - 1
+                            : 0) /
+                     result.decodeSeconds
+               : 0.0}}},
+        {"stats",
+         {{"instructions", stats.instructions},
+          {"host_ops", stats.hostOps},
+          {"weight_bytes", stats.weightBytes},
+          {"steps", stats.steps}}}};
+    if (tokenizer)
+      out["generated_text"] = tokenizer->decode(result.generated);
+    if (!figures.is_null())
+      out["compare_reference"] = figures;
+    std::cout << out.dump() << "\n";
   }
   return 0;
 }

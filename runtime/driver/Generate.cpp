@@ -1,0 +1,61 @@
+//===- Generate.cpp - prompt, then token by token -------------------------===//
+
+#include "runtime/driver/Generate.h"
+
+#include <chrono>
+
+namespace pccx::driver {
+
+bool generate(Session &session, const std::vector<int32_t> &prompt,
+              const GenerateOptions &options, GenerateResult *result,
+              std::string *error) {
+  using Clock = std::chrono::steady_clock;
+  std::string why = checkSamplingOptions(options.sampling);
+  if (!why.empty()) {
+    *error = why;
+    return false;
+  }
+  if (prompt.empty()) {
+    *error = "the prompt is empty";
+    return false;
+  }
+  Sampler sampler(options.sampling);
+  std::vector<float> logits;
+  auto t0 = Clock::now();
+  if (!session.consume(prompt, options.decodeOnly, &logits, error))
+    return false;
+  auto t1 = Clock::now();
+  result->prefillSeconds = std::chrono::duration<double>(t1 - t0).count();
+  result->consumed = prompt;
+  const size_t vocab = logits.size() / prompt.size();
+  if (options.keepLogits)
+    result->logits = logits;
+  std::vector<float> last(logits.end() - long(vocab), logits.end());
+  for (int64_t n = 0; n < options.maxNewTokens; ++n) {
+    int32_t next = sampler.next(last, result->consumed);
+    result->generated.push_back(next);
+    if (options.onToken)
+      options.onToken(next);
+    if (options.stopTokens.count(next)) {
+      result->stopped = true;
+      break;
+    }
+    if (n + 1 == options.maxNewTokens)
+      break;
+    if (session.position() >= session.capacity()) {
+      result->capped = true;
+      break;
+    }
+    last.clear();
+    if (!session.consume({next}, true, &last, error))
+      return false;
+    result->consumed.push_back(next);
+    if (options.keepLogits)
+      result->logits.insert(result->logits.end(), last.begin(), last.end());
+  }
+  result->decodeSeconds =
+      std::chrono::duration<double>(Clock::now() - t1).count();
+  return true;
+}
+
+} // namespace pccx::driver

@@ -1,0 +1,328 @@
+//===- Kv260Device.cpp - the KV260 overlay as a Device --------------------===//
+
+#include "runtime/driver/Kv260Device.h"
+
+#include "hw/isa/Isa.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <dirent.h>
+
+namespace pccx::driver {
+
+namespace {
+
+bool readText(const std::string &path, std::string *out) {
+  std::ifstream in(path);
+  if (!in)
+    return false;
+  std::getline(in, *out);
+  return true;
+}
+
+bool readNumber(const std::string &path, uint64_t *out) {
+  std::string text;
+  if (!readText(path, &text))
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  *out = std::strtoull(text.c_str(), &end, 0);
+  return end != text.c_str() && errno == 0;
+}
+
+uint16_t toBf16(float v) {
+  uint32_t x;
+  std::memcpy(&x, &v, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return uint16_t((x >> 16) | 0x40); // quiet NaN
+  x += 0x7fffu + ((x >> 16) & 1);
+  return uint16_t(x >> 16);
+}
+
+float fromBf16(uint16_t h) {
+  uint32_t x = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+class MappedRegisters : public RegisterWindow {
+public:
+  MappedRegisters(int fd, volatile uint32_t *base, size_t size)
+      : fd_(fd), base_(base), size_(size) {}
+  ~MappedRegisters() override {
+    munmap(const_cast<uint32_t *>(base_), size_);
+    close(fd_);
+  }
+  uint32_t read32(uint32_t offset) override { return base_[offset / 4]; }
+  void write32(uint32_t offset, uint32_t value) override {
+    base_[offset / 4] = value;
+  }
+  size_t size() const override { return size_; }
+
+private:
+  int fd_;
+  volatile uint32_t *base_;
+  size_t size_;
+};
+
+class MappedDma : public DmaBuffer {
+public:
+  MappedDma(int fd, uint8_t *data, uint64_t phys, size_t size)
+      : fd_(fd), data_(data), phys_(phys), size_(size) {}
+  ~MappedDma() override {
+    munmap(data_, size_);
+    close(fd_);
+  }
+  uint8_t *data() override { return data_; }
+  uint64_t physical() const override { return phys_; }
+  size_t size() const override { return size_; }
+
+private:
+  int fd_;
+  uint8_t *data_;
+  uint64_t phys_;
+  size_t size_;
+};
+
+} // namespace
+
+bool findUio(const std::string &sysfsRoot, const std::string &name,
+             UioInfo *info, std::string *error) {
+  DIR *dir = opendir(sysfsRoot.c_str());
+  if (!dir) {
+    *error = sysfsRoot + ": " + std::strerror(errno) +
+             " (is the UIO driver loaded? see docs/kv260.md)";
+    return false;
+  }
+  std::vector<std::string> entries;
+  while (dirent *e = readdir(dir))
+    if (std::strncmp(e->d_name, "uio", 3) == 0)
+      entries.push_back(e->d_name);
+  closedir(dir);
+  std::sort(entries.begin(), entries.end());
+  std::string seen;
+  for (const std::string &e : entries) {
+    std::string devName;
+    if (!readText(sysfsRoot + "/" + e + "/name", &devName))
+      continue;
+    seen += (seen.empty() ? "" : ", ") + e + " (" + devName + ")";
+    if (devName != name)
+      continue;
+    std::string maps = sysfsRoot + "/" + e + "/maps/map0/";
+    if (!readNumber(maps + "addr", &info->address) ||
+        !readNumber(maps + "size", &info->size) || info->size == 0) {
+      *error = sysfsRoot + "/" + e + ": map0 has no readable addr/size";
+      return false;
+    }
+    info->device = "/dev/" + e;
+    return true;
+  }
+  *error = "no UIO device named '" + name + "' under " + sysfsRoot +
+           (seen.empty() ? " (none present)" : " (found: " + seen + ")");
+  return false;
+}
+
+std::unique_ptr<RegisterWindow> openUio(const UioInfo &info,
+                                        std::string *error) {
+  int fd = open(info.device.c_str(), O_RDWR | O_SYNC);
+  if (fd < 0) {
+    *error = info.device + ": " + std::strerror(errno) +
+             " (permissions: see docs/kv260.md)";
+    return nullptr;
+  }
+  void *p = mmap(nullptr, info.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    *error = info.device + ": mmap: " + std::strerror(errno);
+    close(fd);
+    return nullptr;
+  }
+  return std::make_unique<MappedRegisters>(
+      fd, static_cast<volatile uint32_t *>(p), size_t(info.size));
+}
+
+std::unique_ptr<DmaBuffer> openUdmabuf(const std::string &name,
+                                       std::string *error) {
+  std::string sys = "/sys/class/u-dma-buf/" + name + "/";
+  uint64_t phys = 0, size = 0;
+  if (!readNumber(sys + "phys_addr", &phys) || !readNumber(sys + "size", &size)) {
+    *error = sys + ": cannot read phys_addr/size (is u-dma-buf loaded? see "
+                   "docs/kv260.md)";
+    return nullptr;
+  }
+  std::string dev = "/dev/" + name;
+  int fd = open(dev.c_str(), O_RDWR | O_SYNC);
+  if (fd < 0) {
+    *error = dev + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    *error = dev + ": mmap: " + std::strerror(errno);
+    close(fd);
+    return nullptr;
+  }
+  return std::make_unique<MappedDma>(fd, static_cast<uint8_t *>(p), phys,
+                                     size_t(size));
+}
+
+std::unique_ptr<Kv260Device>
+Kv260Device::create(std::unique_ptr<RegisterWindow> regs,
+                    std::unique_ptr<DmaBuffer> dma,
+                    const Kv260Options &options, std::string *error) {
+  if (!regs || regs->size() < 0x30) {
+    *error = "the register window is smaller than the 0x30 bytes the "
+             "protocol uses";
+    return nullptr;
+  }
+  size_t windowBytes = options.windowWords * 16;
+  if (!dma || dma->size() < windowBytes + 4096) {
+    *error = "the DMA buffer must hold the " + std::to_string(windowBytes) +
+             "-byte host window and a weight staging area";
+    return nullptr;
+  }
+  std::unique_ptr<Kv260Device> d(new Kv260Device());
+  d->regs_ = std::move(regs);
+  d->dma_ = std::move(dma);
+  d->options_ = options;
+  d->shadow_.assign(options.windowWords * 8, 0.0f);
+  d->stagingOffset_ = (windowBytes + 4095) / 4096 * 4096;
+  if (!d->waitIdle(error))
+    return nullptr;
+  d->regs_->write64(kv260::kRegWindowBase, d->dma_->physical());
+  return d;
+}
+
+bool Kv260Device::waitIdle(std::string *error) {
+  for (uint64_t i = 0; i < options_.pollLimit; ++i) {
+    uint64_t status = regs_->read64(kv260::kRegStatus);
+    if (status & kv260::kStatusError) {
+      *error = "the NPU reports an error (status 0x" +
+               [&] {
+                 char b[20];
+                 std::snprintf(b, sizeof b, "%llx", (unsigned long long)status);
+                 return std::string(b);
+               }() +
+               ")";
+      return false;
+    }
+    if (!(status & kv260::kStatusBusy))
+      return true;
+  }
+  *error = "timed out waiting for the NPU (still busy after " +
+           std::to_string(options_.pollLimit) + " status reads)";
+  return false;
+}
+
+void Kv260Device::pushWeights(const uint8_t *data, size_t bytes) {
+  pendingWeights_.push_back({data, bytes});
+}
+
+bool Kv260Device::flushPendingWeights(std::string *error) {
+  for (auto &[data, bytes] : pendingWeights_) {
+    size_t capacity = dma_->size() - stagingOffset_;
+    if (bytes > capacity) {
+      *error = "a weight record of " + std::to_string(bytes) +
+               " bytes exceeds the DMA staging area of " +
+               std::to_string(capacity) + " bytes";
+      return false;
+    }
+    // The previous transfer must be done before its staging bytes change.
+    if (!waitIdle(error))
+      return false;
+    std::memcpy(dma_->data() + stagingOffset_, data, bytes);
+    dma_->flush(stagingOffset_, bytes);
+    regs_->write64(kv260::kRegWeightAddr, dma_->physical() + stagingOffset_);
+    regs_->write64(kv260::kRegWeightBytes, bytes);
+  }
+  pendingWeights_.clear();
+  return true;
+}
+
+bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
+  isa::Instruction inst;
+  std::string why;
+  if (!isa::decode(word, inst, &why)) {
+    *error = "instruction " + std::to_string(index) + ": " + why;
+    return false;
+  }
+  if (inst.opcode == isa::Opcode::Memset &&
+      inst.get(isa::Field::Memset_dest_cache) == 0) {
+    // Mirror the fmap_shape bank: MEMCPY extents are checked against it.
+    auto &e = fmap_[inst.get(isa::Field::Memset_dest_addr) % fmap_.size()];
+    e = {true,
+         {uint16_t(inst.get(isa::Field::Memset_a_value)),
+          uint16_t(inst.get(isa::Field::Memset_b_value)),
+          uint16_t(inst.get(isa::Field::Memset_c_value))}};
+  }
+  if (inst.opcode == isa::Opcode::Memcpy) {
+    bool fromHost = inst.get(isa::Field::Memcpy_from_device);
+    bool toHost = inst.get(isa::Field::Memcpy_to_device);
+    if (fromHost || toHost) {
+      const auto &e =
+          fmap_[inst.get(isa::Field::Memcpy_shape_ptr_addr) % fmap_.size()];
+      if (!e.first) {
+        *error = "instruction " + std::to_string(index) +
+                 ": MEMCPY uses an fmap_shape entry no MEMSET has set";
+        return false;
+      }
+      uint64_t a = e.second[0], rows = e.second[1] ? e.second[1] : 1,
+               stride = e.second[2] ? e.second[2] : a;
+      uint64_t aux = inst.get(isa::Field::Memcpy_aux_addr);
+      uint64_t end = aux + (rows - 1) * stride + a;
+      if (a == 0 || end > options_.windowWords) {
+        *error = "instruction " + std::to_string(index) +
+                 ": MEMCPY reaches host window words [" + std::to_string(aux) +
+                 ", " + std::to_string(end) + "), outside the " +
+                 std::to_string(options_.windowWords) + "-word window";
+        return false;
+      }
+      if (fromHost) {
+        // CPU -> device: the float lanes become BF16 in the DMA buffer.
+        uint16_t *lanes = reinterpret_cast<uint16_t *>(dma_->data());
+        for (uint64_t i = aux * 8; i < end * 8; ++i)
+          lanes[i] = toBf16(shadow_[size_t(i)]);
+        dma_->flush(size_t(aux * 16), size_t((end - aux) * 16));
+      } else {
+        toShadow_.push_back({aux, end});
+      }
+    }
+  }
+  if (inst.opcode == isa::Opcode::Gemv || inst.opcode == isa::Opcode::Gemm)
+    if (!flushPendingWeights(error))
+      return false;
+  regs_->write64(kv260::kRegInstruction, word);
+  regs_->write64(kv260::kRegKick, kv260::kKickWord);
+  return true;
+}
+
+bool Kv260Device::sync(std::string *error) {
+  if (!waitIdle(error))
+    return false;
+  if (!toShadow_.empty()) {
+    dma_->invalidate(0, options_.windowWords * 16);
+    const uint16_t *lanes = reinterpret_cast<const uint16_t *>(dma_->data());
+    for (auto &[begin, end] : toShadow_)
+      for (uint64_t i = begin * 8; i < end * 8; ++i)
+        shadow_[size_t(i)] = fromBf16(lanes[i]);
+    toShadow_.clear();
+  }
+  return true;
+}
+
+bool Kv260Device::finishSegment(std::string *error) {
+  if (!pendingWeights_.empty()) {
+    *error = std::to_string(pendingWeights_.size()) +
+             " weight records were queued but no GEMV/GEMM consumed them";
+    return false;
+  }
+  return sync(error);
+}
+
+} // namespace pccx::driver

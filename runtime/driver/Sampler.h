@@ -1,0 +1,46 @@
+//===- Sampler.h - next-token selection -------------------------*- C++ -*-===//
+//
+// Token selection on the host, in the order Hugging Face's generate()
+// applies it (docs/gemma3n-semantics.md section 6): repetition penalty over
+// the distinct ids seen so far, then greedy argmax when the temperature is
+// 0, else temperature, top-k, top-p and a draw from a seeded generator (the
+// same seed gives the same tokens on every machine).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_RUNTIME_DRIVER_SAMPLER_H
+#define PCCX_RUNTIME_DRIVER_SAMPLER_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pccx::driver {
+
+struct SamplingOptions {
+  double temperature = 0.0;       ///< 0: greedy
+  int64_t topK = 0;               ///< 0: off
+  double topP = 1.0;              ///< 1: off
+  double repetitionPenalty = 1.0; ///< 1: off
+  uint64_t seed = 0;
+};
+
+/// Checks ranges; an empty string when valid.
+std::string checkSamplingOptions(const SamplingOptions &options);
+
+class Sampler {
+public:
+  explicit Sampler(const SamplingOptions &options);
+  /// Picks the next token from `logits` (vocab floats, modified in place by
+  /// the penalty and warpers) given every id consumed or generated so far.
+  int32_t next(std::vector<float> &logits, const std::vector<int32_t> &seen);
+
+private:
+  double uniform();
+  SamplingOptions options_;
+  uint64_t state_;
+};
+
+} // namespace pccx::driver
+
+#endif

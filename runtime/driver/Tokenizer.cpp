@@ -1,0 +1,56 @@
+//===- Tokenizer.cpp - SentencePiece text <-> token ids -------------------===//
+
+#include "runtime/driver/Tokenizer.h"
+
+#include <sentencepiece_processor.h>
+
+namespace pccx::driver {
+
+Tokenizer::Tokenizer()
+    : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {}
+Tokenizer::~Tokenizer() = default;
+
+std::unique_ptr<Tokenizer> Tokenizer::load(const uint8_t *data, size_t bytes,
+                                           std::string *error) {
+  std::unique_ptr<Tokenizer> t(new Tokenizer());
+  auto status = t->sp_->LoadFromSerializedProto(
+      std::string_view(reinterpret_cast<const char *>(data), bytes));
+  if (!status.ok()) {
+    *error = "tokenizer: " + status.ToString();
+    return nullptr;
+  }
+  return t;
+}
+
+bool Tokenizer::encode(const std::string &text, std::vector<int32_t> *ids,
+                       std::string *error) const {
+  std::vector<int> out;
+  auto status = sp_->Encode(text, &out);
+  if (!status.ok()) {
+    *error = "tokenizer: " + status.ToString();
+    return false;
+  }
+  ids->assign(out.begin(), out.end());
+  return true;
+}
+
+std::string Tokenizer::decode(const std::vector<int32_t> &ids) const {
+  std::vector<int> in(ids.begin(), ids.end());
+  std::string text;
+  (void)sp_->Decode(in, &text);
+  return text;
+}
+
+std::string TextStream::push(int32_t id) {
+  ids_.push_back(id);
+  std::string text = tokenizer_.decode(ids_);
+  if (text.compare(0, emitted_.size(), emitted_) != 0) {
+    emitted_ = text; // the decoding changed earlier text; emit nothing
+    return {};
+  }
+  std::string added = text.substr(emitted_.size());
+  emitted_ = text;
+  return added;
+}
+
+} // namespace pccx::driver

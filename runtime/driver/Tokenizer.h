@@ -1,0 +1,48 @@
+//===- Tokenizer.h - SentencePiece text <-> token ids -----------*- C++ -*-===//
+
+#ifndef PCCX_RUNTIME_DRIVER_TOKENIZER_H
+#define PCCX_RUNTIME_DRIVER_TOKENIZER_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace pccx::driver {
+
+class Tokenizer {
+public:
+  /// From a serialized SentencePiece model (the bundle's tokenizer section).
+  static std::unique_ptr<Tokenizer> load(const uint8_t *data, size_t bytes,
+                                         std::string *error);
+  ~Tokenizer();
+  bool encode(const std::string &text, std::vector<int32_t> *ids,
+              std::string *error) const;
+  std::string decode(const std::vector<int32_t> &ids) const;
+
+private:
+  Tokenizer();
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+};
+
+/// Turns ids into text as they arrive: each call returns the text the new
+/// id completes (SentencePiece pieces may join with the previous ones).
+class TextStream {
+public:
+  explicit TextStream(const Tokenizer &tokenizer) : tokenizer_(tokenizer) {}
+  std::string push(int32_t id);
+
+private:
+  const Tokenizer &tokenizer_;
+  std::vector<int32_t> ids_;
+  std::string emitted_;
+};
+
+} // namespace pccx::driver
+
+#endif
