@@ -1231,7 +1231,7 @@ struct ConvertGemma3nToPccxPass
     }
     if (prefillRows < 1 || prefillRows > 65535) {
       module.emitError() << "prefill-rows must be in [1, 65535], got "
-                         << prefillRows;
+                         << int64_t(prefillRows);
       return signalPassFailure();
     }
     pccx::import::Gemma3nTextConfig config;

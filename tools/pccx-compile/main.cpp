@@ -11,6 +11,7 @@
 #include "compiler/Registration.h"
 
 #include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -106,6 +107,25 @@ int main(int argc, char **argv) {
   pccx::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+
+  // Every diagnostic (remarks of --quant-report included) with its location.
+  mlir::ScopedDiagnosticHandler diagnostics(
+      &context, [](mlir::Diagnostic &diag) {
+        const char *kind = diag.getSeverity() == mlir::DiagnosticSeverity::Error
+                               ? "error"
+                           : diag.getSeverity() ==
+                                   mlir::DiagnosticSeverity::Warning
+                               ? "warning"
+                           : diag.getSeverity() ==
+                                   mlir::DiagnosticSeverity::Remark
+                               ? "remark"
+                               : "note";
+        errs() << diag.getLocation() << ": " << kind << ": " << diag << "\n";
+        if (diag.getSeverity() != mlir::DiagnosticSeverity::Remark)
+          for (mlir::Diagnostic &note : diag.getNotes())
+            errs() << note.getLocation() << ": note: " << note << "\n";
+        return mlir::success();
+      });
 
   std::string error;
   pccx::LoadedCheckpoint checkpoint;

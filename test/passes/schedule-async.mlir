@@ -1,0 +1,23 @@
+// RUN: pccx-opt %s --pccx-schedule-async | FileCheck %s
+
+// MEMCPY and CVO become asynchronous; host work waits for them; GEMV and
+// MEMSET have no async bit.
+// CHECK-LABEL: pccx.program @p
+pccx.program @p {
+  pccx.segment @s {
+    // CHECK:      pccx.memcpy {async, aux_addr = 0 : i64
+    // CHECK-NEXT: pccx.gemv {dest_reg = 0 : i64, shape_ptr_addr = 0 : i64, size_ptr_addr = 0 : i64, src_addr = 0 : i64}
+    // CHECK-NEXT: pccx.cvo {async, cvo_func = "gelu"
+    // CHECK-NEXT: pccx.host.sync
+    // CHECK-NEXT: pccx.host.kernel "mul"
+    // No second sync: nothing asynchronous since the last one.
+    // CHECK-NEXT: pccx.host.kernel "mul"
+    // CHECK-NEXT: pccx.memset
+    pccx.memcpy {from_device, dest_addr = 0, src_addr = 0, aux_addr = 0, shape_ptr_addr = 0}
+    pccx.gemv {dest_reg = 0, src_addr = 0, size_ptr_addr = 0, shape_ptr_addr = 0}
+    pccx.cvo {cvo_func = "gelu", src_addr = 0, dst_addr = 0, length = 8}
+    pccx.host.kernel "mul" {inputs = [], outputs = []}
+    pccx.host.kernel "mul" {inputs = [], outputs = []}
+    pccx.memset {dest_cache = "fmap_shape", dest_addr = 0, a_value = 1, b_value = 1, c_value = 0}
+  }
+}
