@@ -8,6 +8,8 @@
 #include "compiler/ModelImporter.h"
 #include "compiler/Pipeline.h"
 #include "compiler/emit/EmitBundle.h"
+#include "compiler/reference/ExportEffective.h"
+#include "runtime/bundle/Bundle.h"
 #include "compiler/Registration.h"
 
 #include "mlir/IR/AsmState.h"
@@ -69,6 +71,12 @@ cl::opt<bool> noFoldNormGains(
 cl::opt<bool> noFuseLaurel("no-fuse-laurel",
                            cl::desc("Keep the LAuReL branch unfused"),
                            cl::init(false), cl::cat(category));
+cl::opt<std::string> exportDir(
+    "export-effective-weights",
+    cl::desc("After writing the bundle, also write DIR as a Hugging Face "
+             "checkpoint (float32, original tensor names) holding exactly "
+             "the weights the bundle computes with"),
+    cl::value_desc("dir"), cl::init(""), cl::cat(category));
 cl::opt<std::string> tokenizer(
     "tokenizer",
     cl::desc("SentencePiece model to embed (default: CKPT_DIR/tokenizer.model "
@@ -148,6 +156,8 @@ int main(int argc, char **argv) {
   pm.enableTiming(timing);
   if (kvDtype != "f16" && kvDtype != "f32")
     return fail("--kv-dtype must be f16 or f32, got '" + kvDtype + "'");
+  if (!exportDir.empty() && emit != Emit::Bundle)
+    return fail("--export-effective-weights needs --emit=bundle");
   if (emit == Emit::Bundle && (outputFile.empty() || outputFile == "-"))
     return fail("--emit=bundle needs an output file (-o model.pccx)");
   pccx::PipelineOptions pipeline;
@@ -196,6 +206,12 @@ int main(int argc, char **argv) {
       };
     if (!pccx::emitBundle(*module, outputFile, emitOptions, &error))
       return fail(error);
+    if (!exportDir.empty()) {
+      auto bundle = pccx::bundle::Bundle::open(outputFile, &error);
+      if (!bundle || !pccx::reference::exportEffectiveWeights(
+                         *bundle, exportDir, &error))
+        return fail(error);
+    }
     return 0;
   }
 

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/reference/ExportEffective.h"
 #include "runtime/bundle/Objdump.h"
 
 #include <cstring>
@@ -33,6 +34,11 @@ OPTIONS:
   --all              --headers --sections --manifest --disassemble
                      (the default when none of these is given)
   --no-verify        skip checksum verification (status shows "unchecked")
+  --export-effective-weights DIR
+                     write DIR as a Hugging Face checkpoint (config.json,
+                     float32 safetensors, the original tensor names) holding
+                     exactly the weights the bundle computes with, then
+                     exit (one bundle only)
   --raw              decode the 64-bit hex words given as arguments (0x
                      prefix optional, '_' allowed between digits) and print
                      one line each
@@ -46,6 +52,7 @@ Exit status is 1 if a bundle cannot be read or is invalid, or if any word
 
 int main(int argc, char **argv) {
   pccx::bundle::ObjdumpOptions o;
+  std::string exportDir;
   bool optionsDone = false;
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
@@ -75,11 +82,34 @@ int main(int argc, char **argv) {
       o.verify = false;
     else if (!std::strcmp(a, "--raw"))
       o.raw = true;
+    else if (!std::strcmp(a, "--export-effective-weights")) {
+      if (i + 1 >= argc) {
+        std::cerr << "pccx-objdump: error: --export-effective-weights needs "
+                     "a directory\n";
+        return 1;
+      }
+      exportDir = argv[++i];
+    }
     else {
       std::cerr << "pccx-objdump: error: unknown option '" << a
                 << "' (see --help)\n";
       return 1;
     }
+  }
+  if (!exportDir.empty()) {
+    if (positional.size() != 1) {
+      std::cerr << "pccx-objdump: error: --export-effective-weights takes "
+                   "exactly one bundle\n";
+      return 1;
+    }
+    std::string error;
+    auto bundle = pccx::bundle::Bundle::open(positional[0], &error);
+    if (!bundle ||
+        !pccx::reference::exportEffectiveWeights(*bundle, exportDir, &error)) {
+      std::cerr << "pccx-objdump: error: " << error << "\n";
+      return 1;
+    }
+    return 0;
   }
   (o.raw ? o.words : o.files) = std::move(positional);
   return pccx::bundle::runObjdump(o, std::cout, std::cerr);
