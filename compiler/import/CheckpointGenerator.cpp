@@ -151,9 +151,15 @@ bool generateCheckpoint(const Gemma3nTextConfig &config,
                         const GeneratorOptions &options, std::string *error) {
   if (!config.validate(error))
     return false;
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    *error = dir + ": cannot create directory: " + std::strerror(errno);
-    return false;
+  // Like mkdir -p: every missing parent too.
+  for (size_t at = dir.find('/', 1);; at = dir.find('/', at + 1)) {
+    std::string part = dir.substr(0, at);
+    if (!part.empty() && ::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
+      *error = part + ": cannot create directory: " + std::strerror(errno);
+      return false;
+    }
+    if (at == std::string::npos)
+      break;
   }
 
   // Tensors sorted by name, packed into shards in that order.

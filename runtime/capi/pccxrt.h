@@ -1,0 +1,70 @@
+/*===- pccxrt.h - C API of the pccx runtime ------------------------------===*
+ *
+ * Load a .pccx bundle, run token steps on the simulator or the KV260, read
+ * logits, sample. Every function returns 0 on success and a negative value
+ * on failure; pccxrt_last_error() then describes the failure. A handle is
+ * not thread safe; separate handles are independent.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef PCCXRT_H
+#define PCCXRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pccxrt_model pccxrt_model;
+
+typedef enum {
+  PCCXRT_DEVICE_SIM = 0,   /* the functional simulator */
+  PCCXRT_DEVICE_KV260 = 1, /* the board (UIO "pccx", u-dma-buf udmabuf0) */
+} pccxrt_device;
+
+typedef enum {
+  PCCXRT_NUMERICS_HARDWARE = 0,  /* BF16 L2, the compiled KV-cache dtype */
+  PCCXRT_NUMERICS_REFERENCE = 1, /* fp32 everywhere (simulator only) */
+} pccxrt_numerics;
+
+typedef struct {
+  double temperature;        /* 0: greedy */
+  int64_t top_k;             /* 0: off */
+  double top_p;              /* 1: off */
+  double repetition_penalty; /* 1: off */
+  uint64_t seed;
+} pccxrt_sampling;
+
+/* Opens a bundle; NULL on failure (see pccxrt_last_error(NULL)). */
+pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
+                          pccxrt_numerics numerics);
+void pccxrt_close(pccxrt_model *model);
+
+/* The last error of `model` (or of the last failed pccxrt_open for NULL). */
+const char *pccxrt_last_error(const pccxrt_model *model);
+
+int64_t pccxrt_vocab_size(const pccxrt_model *model);
+int64_t pccxrt_position(const pccxrt_model *model);
+int64_t pccxrt_capacity(const pccxrt_model *model);
+
+/* Forgets every cached position. */
+int pccxrt_reset(pccxrt_model *model);
+
+/* Consumes `count` tokens at the next positions. With `logits` non-NULL,
+ * writes count * vocab_size floats (one row per token). */
+int pccxrt_consume(pccxrt_model *model, const int32_t *tokens, size_t count,
+                   int decode_only, float *logits);
+
+/* Picks a token from `logits` (vocab_size floats, modified in place) given
+ * the `seen` ids; the generator state lives in the model handle. */
+int pccxrt_sample(pccxrt_model *model, const pccxrt_sampling *options,
+                  float *logits, const int32_t *seen, size_t seen_count,
+                  int32_t *token);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
