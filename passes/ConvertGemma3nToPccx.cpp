@@ -153,6 +153,16 @@ private:
         {i64(p.host), i64((p.rows - 1) * p.hostStride + wordsFor(p.elems))});
   }
   void releaseDead(Operation *op);
+  /// Frees a temporary's window region as soon as the instructions that
+  /// read it are emitted (program order makes reuse safe).
+  void dropHost(Value v) {
+    auto it = places_.find(v);
+    if (it != places_.end() && it->second.ownsHost) {
+      window_.release(it->second.host, it->second.rows * it->second.hostStride);
+      it->second.ownsHost = false;
+      it->second.host = -1;
+    }
+  }
 
   // ---- emission helpers --------------------------------------------------
   LogicalResult hostKernel(StringRef kernel, ArrayRef<Value> inputs,
@@ -175,6 +185,12 @@ private:
   LogicalResult lowerFFN(FFNOp op);
   LogicalResult lowerPLEInject(PLEInjectOp op);
   LogicalResult lowerReturn(func::ReturnOp op);
+  /// The LM head (and soft-cap) one row at a time into a reused host row,
+  /// each row handed to the runtime by "emit_logits": a vocabulary of
+  /// 262k logits for several prefill rows fits neither L2 nor the window.
+  LogicalResult lowerLogits(LMHeadOp head, SoftCapOp cap);
+  bool logitsEmitted_ = false;
+  Operation *handledSoftCap_ = nullptr;
 
   ModuleOp module_;
   func::FuncOp fn_;
@@ -200,7 +216,6 @@ private:
   std::map<std::string, DictionaryAttr> &gathers_;
   std::string one_, sum_; ///< L2: the constant 1.0, a REDUCE_SUM target
   std::map<std::string, std::pair<int64_t, int64_t>> caches_;
-  ArrayAttr logits_;
 };
 
 // ---------------------------------------------------------------------------
@@ -590,7 +605,6 @@ LogicalResult ProgramLowering::run() {
     caches.push_back(attr(name, b_.getArrayAttr({i64(dims.first),
                                                  i64(dims.second)})));
   program_->setAttr("caches", b_.getDictionaryAttr(caches));
-  program_->setAttr("logits", logits_);
   program_->setAttr("window_words", i64(window_.highWater()));
   return success();
 }
@@ -914,10 +928,19 @@ LogicalResult ProgramLowering::lower(Operation *op) {
                            attr("out", region(out)),
                            attr("projections", b_.getArrayAttr(names))});
       })
-      .Case<LMHeadOp>([&](LMHeadOp l) {
+      .Case<LMHeadOp>([&](LMHeadOp l) -> LogicalResult {
+        // Logits that only go (soft-capped) to the return are streamed.
+        Operation *user = l->hasOneUse() ? *l->getUsers().begin() : nullptr;
+        auto cap = dyn_cast_or_null<SoftCapOp>(user);
+        Operation *end = cap && cap->hasOneUse() ? *cap->getUsers().begin()
+                                                 : user;
+        if (isa_and_nonnull<func::ReturnOp>(end))
+          return lowerLogits(l, cap);
         return matmul(l.getInput(), l.getTable(), l.getResult(), "logits");
       })
       .Case<SoftCapOp>([&](SoftCapOp s) -> LogicalResult {
+        if (s == handledSoftCap_)
+          return success();
         if (failed(ensureHost(s.getInput())))
           return failure();
         Place &out = hostOut(s.getResult());
@@ -979,15 +1002,22 @@ LogicalResult ProgramLowering::lowerAttention(AttentionOp a) {
     qRaw.erase();
   }
 
-  // Softmax of each (row, head) on the SFU, probabilities to the host.
+  // Softmax of each (row, head) on the SFU, the row's probabilities to the
+  // host, then P . V for that row: one row of heads in the window at a time.
   const int64_t rows = rows_, capWords = wordsFor(capacity);
-  const int64_t probRows = rows * heads;
-  const int64_t probs = window_.allocate(probRows * capWords);
+  const int64_t probs = window_.allocate(heads * capWords);
   if (probs < 0)
     return a.emitOpError("the host window is full");
   std::string scores = newBuffer(capWords, "scores");
+  auto oShape = shape;
+  auto oRaw = tmp.create<CombineOp>(
+      a.getLoc(), RankedTensorType::get(oShape, b_.getF32Type()), ValueRange{},
+      tmp.getF32FloatAttr(1));
+  Place &o = newHostValue(oRaw);
+  if (o.host < 0)
+    return a.emitOpError("the host window is full");
+  const Place oPlace = o;
   for (int64_t r = 0; r < rows; ++r) {
-    NamedAttrList lenPatch;
     auto patch = [&](StringRef field, StringRef bank) {
       SmallVector<NamedAttribute> p = {
           attr("field", b_.getStringAttr(field)),
@@ -1025,31 +1055,23 @@ LogicalResult ProgramLowering::lowerAttention(AttentionOp a) {
           attrs.push_back(attr(flag, b_.getUnitAttr()));
         inst("pccx.cvo", attrs);
       }
-      memcpyToHost(Place(), scores, probs + (r * heads + h) * capWords,
-                   capWords, 1, capWords);
+      memcpyToHost(Place(), scores, probs + h * capWords, capWords, 1,
+                   capWords);
     }
+    b_.create<pd::HostKernelOp>(
+        loc(), b_.getStringAttr(hk::kAttentionValues),
+        b_.getArrayAttr(
+            {b_.getArrayAttr({i64(probs), i64(heads * capWords)})}),
+        b_.getArrayAttr({span(oPlace)}),
+        b_.getDictionaryAttr(
+            {attr("probs", b_.getArrayAttr({i64(probs), i64(capacity),
+                                            i64(heads), i64(capWords)})),
+             attr("v_cache", b_.getStringAttr(vc.cache)),
+             attr("heads", i64(heads)), attr("kv_heads", i64(kvHeads)),
+             attr("head_dim", i64(headDim)), attr("window", i64(window)),
+             attr("row", i64(r)), attr("out", region(oPlace))}));
   }
-
-  // Probabilities . V on the host, then the output projection.
-  auto oShape = shape;
-  auto oRaw = tmp.create<CombineOp>(
-      a.getLoc(), RankedTensorType::get(oShape, b_.getF32Type()), ValueRange{},
-      tmp.getF32FloatAttr(1));
-  Place &o = newHostValue(oRaw);
-  if (o.host < 0)
-    return a.emitOpError("the host window is full");
-  b_.create<pd::HostKernelOp>(
-      loc(), b_.getStringAttr(hk::kAttentionValues),
-      b_.getArrayAttr({b_.getArrayAttr({i64(probs), i64(probRows * capWords)})}),
-      b_.getArrayAttr({span(o)}),
-      b_.getDictionaryAttr(
-          {attr("probs", b_.getArrayAttr({i64(probs), i64(capacity),
-                                          i64(probRows), i64(capWords)})),
-           attr("v_cache", b_.getStringAttr(vc.cache)),
-           attr("heads", i64(heads)), attr("kv_heads", i64(kvHeads)),
-           attr("head_dim", i64(headDim)), attr("window", i64(window)),
-           attr("out", region(o))}));
-  window_.release(probs, probRows * capWords);
+  window_.release(probs, heads * capWords);
   LogicalResult r = matmul(oRaw, a.getOProj(), a.getResult(), "attn");
   Place &op = place(oRaw);
   if (op.ownsHost)
@@ -1089,10 +1111,12 @@ LogicalResult ProgramLowering::lowerFFN(FFNOp f) {
                   b_.getF64FloatAttr(float(
                       pccx::import::normalQuantile(sparsity))))})))
       return failure();
+    dropHost(gate);
     gate = sparse;
   }
   if (failed(ensureL2(gate)))
     return failure();
+  dropHost(gate);
   Place &a = newL2Value(act, "gelu");
   if (failed(cvo("gelu", place(gate), a.l2)))
     return failure();
@@ -1104,6 +1128,11 @@ LogicalResult ProgramLowering::lowerFFN(FFNOp f) {
                          attr("b", region(place(up))),
                          attr("out", region(p))})))
     return failure();
+  dropHost(act);
+  dropHost(up);
+  if (failed(ensureL2(prod)))
+    return failure();
+  dropHost(prod);
   if (failed(matmul(prod, f.getDown(), f.getResult(), "down")))
     return failure();
   for (Operation *t : temps) {
@@ -1207,12 +1236,72 @@ LogicalResult ProgramLowering::lowerPLEInject(PLEInjectOp p) {
 LogicalResult ProgramLowering::lowerReturn(func::ReturnOp r) {
   if (r.getNumOperands() == 0)
     return r.emitOpError("returns no logits");
+  if (logitsEmitted_)
+    return success();
   Value logits = r.getOperand(0);
   if (failed(ensureHost(logits)))
     return failure();
-  const Place &p = place(logits);
-  logits_ = region(p);
-  // Keep the logits region: nothing is allocated after the return.
+  return hostKernel(hk::kEmitLogits, {logits}, {},
+                    {attr("in", region(place(logits))),
+                     attr("first_row", i64(0))});
+}
+
+LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
+  Value input = head.getInput(), weight = head.getTable();
+  if (!weight.getDefiningOp<QuantizeOp>())
+    return matmul(input, weight, head.getResult(), "logits");
+  auto shape = cast<RankedTensorType>(weight.getType()).getShape();
+  const int64_t n = shape[0], k = shape[1];
+  if (k > 65535)
+    return head.emitOpError("input features exceed the 16-bit shape fields");
+  if (failed(ensureL2(input)))
+    return failure();
+  const Place in = place(input);
+  DictionaryAttr recipe = pccx::weightRecipe(weight);
+  const int64_t rowWords = wordsFor(n);
+  const int64_t row = window_.allocate(rowWords);
+  if (row < 0)
+    return head.emitOpError("the host window is full");
+  ArrayAttr rowRegion =
+      b_.getArrayAttr({i64(row), i64(n), i64(1), i64(rowWords)});
+  std::vector<std::pair<int64_t, std::string>> tiles;
+  for (int64_t first = 0; first < n; first += kMaxRows)
+    tiles.push_back({first, newBuffer(wordsFor(std::min(kMaxRows, n - first)),
+                                      "logits")});
+  for (int64_t r = 0; r < in.rows; ++r) {
+    for (auto &[first, buffer] : tiles) {
+      int64_t count = std::min(kMaxRows, n - first);
+      SmallVector<NamedAttribute> attrs = {
+          attr("dest_reg", sym(buffer)), attr("src_addr", sym(in.l2)),
+          attr("size_ptr_addr", i64(0)), attr("shape_ptr_addr", i64(0)),
+          attr("w_scale", b_.getUnitAttr()),
+          attr("weights", b_.getDictionaryAttr(
+                              {attr("recipe", recipe),
+                               attr("first_row", i64(first)),
+                               attr("num_rows", i64(count))})),
+          attr("weight_shape", triple(count, k, 0)),
+          attr("fmap_shape", triple(1, wordsFor(k), wordsFor(count)))};
+      if (r)
+        attrs.push_back(attr("src_addr_offset", i64(r * wordsFor(k))));
+      inst("pccx.gemv", attrs);
+      memcpyToHost(Place(), buffer, row + first / 8, rowWords, 1,
+                   wordsFor(count));
+    }
+    ArrayAttr span = b_.getArrayAttr({b_.getArrayAttr({i64(row), i64(rowWords)})});
+    if (cap)
+      b_.create<pd::HostKernelOp>(
+          loc(), b_.getStringAttr(hk::kSoftCap), span, span,
+          b_.getDictionaryAttr(
+              {attr("in", rowRegion), attr("out", rowRegion),
+               attr("cap", b_.getF64FloatAttr(cap.getCap().convertToFloat()))}));
+    b_.create<pd::HostKernelOp>(
+        loc(), b_.getStringAttr(hk::kEmitLogits), span, b_.getArrayAttr({}),
+        b_.getDictionaryAttr(
+            {attr("in", rowRegion), attr("first_row", i64(r))}));
+  }
+  window_.release(row, rowWords);
+  logitsEmitted_ = true;
+  handledSoftCap_ = cap;
   return success();
 }
 

@@ -246,8 +246,6 @@ bool emitBundle(ModuleOp module, const std::string &path,
                        : 1;
     if (auto w = program->getAttrOfType<IntegerAttr>("window_words"))
       info["window_words"] = w.getInt();
-    if (auto l = program->getAttr("logits"))
-      info["logits"] = attrToJson(l);
     info["weight_records"] = plan;
     programs[section] = info;
     if (auto c = program->getAttrOfType<DictionaryAttr>("caches"))

@@ -171,13 +171,6 @@ std::unique_ptr<Model> Model::load(const std::string &path,
       }
       p->words.push_back(word);
     }
-    auto logits = info.find("logits");
-    if (logits == info.end() || !logits->is_array() || logits->size() != 4) {
-      fail(error, path, section + ": no logits region");
-      return nullptr;
-    }
-    for (int i = 0; i < 4; ++i)
-      p->logits[i] = (*logits)[size_t(i)].get<int64_t>();
     auto plan = info.find("weight_records");
     if (plan == info.end() || !plan->is_array()) {
       fail(error, path, section + ": no weight plan");

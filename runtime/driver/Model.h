@@ -46,7 +46,6 @@ struct Program {
   std::vector<Segment> segments;
   std::vector<bundle::PatchPoint> patches;
   std::map<uint64_t, WeightRecord> records; ///< by word index
-  int64_t logits[4] = {0, 0, 0, 0};         ///< window region
 };
 
 struct CacheSpec {

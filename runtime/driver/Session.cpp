@@ -5,6 +5,9 @@
 #include "hw/isa/Isa.h"
 #include "runtime/bundle/PatchSources.h"
 
+#include <cmath>
+#include <limits>
+
 namespace pccx::driver {
 
 Session::Session(const Model &model, std::unique_ptr<Device> device,
@@ -106,6 +109,9 @@ bool Session::run(const Program &program, const int32_t *tokens,
   ctx.tokens.assign(tokens, tokens + count);
   dynamic_.clear();
   ctx.dynamicRecords = &dynamic_;
+  std::vector<float> stepLogits(size_t(count * model_.vocabSize()), 0.0f);
+  ctx.logits = &stepLogits;
+  ctx.vocab = model_.vocabSize();
   std::deque<std::vector<uint8_t>> inFlight; // dynamic records being streamed
 
   auto runHostOp = [&](const HostOp &op) {
@@ -165,19 +171,13 @@ bool Session::run(const Program &program, const int32_t *tokens,
     return false;
   }
 
-  // Logits: `count` rows of vocab_size floats from the window.
-  const int64_t off = program.logits[0], elems = program.logits[1],
-                rows = program.logits[2], stride = program.logits[3];
-  if (elems != model_.vocabSize() || rows != count || off < 0 ||
-      off + (rows - 1) * stride + (elems + 7) / 8 > ctx.windowWords) {
-    *error = where("the logits region does not match the vocabulary");
+  if (ctx.emittedRows != count) {
+    *error = where("the program emitted " + std::to_string(ctx.emittedRows) +
+                   " logits rows for " + std::to_string(count) + " tokens");
     return false;
   }
   if (logits)
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *row = ctx.window + (off + r * stride) * 8;
-      logits->insert(logits->end(), row, row + elems);
-    }
+    logits->insert(logits->end(), stepLogits.begin(), stepLogits.end());
   position_ += count;
   ++stats_.steps;
   return true;

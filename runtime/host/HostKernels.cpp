@@ -746,14 +746,22 @@ bool attentionValues(Call &c) {
   Region probs, out;
   KvCache *values;
   int64_t window;
+  // With `row`, probs holds that step row's heads only and only that
+  // output row is computed (the compiler goes row by row to keep the
+  // window small); without it, every row.
+  int64_t only = -1;
   if (!headParams(c, &hp, true) || !c.integer("window", &window) ||
       window < 0 || !c.region("out", &out, hp.heads * hp.headDim) ||
-      !c.stepRows("out", out.rows) ||
-      !c.region("probs", &probs, -1, out.rows * hp.heads) ||
+      !c.stepRows("out", out.rows) || !c.integer("row", &only, false, -1) ||
+      only >= out.rows ||
+      !c.region("probs", &probs, -1,
+                (only >= 0 ? 1 : out.rows) * hp.heads) ||
       !c.cache("v_cache", &values, hp.kvHeads * hp.headDim))
-    return false;
+    return only >= out.rows ? c.fail("row", "is past the step's rows") : false;
   const int64_t groups = hp.heads / hp.kvHeads, d = hp.headDim;
-  for (int64_t r = 0; r < out.rows; ++r) {
+  for (int64_t r = std::max<int64_t>(only, 0);
+       r < (only >= 0 ? only + 1 : out.rows); ++r) {
+    const int64_t probRow = only >= 0 ? 0 : r;
     const int64_t pos = c.ctx().position + r;
     const int64_t first = firstVisible(pos, window), n = pos - first + 1;
     if (n > probs.elems)
@@ -764,7 +772,7 @@ bool attentionValues(Call &c) {
     if (!cacheCovers(c, *values, pos, window))
       return false;
     for (int64_t h = 0; h < hp.heads; ++h) {
-      const float *p = probs.row(r * hp.heads + h);
+      const float *p = probs.row(probRow * hp.heads + h);
       float *o = out.row(r) + h * d;
       std::fill(o, o + d, 0.0f);
       const int64_t g = h / groups;
@@ -845,6 +853,27 @@ bool fill(Call &c) {
     return false;
   for (int64_t r = 0; r < out.rows; ++r)
     std::fill(out.row(r), out.row(r) + out.elems, float(value));
+  return true;
+}
+
+bool emitLogits(Call &c) {
+  Region in;
+  int64_t first;
+  if (!c.region("in", &in) || !c.integer("first_row", &first))
+    return false;
+  HostContext &ctx = c.ctx();
+  if (!ctx.logits || in.elems != ctx.vocab)
+    return c.fail("in", "has " + std::to_string(in.elems) +
+                            " logits per row, the vocabulary has " +
+                            std::to_string(ctx.vocab));
+  if (first < 0 || first + in.rows > int64_t(ctx.tokens.size()))
+    return c.fail("first_row", "names rows past the step's " +
+                                   std::to_string(ctx.tokens.size()) +
+                                   " tokens");
+  for (int64_t r = 0; r < in.rows; ++r)
+    std::copy(in.row(r), in.row(r) + in.elems,
+              ctx.logits->begin() + (first + r) * ctx.vocab);
+  ctx.emittedRows += in.rows;
   return true;
 }
 
@@ -934,6 +963,7 @@ bool runKernel(const std::string &name, const json &params,
       {kernel::kPleInject, pleInject},
       {kernel::kSoftCap, softCap},
       {kernel::kFill, fill},
+      {kernel::kEmitLogits, emitLogits},
   };
   auto it = kernels.find(name);
   if (it == kernels.end()) {

@@ -58,6 +58,7 @@ constexpr const char *kLaurelResidual = "laurel_residual";
 constexpr const char *kPleInject = "ple_inject";
 constexpr const char *kSoftCap = "softcap";
 constexpr const char *kFill = "fill";
+constexpr const char *kEmitLogits = "emit_logits";
 } // namespace kernel
 
 /// A float32 tensor kept on the host (norm gains, AltUp matrices, ...).
@@ -111,6 +112,11 @@ struct HostContext {
   /// Weight records produced for the NPU (attention scores), consumed in
   /// order by GEMVs whose record is "dynamic".
   std::deque<std::vector<uint8_t>> *dynamicRecords = nullptr;
+  /// The step's logits, one row of `vocab` floats per token, filled by
+  /// "emit_logits".
+  std::vector<float> *logits = nullptr;
+  int64_t vocab = 0;
+  int64_t emittedRows = 0;
 };
 
 /// Runs one kernel call. False (with a message naming the kernel and the
