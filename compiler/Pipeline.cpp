@@ -20,6 +20,7 @@ void buildModelPipeline(OpPassManager &pm, const PipelineOptions &o) {
   QuantizeWeightsOptions quant;
   quant.report = o.quantReport;
   pm.addPass(createQuantizeWeights(quant));
+  pm.addPass(createPlaceAltUpStreams());
 }
 
 void buildLoweringPipeline(OpPassManager &pm, const PipelineOptions &o) {
@@ -53,7 +54,8 @@ struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
 void registerPipelines() {
   PassPipelineRegistration<CLIPipelineOptions>(
       "gemma3n-model-pipeline",
-      "Model passes: KV sharing, norm-gain folding, LAuReL fusion, INT4",
+      "Model passes: KV sharing, norm-gain folding, LAuReL fusion, INT4, "
+      "AltUp stream placement",
       [](OpPassManager &pm, const CLIPipelineOptions &o) {
         buildModelPipeline(pm, o.get());
       });

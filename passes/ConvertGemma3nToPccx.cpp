@@ -153,6 +153,17 @@ private:
         {i64(p.host), i64((p.rows - 1) * p.hostStride + wordsFor(p.elems))});
   }
   void releaseDead(Operation *op);
+  /// For an op marked `in_place`: the result takes over the input's host
+  /// region (the input has no later reader).
+  Place &reuseHost(Value input, Value result) {
+    Place &in = place(input);
+    Place out = layoutOf(result);
+    out.host = in.host;
+    out.hostStride = in.hostStride;
+    out.ownsHost = in.ownsHost;
+    in.ownsHost = false;
+    return places_[result] = out;
+  }
   /// Frees a temporary's window region as soon as the instructions that
   /// read it are emitted (program order makes reuse safe).
   void dropHost(Value v) {
@@ -702,7 +713,9 @@ LogicalResult ProgramLowering::lower(Operation *op) {
             failed(tensorAttr(a.getCoefs(), "coefs", params)) ||
             failed(ensureHost(a.getStreams())))
           return failure();
-        Place &out = hostOut(a.getResult());
+        Place &out = a->hasAttr("in_place")
+                         ? reuseHost(a.getStreams(), a.getResult())
+                         : hostOut(a.getResult());
         int64_t numInputs =
             cast<RankedTensorType>(a.getStreams().getType()).getShape().end()[-2];
         params.append({attr("streams", region(place(a.getStreams()))),
@@ -894,7 +907,9 @@ LogicalResult ProgramLowering::lower(Operation *op) {
             failed(ensureHost(a.getPredictions())) ||
             failed(ensureHost(a.getOutput())))
           return failure();
-        Place &out = hostOut(a.getResult());
+        Place &out = a->hasAttr("in_place")
+                         ? reuseHost(a.getPredictions(), a.getResult())
+                         : hostOut(a.getResult());
         int64_t numInputs = cast<RankedTensorType>(a.getPredictions().getType())
                                 .getShape()
                                 .end()[-2];
@@ -1206,11 +1221,14 @@ LogicalResult ProgramLowering::lowerPLEInject(PLEInjectOp p) {
   FailureOr<std::string> norm = hostTensor(p.getPostNorm());
   if (failed(proj) || failed(norm))
     return failure();
-  Place &out = newHostValue(p.getResult());
+  const Place streamsPlace = place(p.getStreams());
+  Place &out = p->hasAttr("in_place")
+                   ? reuseHost(p.getStreams(), p.getResult())
+                   : newHostValue(p.getResult());
   if (failed(hostKernel(
           hk::kPleInject, {p.getStreams(), gelu, p.getPerLayerInputs()},
           {p.getResult()},
-          {attr("streams", region(place(p.getStreams()))),
+          {attr("streams", region(streamsPlace)),
            attr("gate", region(place(gelu))),
            attr("pli", region(place(p.getPerLayerInputs()))),
            attr("layer", i64(int64_t(p.getLayer()))),

@@ -70,6 +70,19 @@ def FuseLaurel : Pass<"gemma3n-fuse-laurel", "mlir::ModuleOp"> {
   let dependentDialects = ["pccx::gemma3n::Gemma3nDialect"];
 }
 
+def PlaceAltUpStreams : Pass<"gemma3n-place-altup-streams", "mlir::ModuleOp"> {
+  let summary = "Update the AltUp streams in place where nothing else reads them";
+  let description = [{
+    AltUp predict, correct and the per-layer-input injection each produce a
+    new [A, H] stack of streams from the previous one. Where the previous
+    stack (and every stream view of it) has no later reader, the op is
+    marked `in_place`: the lowering then writes the result over its input
+    in the host window instead of into a fresh region, and the injection
+    writes only streams 1 .. A-1 (the active stream 0 is never touched).
+    This bounds the window the streams need to one stack per layer.
+  }];
+}
+
 def ConvertGemma3nToPccx
     : Pass<"convert-gemma3n-to-pccx", "mlir::ModuleOp"> {
   let summary = "Partition gemma3n functions into pccx programs";

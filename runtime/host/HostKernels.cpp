@@ -836,7 +836,9 @@ bool pleInject(Call &c) {
       g[size_t(e)] = gate.row(r)[e] * in[e];
     matvec(*proj, g.data(), inj.data());
     rms(inj.data(), postNorm->data, h, float(eps), inj.data());
-    for (int64_t j = 0; j < a; ++j) {
+    // Stream 0 is copied only when the result is a separate region; in
+    // place it is left untouched.
+    for (int64_t j = out.base == streams.base ? 1 : 0; j < a; ++j) {
       const float *s = streams.row(r * a + j);
       float *o = out.row(r * a + j);
       for (int64_t e = 0; e < h; ++e)
