@@ -204,8 +204,10 @@ int main(int argc, char **argv) {
         if (done >= total)
           errs() << "\n";
       };
+    mlir::TimingScope emitTiming = timing.nest("EmitBundle");
     if (!pccx::emitBundle(*module, outputFile, emitOptions, &error))
       return fail(error);
+    emitTiming.stop();
     if (!exportDir.empty()) {
       auto bundle = pccx::bundle::Bundle::open(outputFile, &error);
       if (!bundle || !pccx::reference::exportEffectiveWeights(
