@@ -18,6 +18,8 @@
 #ifndef PCCX_COMPILER_IMPORT_SAFETENSORS_H
 #define PCCX_COMPILER_IMPORT_SAFETENSORS_H
 
+#include "hw/numerics/HalfFloat.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -39,12 +41,11 @@ size_t dtypeSize(DType dtype);
 /// Parses a header dtype string; false for anything but F32/F16/BF16.
 bool parseDType(const std::string &text, DType *dtype);
 
-/// Scalar conversions. bf16/f16 widen exactly; narrowing rounds to nearest
-/// even and keeps NaN a (quiet) NaN.
-float bf16ToFloat(uint16_t bits);
-float f16ToFloat(uint16_t bits);
-uint16_t floatToBf16(float value);
-uint16_t floatToF16(float value);
+/// Scalar conversions (hw/numerics/HalfFloat.h).
+using hw::bf16ToFloat;
+using hw::f16ToFloat;
+using hw::floatToBf16;
+using hw::floatToF16;
 
 /// One tensor inside a mapped file. `data` points into the mapping and stays
 /// valid as long as the file (or checkpoint) that produced the view lives.

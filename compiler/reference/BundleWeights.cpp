@@ -2,6 +2,8 @@
 
 #include "compiler/reference/BundleWeights.h"
 
+#include "hw/numerics/Quantize.h"
+
 #include <cstring>
 #include <vector>
 
@@ -135,10 +137,7 @@ bool BundleWeights::readRows(const std::string &name, int64_t row,
     const uint8_t *bytes = src->codes + local * src->rowStride;
     const float scale = src->scales[local];
     float *o = out + (r - row) * columns;
-    for (int64_t c = 0; c < columns; ++c) {
-      uint8_t nibble = (bytes[c / 2] >> ((c & 1) * 4)) & 0xf;
-      o[c] = float(nibble >= 8 ? int(nibble) - 16 : int(nibble)) * scale;
-    }
+    hw::unpackInt4Row(bytes, size_t(columns), scale, o);
     if (!src->divideBy.empty() || src->factor != 1.0f) {
       std::vector<float> by(size_t(columns), 1.0f);
       if (!src->divideBy.empty() &&

@@ -4,6 +4,7 @@
 
 #include "compiler/import/Gemma3nConfig.h"
 #include "compiler/import/Safetensors.h"
+#include "hw/numerics/Quantize.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -219,12 +220,8 @@ bool exportEffectiveWeights(const bundle::Bundle &bundle,
         } else {
           int64_t local = r - src->firstRow;
           const uint8_t *bytes = src->codes + local * src->rowStride;
-          for (int64_t c = 0; c < cols; ++c) {
-            uint8_t nibble = (bytes[c / 2] >> ((c & 1) * 4)) & 0xf;
-            row[size_t(c)] =
-                float(nibble >= 8 ? int(nibble) - 16 : int(nibble)) *
-                src->scales[local];
-          }
+          hw::unpackInt4Row(bytes, size_t(cols), src->scales[local],
+                            row.data());
         }
       }
       if (!writer.writeFloats(name, row.data(), row.size(), error))

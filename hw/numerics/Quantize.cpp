@@ -40,4 +40,11 @@ void packInt4(const int8_t *q, size_t n, uint8_t *out) {
   }
 }
 
+void unpackInt4Row(const uint8_t *packed, size_t n, float scale, float *out) {
+  for (size_t i = 0; i < n; ++i) {
+    int nibble = (packed[i / 2] >> ((i & 1) * 4)) & 0xf;
+    out[i] = float(nibble >= 8 ? nibble - 16 : nibble) * scale;
+  }
+}
+
 } // namespace pccx::hw

@@ -28,6 +28,9 @@ void fakeQuantizeRowInt4(float *row, size_t n);
 /// nibble is 0. `out` holds (n + 1) / 2 bytes.
 void packInt4(const int8_t *q, size_t n, uint8_t *out);
 
+/// The inverse of packInt4 followed by the scale: out[i] = q[i] * scale.
+void unpackInt4Row(const uint8_t *packed, size_t n, float scale, float *out);
+
 } // namespace pccx::hw
 
 #endif

@@ -3,6 +3,7 @@
 #include "runtime/driver/Kv260Device.h"
 
 #include "hw/isa/Isa.h"
+#include "hw/numerics/HalfFloat.h"
 
 #include <cerrno>
 #include <cstring>
@@ -36,21 +37,6 @@ bool readNumber(const std::string &path, uint64_t *out) {
   return end != text.c_str() && errno == 0;
 }
 
-uint16_t toBf16(float v) {
-  uint32_t x;
-  std::memcpy(&x, &v, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return uint16_t((x >> 16) | 0x40); // quiet NaN
-  x += 0x7fffu + ((x >> 16) & 1);
-  return uint16_t(x >> 16);
-}
-
-float fromBf16(uint16_t h) {
-  uint32_t x = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
 
 class MappedRegisters : public RegisterWindow {
 public:
@@ -287,7 +273,7 @@ bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
         // CPU -> device: the float lanes become BF16 in the DMA buffer.
         uint16_t *lanes = reinterpret_cast<uint16_t *>(dma_->data());
         for (uint64_t i = aux * 8; i < end * 8; ++i)
-          lanes[i] = toBf16(shadow_[size_t(i)]);
+          lanes[i] = hw::floatToBf16(shadow_[size_t(i)]);
         dma_->flush(size_t(aux * 16), size_t((end - aux) * 16));
       } else {
         toShadow_.push_back({aux, end});
@@ -310,7 +296,7 @@ bool Kv260Device::sync(std::string *error) {
     const uint16_t *lanes = reinterpret_cast<const uint16_t *>(dma_->data());
     for (auto &[begin, end] : toShadow_)
       for (uint64_t i = begin * 8; i < end * 8; ++i)
-        shadow_[size_t(i)] = fromBf16(lanes[i]);
+        shadow_[size_t(i)] = hw::bf16ToFloat(lanes[i]);
     toShadow_.clear();
   }
   return true;

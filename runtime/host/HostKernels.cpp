@@ -8,6 +8,9 @@
 
 #include "runtime/host/HostKernels.h"
 
+#include "hw/numerics/HalfFloat.h"
+#include "hw/numerics/Quantize.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,59 +21,6 @@ namespace pccx::host {
 
 namespace {
 
-uint16_t floatToHalf(float value) {
-  uint32_t x;
-  std::memcpy(&x, &value, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) // inf / nan
-    return uint16_t(sign | 0x7c00u | (mant ? 0x200u : 0));
-  if (exp >= 31)
-    return uint16_t(sign | 0x7c00u);
-  if (exp <= 0) {
-    if (exp < -10)
-      return uint16_t(sign);
-    mant |= 0x800000u;
-    uint32_t shift = uint32_t(14 - exp);
-    uint32_t half = mant >> shift;
-    uint32_t rest = mant & ((1u << shift) - 1);
-    uint32_t mid = 1u << (shift - 1);
-    if (rest > mid || (rest == mid && (half & 1)))
-      ++half;
-    return uint16_t(sign | half);
-  }
-  uint32_t half = (uint32_t(exp) << 10) | (mant >> 13);
-  uint32_t rest = mant & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1)))
-    ++half; // may carry into the exponent, which is the right rounding
-  return uint16_t(sign | half);
-}
-
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
-  uint32_t x;
-  if (exp == 0) {
-    if (mant == 0) {
-      x = sign;
-    } else {
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while (!(mant & 0x400u));
-      x = sign | (uint32_t(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
-    }
-  } else if (exp == 31) {
-    x = sign | 0x7f800000u | (mant << 13);
-  } else {
-    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
 
 float dotf(const float *a, const float *b, int64_t n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -898,13 +848,8 @@ void GatherTable::readRow(int64_t row, float *out) const {
     std::memcpy(out, values + row * cols, size_t(cols) * 4);
     return;
   }
-  const uint8_t *bytes = codes + row * ((cols + 1) / 2);
-  float scale = scales[row];
-  for (int64_t e = 0; e < cols; ++e) {
-    uint8_t nibble = (bytes[e / 2] >> ((e & 1) * 4)) & 0xf;
-    int v = nibble >= 8 ? int(nibble) - 16 : int(nibble);
-    out[e] = float(v) * scale;
-  }
+  hw::unpackInt4Row(codes + row * ((cols + 1) / 2), size_t(cols), scales[row],
+                    out);
 }
 
 KvCache::KvCache(int64_t slots, int64_t width, bool fp16)
@@ -919,7 +864,7 @@ void KvCache::write(int64_t position, const float *row) {
   int64_t base = (position % slots_) * width_;
   for (int64_t e = 0; e < width_; ++e) {
     if (fp16_)
-      half_[size_t(base + e)] = floatToHalf(row[e]);
+      half_[size_t(base + e)] = hw::floatToF16(row[e]);
     else
       full_[size_t(base + e)] = row[e];
   }
@@ -927,7 +872,7 @@ void KvCache::write(int64_t position, const float *row) {
 
 float KvCache::at(int64_t position, int64_t column) const {
   size_t i = size_t((position % slots_) * width_ + column);
-  return fp16_ ? halfToFloat(half_[i]) : full_[i];
+  return fp16_ ? hw::f16ToFloat(half_[i]) : full_[i];
 }
 
 void KvCache::read(int64_t position, float *row) const {

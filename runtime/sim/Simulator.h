@@ -16,7 +16,7 @@
 
 #include "hw/isa/Isa.h"
 #include "hw/machine/MachineModel.h"
-#include "runtime/sim/Bf16.h"
+#include "hw/numerics/HalfFloat.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -133,7 +133,7 @@ private:
   bool checkL2(uint64_t word, uint64_t words, const char *what,
                std::string &msg) const;
   float store(float v) const {
-    return numerics_ == Numerics::Hardware ? roundToBf16(v) : v;
+    return numerics_ == Numerics::Hardware ? hw::roundToBf16(v) : v;
   }
   /// The next `bytes` bytes of the stream as one contiguous block (copied
   /// only when the block crosses spans). Requires weightStreamPending() >=

@@ -158,22 +158,22 @@ const float kInf = std::numeric_limits<float>::infinity();
 //===----------------------------------------------------------------------===//
 
 TEST(Bf16, RoundsToNearestEven) {
-  EXPECT_EQ(sim::bf16Bits(1.0f), 0x3F80);
-  EXPECT_EQ(sim::bf16Bits(-2.0f), 0xC000);
-  EXPECT_EQ(sim::roundToBf16(1.0f), 1.0f);
+  EXPECT_EQ(hw::floatToBf16(1.0f), 0x3F80);
+  EXPECT_EQ(hw::floatToBf16(-2.0f), 0xC000);
+  EXPECT_EQ(hw::roundToBf16(1.0f), 1.0f);
   // 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: the even one (1) wins.
-  EXPECT_EQ(sim::roundToBf16(1.00390625f), 1.0f);
+  EXPECT_EQ(hw::roundToBf16(1.00390625f), 1.0f);
   // 1 + 3·2^-8 lies halfway between 1 + 2^-7 (odd) and 1 + 2^-6 (even).
-  EXPECT_EQ(sim::roundToBf16(1.01171875f), 1.015625f);
+  EXPECT_EQ(hw::roundToBf16(1.01171875f), 1.015625f);
   // Just above the halfway point rounds up.
-  EXPECT_EQ(sim::roundToBf16(1.0f + 0.00390625f + 0.0000009536743f),
+  EXPECT_EQ(hw::roundToBf16(1.0f + 0.00390625f + 0.0000009536743f),
             1.0078125f);
-  EXPECT_EQ(sim::roundToBf16(-1.01171875f), -1.015625f);
+  EXPECT_EQ(hw::roundToBf16(-1.01171875f), -1.015625f);
   // Past (2 - 2^-8)·2^127 rounds to infinity.
-  EXPECT_EQ(sim::roundToBf16(std::numeric_limits<float>::max()), kInf);
-  EXPECT_EQ(sim::roundToBf16(-kInf), -kInf);
-  EXPECT_TRUE(std::isnan(sim::roundToBf16(kNaN)));
-  EXPECT_EQ(sim::bf16ToFloat(0x4049), 3.140625f);
+  EXPECT_EQ(hw::roundToBf16(std::numeric_limits<float>::max()), kInf);
+  EXPECT_EQ(hw::roundToBf16(-kInf), -kInf);
+  EXPECT_TRUE(std::isnan(hw::roundToBf16(kNaN)));
+  EXPECT_EQ(hw::bf16ToFloat(0x4049), 3.140625f);
 }
 
 //===----------------------------------------------------------------------===//

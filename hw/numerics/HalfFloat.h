@@ -1,0 +1,49 @@
+//===- HalfFloat.h - bf16 and fp16 conversions ------------------*- C++ -*-===//
+//
+// The 16-bit float formats the project meets: bf16 (checkpoints, the L2
+// words of the hardware numerics mode, the KV260 host window) and IEEE fp16
+// (checkpoints, the host KV cache). Widening is exact. Narrowing rounds to
+// nearest, ties to even; values past the largest finite value become
+// infinity; subnormals are kept; a NaN stays a quiet NaN with its sign.
+// Every component converts through these functions only.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_HW_NUMERICS_HALFFLOAT_H
+#define PCCX_HW_NUMERICS_HALFFLOAT_H
+
+#include <cstdint>
+#include <cstring>
+
+namespace pccx::hw {
+
+/// The fp32 value of a bf16 encoding (its upper 16 bits).
+inline float bf16ToFloat(uint16_t bits) {
+  uint32_t u = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/// The bf16 encoding nearest to `value`.
+inline uint16_t floatToBf16(float value) {
+  uint32_t u;
+  std::memcpy(&u, &value, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: keep it one after truncation
+    return uint16_t((u >> 16) | 0x0040u);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/// `value` rounded to the nearest bf16, as fp32.
+inline float roundToBf16(float value) {
+  return bf16ToFloat(floatToBf16(value));
+}
+
+/// The fp32 value of an IEEE binary16 encoding.
+float f16ToFloat(uint16_t bits);
+/// The IEEE binary16 encoding nearest to `value`.
+uint16_t floatToF16(float value);
+
+} // namespace pccx::hw
+
+#endif // PCCX_HW_NUMERICS_HALFFLOAT_H
