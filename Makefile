@@ -15,7 +15,7 @@ DEB_PACKAGES := cmake ninja-build g++ python3 \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build test demo clean
+.PHONY: all deps configure build runtime-only test demo clean
 
 all: build
 
@@ -39,11 +39,19 @@ configure: deps $(BUILD_DIR)/build.ninja
 build: configure
 	ninja -C $(BUILD_DIR) -j $(JOBS)
 
-test: build
+# The board's build (docs/kv260.md): the runtime and its tools without MLIR.
+RUNTIME_BUILD_DIR ?= $(BUILD_DIR)-runtime
+$(RUNTIME_BUILD_DIR)/build.ninja:
+	cmake -G Ninja -S . -B $(RUNTIME_BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DPCCX_RUNTIME_ONLY=ON
+
+runtime-only: deps $(RUNTIME_BUILD_DIR)/build.ninja
+	ninja -C $(RUNTIME_BUILD_DIR) -j $(JOBS)
+
+test: build runtime-only
 	ninja -C $(BUILD_DIR) -j $(JOBS) check-pccx
 
 demo: build
 	tools/demo.sh $(BUILD_DIR)
 
 clean:
-	rm -rf $(BUILD_DIR) demo-out
+	rm -rf $(BUILD_DIR) $(RUNTIME_BUILD_DIR) demo-out

@@ -1137,13 +1137,16 @@ LogicalResult ProgramLowering::lowerFFN(FFNOp f) {
     return failure();
   if (failed(ensureHost(act)) || failed(ensureHost(up)))
     return failure();
-  Place &p = newHostValue(prod);
+  // The product overwrites the GELU output (element-wise, same layout): a
+  // full-size prefill step holds two [rows, intermediate] regions, not three.
+  const ArrayAttr actRegion = region(place(act));
+  const ArrayAttr prodRegion = region(reuseHost(act, prod));
   if (failed(hostKernel(hk::kMul, {act, up}, {prod},
-                        {attr("a", region(place(act))),
+                        {attr("a", actRegion),
                          attr("b", region(place(up))),
-                         attr("out", region(p))})))
+                         attr("out", prodRegion)})))
     return failure();
-  dropHost(act);
+  place(act).host = -1; // overwritten
   dropHost(up);
   if (failed(ensureL2(prod)))
     return failure();

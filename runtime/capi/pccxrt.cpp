@@ -51,16 +51,7 @@ pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
       openError = "reference numerics are a simulator mode";
       return nullptr;
     }
-    pccx::driver::UioInfo uio;
-    if (!pccx::driver::findUio("/sys/class/uio", "pccx", &uio, &openError))
-      return nullptr;
-    auto regs = pccx::driver::openUio(uio, &openError);
-    auto dma = regs ? pccx::driver::openUdmabuf("udmabuf0", &openError)
-                    : nullptr;
-    if (!regs || !dma)
-      return nullptr;
-    auto kv = pccx::driver::Kv260Device::create(std::move(regs),
-                                                std::move(dma), {}, &openError);
+    auto kv = pccx::driver::openKv260("pccx", "udmabuf0", &openError);
     if (!kv)
       return nullptr;
     dev = std::move(kv);

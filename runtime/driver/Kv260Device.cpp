@@ -311,4 +311,19 @@ bool Kv260Device::finishSegment(std::string *error) {
   return sync(error);
 }
 
+std::unique_ptr<Kv260Device> openKv260(const std::string &uioName,
+                                       const std::string &udmabufName,
+                                       std::string *error) {
+  UioInfo uio;
+  if (!findUio("/sys/class/uio", uioName, &uio, error))
+    return nullptr;
+  auto regs = openUio(uio, error);
+  if (!regs)
+    return nullptr;
+  auto dma = openUdmabuf(udmabufName, error);
+  if (!dma)
+    return nullptr;
+  return Kv260Device::create(std::move(regs), std::move(dma), {}, error);
+}
+
 } // namespace pccx::driver

@@ -22,6 +22,7 @@
 #ifndef PCCX_RUNTIME_DRIVER_KV260DEVICE_H
 #define PCCX_RUNTIME_DRIVER_KV260DEVICE_H
 
+#include "hw/machine/MachineModel.h"
 #include "runtime/driver/Device.h"
 
 #include <array>
@@ -91,7 +92,7 @@ std::unique_ptr<DmaBuffer> openUdmabuf(const std::string &name,
                                        std::string *error);
 
 struct Kv260Options {
-  size_t windowWords = 131072; ///< MEMCPY host window
+  size_t windowWords = size_t(machine::host_window_words); ///< MEMCPY host window
   uint64_t pollLimit = 10000000; ///< status reads before a timeout
 };
 
@@ -127,6 +128,12 @@ private:
   /// Host-window word ranges the NPU wrote since the last sync.
   std::vector<std::pair<uint64_t, uint64_t>> toShadow_;
 };
+
+/// Opens the overlay the usual way: the UIO device named `uioName` under
+/// /sys/class/uio and the u-dma-buf buffer `udmabufName`.
+std::unique_ptr<Kv260Device> openKv260(const std::string &uioName,
+                                       const std::string &udmabufName,
+                                       std::string *error);
 
 } // namespace pccx::driver
 

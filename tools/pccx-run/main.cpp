@@ -288,17 +288,7 @@ int main(int argc, char **argv) {
     if (reference)
       return fail("--numerics reference is a simulator mode; the board "
                   "computes in hardware numerics");
-    pccx::driver::UioInfo uio;
-    if (!pccx::driver::findUio("/sys/class/uio", uioName, &uio, &error))
-      return fail(error);
-    auto regs = pccx::driver::openUio(uio, &error);
-    if (!regs)
-      return fail(error);
-    auto dma = pccx::driver::openUdmabuf(udmabuf, &error);
-    if (!dma)
-      return fail(error);
-    auto kv = pccx::driver::Kv260Device::create(std::move(regs), std::move(dma),
-                                                {}, &error);
+    auto kv = pccx::driver::openKv260(uioName, udmabuf, &error);
     if (!kv)
       return fail(error);
     dev = std::move(kv);
