@@ -175,6 +175,23 @@ private:
     }
   }
 
+  /// A value for an intermediate the gemma3n op does not name: an
+  /// operand-less combine stands in for it until dropScratch erases it.
+  Value scratch(Operation *at, ArrayRef<int64_t> shape) {
+    OpBuilder tmp(at);
+    return tmp
+        .create<CombineOp>(at->getLoc(),
+                           RankedTensorType::get(shape, b_.getF32Type()),
+                           ValueRange{}, tmp.getF32FloatAttr(1))
+        .getResult();
+  }
+  /// Frees a scratch value's window region and erases it.
+  void dropScratch(Value v) {
+    dropHost(v);
+    places_.erase(v);
+    v.getDefiningOp()->erase();
+  }
+
   // ---- emission helpers --------------------------------------------------
   LogicalResult hostKernel(StringRef kernel, ArrayRef<Value> inputs,
                            ArrayRef<Value> outputs,
@@ -651,12 +668,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
         if (prefill_)
           shape.push_back(ShapedType::kDynamic);
         shape.push_back(projShape[0]);
-        // A temporary value to carry the projection's placement.
-        OpBuilder tmp(p);
-        auto proj = tmp.create<CombineOp>(
-            p.getLoc(), RankedTensorType::get(shape, b_.getF32Type()),
-            ValueRange{}, tmp.getF32FloatAttr(1));
-        Value projValue = proj.getResult();
+        Value projValue = scratch(p, shape);
         if (failed(matmul(p.getX0(), p.getProjection(), projValue, "ple_proj")))
           return failure();
         FailureOr<std::string> table = gatherTable(p.getTable());
@@ -683,11 +695,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
         LogicalResult r =
             hostKernel(hk::kPerLayerInputs, {projValue}, {p.getResult()},
                        params);
-        // The temporary is gone; its window region is released now.
-        Place &pp = place(projValue);
-        window_.release(pp.host, pp.rows * pp.hostStride);
-        places_.erase(projValue);
-        proj.erase();
+        dropScratch(projValue);
         return r;
       })
       .Case<AltUpInitOp>([&](AltUpInitOp a) -> LogicalResult {
@@ -756,20 +764,12 @@ LogicalResult ProgramLowering::lower(Operation *op) {
                           params);
       })
       .Case<LaurelOp>([&](LaurelOp l) -> LogicalResult {
-        OpBuilder tmp(l);
-        auto lowT = tmp.create<CombineOp>(
-            l.getLoc(),
-            RankedTensorType::get(
-                cast<RankedTensorType>(l.getInput().getType()).getShape(),
-                b_.getF32Type()),
-            ValueRange{}, tmp.getF32FloatAttr(1));
         auto shape = cast<RankedTensorType>(l.getInput().getType()).getShape();
+        Value lowT = scratch(l, shape);
         SmallVector<int64_t> rankShape(shape.begin(), shape.end());
         rankShape.back() =
             cast<RankedTensorType>(l.getLeft().getType()).getShape()[0];
-        auto rankT = tmp.create<CombineOp>(
-            l.getLoc(), RankedTensorType::get(rankShape, b_.getF32Type()),
-            ValueRange{}, tmp.getF32FloatAttr(1));
+        Value rankT = scratch(l, rankShape);
         SmallVector<NamedAttribute> params;
         if (failed(matmul(l.getInput(), l.getLeft(), rankT, "laurel_l")) ||
             failed(matmul(rankT, l.getRight(), lowT, "laurel_r")) ||
@@ -783,35 +783,25 @@ LogicalResult ProgramLowering::lower(Operation *op) {
                        attr("eps", f64(l.getEps().convertToFloat()))});
         LogicalResult r = hostKernel(hk::kAddRmsNorm, {l.getInput(), lowT},
                                      {l.getResult()}, params);
-        for (Value t : {lowT.getResult(), rankT.getResult()}) {
-          Place &tp = place(t);
-          if (tp.ownsHost)
-            window_.release(tp.host, tp.rows * tp.hostStride);
-          places_.erase(t);
-        }
-        lowT.erase();
-        rankT.erase();
+        dropScratch(lowT);
+        dropScratch(rankT);
         return r;
       })
       .Case<LaurelResidualOp>([&](LaurelResidualOp l) -> LogicalResult {
-        OpBuilder tmp(l);
-        auto type = cast<RankedTensorType>(l.getAct().getType());
-        auto lowT = tmp.create<CombineOp>(l.getLoc(), type, ValueRange{},
-                                          tmp.getF32FloatAttr(1));
-        SmallVector<int64_t> rankShape(type.getShape().begin(),
-                                       type.getShape().end());
+        auto shape = cast<RankedTensorType>(l.getAct().getType()).getShape();
+        Value lowT = scratch(l, shape);
+        SmallVector<int64_t> rankShape(shape.begin(), shape.end());
         rankShape.back() =
             cast<RankedTensorType>(l.getLeft().getType()).getShape()[0];
-        auto rankT = tmp.create<CombineOp>(
-            l.getLoc(), RankedTensorType::get(rankShape, b_.getF32Type()),
-            ValueRange{}, tmp.getF32FloatAttr(1));
+        Value rankT = scratch(l, rankShape);
         SmallVector<NamedAttribute> params;
         if (failed(matmul(l.getXn(), l.getLeft(), rankT, "laurel_l")) ||
             failed(matmul(rankT, l.getRight(), lowT, "laurel_r")) ||
             failed(tensorAttr(l.getAttnGain(), "attn_gain", params)) ||
             failed(tensorAttr(l.getLaurelGain(), "laurel_gain", params)))
           return failure();
-        for (Value v : {l.getAct(), l.getAttn(), l.getXn(), lowT.getResult()})
+        const Value hostInputs[] = {l.getAct(), l.getAttn(), l.getXn(), lowT};
+        for (Value v : hostInputs)
           if (failed(ensureHost(v)))
             return failure();
         Place &out = hostOut(l.getResult());
@@ -826,23 +816,13 @@ LogicalResult ProgramLowering::lower(Operation *op) {
         LogicalResult r = hostKernel(
             hk::kLaurelResidual, {l.getAct(), l.getAttn(), l.getXn(), lowT},
             {l.getResult()}, params);
-        for (Value t : {lowT.getResult(), rankT.getResult()}) {
-          Place &tp = place(t);
-          if (tp.ownsHost)
-            window_.release(tp.host, tp.rows * tp.hostStride);
-          places_.erase(t);
-        }
-        lowT.erase();
-        rankT.erase();
+        dropScratch(lowT);
+        dropScratch(rankT);
         return r;
       })
       .Case<KVProjectOp>([&](KVProjectOp kv) -> LogicalResult {
-        OpBuilder tmp(kv);
-        auto type = cast<RankedTensorType>(kv.getK().getType());
-        auto kRaw = tmp.create<CombineOp>(kv.getLoc(), type, ValueRange{},
-                                          tmp.getF32FloatAttr(1));
-        auto vRaw = tmp.create<CombineOp>(kv.getLoc(), type, ValueRange{},
-                                          tmp.getF32FloatAttr(1));
+        auto shape = cast<RankedTensorType>(kv.getK().getType()).getShape();
+        Value kRaw = scratch(kv, shape), vRaw = scratch(kv, shape);
         SmallVector<NamedAttribute> params;
         if (failed(matmul(kv.getInput(), kv.getKProj(), kRaw, "k")) ||
             failed(matmul(kv.getInput(), kv.getVProj(), vRaw, "v")) ||
@@ -860,14 +840,8 @@ LogicalResult ProgramLowering::lower(Operation *op) {
                        attr("eps", f64(kv.getEps().convertToFloat()))});
         LogicalResult r = hostKernel(hk::kKvNormRope, {kRaw, vRaw},
                                      {kv.getK(), kv.getV()}, params);
-        for (Value t : {kRaw.getResult(), vRaw.getResult()}) {
-          Place &tp = place(t);
-          if (tp.ownsHost)
-            window_.release(tp.host, tp.rows * tp.hostStride);
-          places_.erase(t);
-        }
-        kRaw.erase();
-        vRaw.erase();
+        dropScratch(kRaw);
+        dropScratch(vRaw);
         return r;
       })
       .Case<KVCacheWriteOp>([&](KVCacheWriteOp w) -> LogicalResult {
@@ -986,13 +960,10 @@ LogicalResult ProgramLowering::lowerAttention(AttentionOp a) {
                               "65535 (lower --max-seq-len)";
 
   // Q projection on the NPU, scores on the host into weight records.
-  OpBuilder tmp(a);
   auto qShape = cast<RankedTensorType>(a.getInput().getType()).getShape();
   SmallVector<int64_t> shape(qShape.begin(), qShape.end());
   shape.back() = heads * headDim;
-  auto qRaw = tmp.create<CombineOp>(
-      a.getLoc(), RankedTensorType::get(shape, b_.getF32Type()), ValueRange{},
-      tmp.getF32FloatAttr(1));
+  Value qRaw = scratch(a, shape);
   SmallVector<NamedAttribute> params;
   FailureOr<std::string> qNorm = hostTensor(a.getQNorm());
   if (failed(qNorm) || failed(matmul(a.getInput(), a.getQProj(), qRaw, "q")) ||
@@ -1010,12 +981,7 @@ LogicalResult ProgramLowering::lowerAttention(AttentionOp a) {
            attr("theta", b_.getF64FloatAttr(theta)),
            attr("eps", b_.getF64FloatAttr(eps)), attr("window", i64(window))})))
     return failure();
-  {
-    Place &qp = place(qRaw);
-    window_.release(qp.host, qp.rows * qp.hostStride);
-    places_.erase(qRaw);
-    qRaw.erase();
-  }
+  dropScratch(qRaw);
 
   // Softmax of each (row, head) on the SFU, the row's probabilities to the
   // host, then P . V for that row: one row of heads in the window at a time.
@@ -1024,10 +990,7 @@ LogicalResult ProgramLowering::lowerAttention(AttentionOp a) {
   if (probs < 0)
     return a.emitOpError("the host window is full");
   std::string scores = newBuffer(capWords, "scores");
-  auto oShape = shape;
-  auto oRaw = tmp.create<CombineOp>(
-      a.getLoc(), RankedTensorType::get(oShape, b_.getF32Type()), ValueRange{},
-      tmp.getF32FloatAttr(1));
+  Value oRaw = scratch(a, shape);
   Place &o = newHostValue(oRaw);
   if (o.host < 0)
     return a.emitOpError("the host window is full");
@@ -1088,27 +1051,16 @@ LogicalResult ProgramLowering::lowerAttention(AttentionOp a) {
   }
   window_.release(probs, heads * capWords);
   LogicalResult r = matmul(oRaw, a.getOProj(), a.getResult(), "attn");
-  Place &op = place(oRaw);
-  if (op.ownsHost)
-    window_.release(op.host, op.rows * op.hostStride);
-  places_.erase(oRaw);
-  oRaw.erase();
+  dropScratch(oRaw);
   return r;
 }
 
 LogicalResult ProgramLowering::lowerFFN(FFNOp f) {
-  OpBuilder tmp(f);
   auto hShape = cast<RankedTensorType>(f.getInput().getType()).getShape();
   SmallVector<int64_t> shape(hShape.begin(), hShape.end());
   shape.back() = cast<RankedTensorType>(f.getGate().getType()).getShape()[0];
-  auto type = RankedTensorType::get(shape, b_.getF32Type());
-  SmallVector<Operation *> temps;
-  auto temp = [&]() {
-    auto t = tmp.create<CombineOp>(f.getLoc(), type, ValueRange{},
-                                   tmp.getF32FloatAttr(1));
-    temps.push_back(t);
-    return t.getResult();
-  };
+  SmallVector<Value> temps;
+  auto temp = [&]() { return temps.emplace_back(scratch(f, shape)); };
   Value gate = temp(), up = temp(), act = temp(), prod = temp();
   if (failed(matmul(f.getInput(), f.getGate(), gate, "gate")) ||
       failed(matmul(f.getInput(), f.getUp(), up, "up")))
@@ -1153,21 +1105,12 @@ LogicalResult ProgramLowering::lowerFFN(FFNOp f) {
   dropHost(prod);
   if (failed(matmul(prod, f.getDown(), f.getResult(), "down")))
     return failure();
-  for (Operation *t : temps) {
-    Value v = t->getResult(0);
-    auto it = places_.find(v);
-    if (it != places_.end()) {
-      if (it->second.ownsHost)
-        window_.release(it->second.host, it->second.rows * it->second.hostStride);
-      places_.erase(it);
-    }
-    t->erase();
-  }
+  for (Value t : temps)
+    dropScratch(t);
   return success();
 }
 
 LogicalResult ProgramLowering::lowerPLEInject(PLEInjectOp p) {
-  OpBuilder tmp(p);
   auto streamsType = cast<RankedTensorType>(p.getStreams().getType());
   const int64_t a = streamsType.getShape().end()[-2];
   const int64_t h = streamsType.getShape().back();
@@ -1180,13 +1123,9 @@ LogicalResult ProgramLowering::lowerPLEInject(PLEInjectOp p) {
   }
   rowShape.push_back(h);
   gateShape.push_back(width);
-  SmallVector<Operation *> temps;
+  SmallVector<Value> temps;
   auto temp = [&](ArrayRef<int64_t> s) {
-    auto t = tmp.create<CombineOp>(
-        p.getLoc(), RankedTensorType::get(s, b_.getF32Type()), ValueRange{},
-        tmp.getF32FloatAttr(1));
-    temps.push_back(t);
-    return t.getResult();
+    return temps.emplace_back(scratch(p, s));
   };
   if (failed(ensureHost(p.getStreams())) ||
       failed(ensureHost(p.getPerLayerInputs())))
@@ -1241,16 +1180,8 @@ LogicalResult ProgramLowering::lowerPLEInject(PLEInjectOp p) {
            attr("eps", b_.getF64FloatAttr(p.getEps().convertToFloat())),
            attr("out", region(out))})))
     return failure();
-  for (Operation *t : llvm::reverse(temps)) {
-    Value v = t->getResult(0);
-    auto it = places_.find(v);
-    if (it != places_.end()) {
-      if (it->second.ownsHost)
-        window_.release(it->second.host, it->second.rows * it->second.hostStride);
-      places_.erase(it);
-    }
-    t->erase();
-  }
+  for (Value t : llvm::reverse(temps))
+    dropScratch(t);
   return success();
 }
 

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/import/CheckpointGenerator.h"
+#include "tools/common/CommandLine.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -61,57 +62,35 @@ bool parseSize(const char *text, uint64_t *out) {
   return true;
 }
 
-int fail(const std::string &message) {
-  std::cerr << "pccx-make-checkpoint: error: " << message << "\n";
-  return 1;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
   std::string preset, configPath, outDir;
   bool printConfig = false;
   pccx::import::GeneratorOptions options;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char *flag) -> const char * {
-      size_t n = std::strlen(flag);
-      if (a.size() > n && a.compare(0, n, flag) == 0 && a[n] == '=')
-        return argv[i] + n + 1;
-      if (i + 1 >= argc) {
-        fail(std::string(flag) + " needs a value");
-        std::exit(1);
-      }
-      return argv[++i];
-    };
-    auto is = [&](const char *flag) {
-      size_t n = std::strlen(flag);
-      return a == flag || (a.size() > n && a.compare(0, n, flag) == 0 &&
-                           a[n] == '=');
-    };
+  pccx::tools::CommandLine cl("pccx-make-checkpoint", argc, argv);
+  auto fail = [&](const std::string &message) { return cl.fail(message); };
+  while (cl.next()) {
+    const std::string &a = cl.arg();
     if (a == "-h" || a == "--help") {
       std::cout << kHelp;
       return 0;
-    } else if (is("--preset")) {
-      preset = value("--preset");
-    } else if (is("--config")) {
-      configPath = value("--config");
+    } else if (cl.is("--preset")) {
+      preset = cl.value();
+    } else if (cl.is("--config")) {
+      configPath = cl.value();
     } else if (a == "-o") {
-      outDir = value("-o");
+      outDir = cl.value();
     } else if (a.size() > 2 && a.compare(0, 2, "-o") == 0) {
       outDir = a.substr(2);
-    } else if (is("--seed")) {
-      const char *v = value("--seed");
-      char *end = nullptr;
-      options.seed = std::strtoull(v, &end, 10);
-      if (end == v || *end)
-        return fail(std::string("--seed: not a number: '") + v + "'");
-    } else if (is("--prefix")) {
-      options.prefix = value("--prefix");
-    } else if (is("--shard-size")) {
-      const char *v = value("--shard-size");
-      if (!parseSize(v, &options.maxShardBytes))
-        return fail(std::string("--shard-size: not a size: '") + v + "'");
+    } else if (cl.is("--seed")) {
+      options.seed = uint64_t(cl.count());
+    } else if (cl.is("--prefix")) {
+      options.prefix = cl.value();
+    } else if (cl.is("--shard-size")) {
+      std::string v = cl.value();
+      if (!parseSize(v.c_str(), &options.maxShardBytes))
+        return fail("--shard-size: not a size: '" + v + "'");
     } else if (a == "--print-config") {
       printConfig = true;
     } else {

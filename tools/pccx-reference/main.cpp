@@ -9,6 +9,7 @@
 #include "compiler/import/Safetensors.h"
 #include "compiler/reference/BundleWeights.h"
 #include "compiler/reference/Reference.h"
+#include "tools/common/CommandLine.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -46,75 +47,29 @@ OPTIONS:
   -h, --help           show this help
 )";
 
-int fail(const std::string &message) {
-  std::cerr << "pccx-reference: error: " << message << "\n";
-  return 1;
-}
-
-bool parseTokens(const std::string &text, std::vector<int32_t> *out,
-                 std::string *error) {
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos)
-      end = text.size();
-    std::string item = text.substr(start, end - start);
-    char *stop = nullptr;
-    errno = 0;
-    long v = std::strtol(item.c_str(), &stop, 10);
-    if (item.empty() || *stop || errno || v < 0 || v > INT32_MAX) {
-      *error = "--tokens: '" + item + "' is not a token id";
-      return false;
-    }
-    out->push_back(int32_t(v));
-    start = end + 1;
-  }
-  return true;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
   std::string dir, tokensText, dumpPath, bundlePath;
-  long generate = 0, maxPositions = 0;
+  int64_t generate = 0, maxPositions = 0;
   bool int4 = false, decodeOnly = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      size_t eq = a.find('=');
-      if (a.compare(0, 2, "--") == 0 && eq != std::string::npos)
-        return a.substr(eq + 1);
-      if (i + 1 >= argc) {
-        fail(a + " needs a value");
-        std::exit(1);
-      }
-      return argv[++i];
-    };
-    auto is = [&](const char *flag) {
-      return a == flag || a.rfind(std::string(flag) + "=", 0) == 0;
-    };
-    auto number = [&](long *out) {
-      std::string v = value();
-      char *end = nullptr;
-      *out = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || *out < 0) {
-        fail(a + ": not a count: '" + v + "'");
-        std::exit(1);
-      }
-    };
+  pccx::tools::CommandLine cl("pccx-reference", argc, argv);
+  auto fail = [&](const std::string &message) { return cl.fail(message); };
+  while (cl.next()) {
+    const std::string &a = cl.arg();
     if (a == "-h" || a == "--help") {
       std::cout << kHelp;
       return 0;
-    } else if (is("--tokens")) {
-      tokensText = value();
-    } else if (is("--generate")) {
-      number(&generate);
-    } else if (is("--max-positions")) {
-      number(&maxPositions);
-    } else if (is("--bundle")) {
-      bundlePath = value();
-    } else if (is("--dump-logits")) {
-      dumpPath = value();
+    } else if (cl.is("--tokens")) {
+      tokensText = cl.value();
+    } else if (cl.is("--generate")) {
+      generate = cl.count();
+    } else if (cl.is("--max-positions")) {
+      maxPositions = cl.count();
+    } else if (cl.is("--bundle")) {
+      bundlePath = cl.value();
+    } else if (cl.is("--dump-logits")) {
+      dumpPath = cl.value();
     } else if (a == "--int4") {
       int4 = true;
     } else if (a == "--decode-only") {
@@ -134,7 +89,7 @@ int main(int argc, char **argv) {
 
   std::string error;
   std::vector<int32_t> prompt;
-  if (!parseTokens(tokensText, &prompt, &error))
+  if (!pccx::tools::parseTokenIds(tokensText, "--tokens", &prompt, &error))
     return fail(error);
   pccx::import::Gemma3nTextConfig config;
   if (!pccx::import::loadGemma3nConfig(dir + "/config.json", &config, &error))

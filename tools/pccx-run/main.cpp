@@ -12,6 +12,7 @@
 #include "runtime/driver/Kv260Device.h"
 #include "runtime/driver/SimDevice.h"
 #include "runtime/driver/Tokenizer.h"
+#include "tools/common/CommandLine.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -75,31 +76,6 @@ OUTPUT:
   -h, --help               show this help
 )";
 
-int fail(const std::string &message) {
-  std::cerr << "pccx-run: error: " << message << "\n";
-  return 1;
-}
-
-bool parseIds(const std::string &text, const char *what,
-              std::vector<int32_t> *out, std::string *error) {
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos)
-      end = text.size();
-    std::string item = text.substr(start, end - start);
-    char *stop = nullptr;
-    errno = 0;
-    long v = std::strtol(item.c_str(), &stop, 10);
-    if (item.empty() || *stop || errno || v < 0 || v > INT32_MAX) {
-      *error = std::string(what) + ": '" + item + "' is not a token id";
-      return false;
-    }
-    out->push_back(int32_t(v));
-    start = end + 1;
-  }
-  return true;
-}
-
 /// numerics.md figures between two sets of logits rows.
 struct Agreement {
   double relMaxAbs = 0, cosine = 0;
@@ -144,85 +120,53 @@ int main(int argc, char **argv) {
       udmabuf = "udmabuf0";
   bool hasPrompt = false, noBos = false, asJson = false, hasStop = false;
   pccx::driver::GenerateOptions gen;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      size_t eq = a.find('=');
-      if (a.compare(0, 2, "--") == 0 && eq != std::string::npos)
-        return a.substr(eq + 1);
-      if (i + 1 >= argc) {
-        fail(a + " needs a value");
-        std::exit(1);
-      }
-      return argv[++i];
-    };
-    auto is = [&](const char *flag) {
-      return a == flag || a.rfind(std::string(flag) + "=", 0) == 0;
-    };
-    auto number = [&](double *out) {
-      std::string v = value();
-      char *end = nullptr;
-      *out = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end) {
-        fail(a + ": not a number: '" + v + "'");
-        std::exit(1);
-      }
-    };
-    auto count = [&](int64_t *out) {
-      std::string v = value();
-      char *end = nullptr;
-      long long n = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end || n < 0) {
-        fail(a + ": not a count: '" + v + "'");
-        std::exit(1);
-      }
-      *out = n;
-    };
+  pccx::tools::CommandLine cl("pccx-run", argc, argv);
+  auto fail = [&](const std::string &message) { return cl.fail(message); };
+  while (cl.next()) {
+    const std::string &a = cl.arg();
     if (a == "-h" || a == "--help") {
       std::cout << kHelp;
       return 0;
-    } else if (is("--prompt")) {
-      prompt = value();
+    } else if (cl.is("--prompt")) {
+      prompt = cl.value();
       hasPrompt = true;
-    } else if (is("--tokens")) {
-      tokensText = value();
+    } else if (cl.is("--tokens")) {
+      tokensText = cl.value();
     } else if (a == "--no-bos") {
       noBos = true;
-    } else if (is("--device")) {
-      device = value();
+    } else if (cl.is("--device")) {
+      device = cl.value();
       if (device != "sim" && device != "kv260")
         return fail("--device must be sim or kv260");
-    } else if (is("--numerics")) {
-      numerics = value();
+    } else if (cl.is("--numerics")) {
+      numerics = cl.value();
       if (numerics != "reference" && numerics != "hardware")
         return fail("--numerics must be reference or hardware");
-    } else if (is("--uio-name")) {
-      uioName = value();
-    } else if (is("--udmabuf")) {
-      udmabuf = value();
-    } else if (is("--max-new-tokens")) {
-      count(&gen.maxNewTokens);
-    } else if (is("--temperature")) {
-      number(&gen.sampling.temperature);
-    } else if (is("--top-k")) {
-      count(&gen.sampling.topK);
-    } else if (is("--top-p")) {
-      number(&gen.sampling.topP);
-    } else if (is("--repetition-penalty")) {
-      number(&gen.sampling.repetitionPenalty);
-    } else if (is("--seed")) {
-      int64_t s;
-      count(&s);
-      gen.sampling.seed = uint64_t(s);
-    } else if (is("--stop-tokens")) {
-      stopText = value();
+    } else if (cl.is("--uio-name")) {
+      uioName = cl.value();
+    } else if (cl.is("--udmabuf")) {
+      udmabuf = cl.value();
+    } else if (cl.is("--max-new-tokens")) {
+      gen.maxNewTokens = cl.count();
+    } else if (cl.is("--temperature")) {
+      gen.sampling.temperature = cl.number();
+    } else if (cl.is("--top-k")) {
+      gen.sampling.topK = cl.count();
+    } else if (cl.is("--top-p")) {
+      gen.sampling.topP = cl.number();
+    } else if (cl.is("--repetition-penalty")) {
+      gen.sampling.repetitionPenalty = cl.number();
+    } else if (cl.is("--seed")) {
+      gen.sampling.seed = uint64_t(cl.count());
+    } else if (cl.is("--stop-tokens")) {
+      stopText = cl.value();
       hasStop = true;
     } else if (a == "--decode-only") {
       gen.decodeOnly = true;
-    } else if (is("--dump-logits")) {
-      dumpPath = value();
-    } else if (is("--compare-reference")) {
-      referenceDir = value();
+    } else if (cl.is("--dump-logits")) {
+      dumpPath = cl.value();
+    } else if (cl.is("--compare-reference")) {
+      referenceDir = cl.value();
     } else if (a == "--json") {
       asJson = true;
     } else if (a[0] == '-' && a.size() > 1) {
@@ -265,12 +209,12 @@ int main(int argc, char **argv) {
     if (!tokenizer->encode(prompt, &text, &error))
       return fail(error);
     ids.insert(ids.end(), text.begin(), text.end());
-  } else if (!parseIds(tokensText, "--tokens", &ids, &error)) {
+  } else if (!pccx::tools::parseTokenIds(tokensText, "--tokens", &ids, &error)) {
     return fail(error);
   }
   std::vector<int32_t> stops;
   if (hasStop) {
-    if (!stopText.empty() && !parseIds(stopText, "--stop-tokens", &stops, &error))
+    if (!stopText.empty() && !pccx::tools::parseTokenIds(stopText, "--stop-tokens", &stops, &error))
       return fail(error);
   } else {
     stops = model->eosTokens();
