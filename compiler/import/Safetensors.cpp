@@ -32,17 +32,8 @@ namespace {
 // The limit the reference implementation applies to header lengths.
 constexpr uint64_t kMaxHeaderBytes = 100000000;
 
-uint32_t floatBits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-float bitsFloat(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
+using hw::bitsFloat;
+using hw::floatBits;
 
 uint16_t loadLE16(const uint8_t *p) {
   return static_cast<uint16_t>(p[0] | (p[1] << 8));

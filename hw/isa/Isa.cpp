@@ -2,6 +2,8 @@
 
 #include "Isa.h"
 
+#include "hw/support/Format.h"
+
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -101,21 +103,10 @@ const RouteEntry kRoutes[] = {
 
 constexpr uint64_t kBodyMask = (uint64_t(1) << kOpcodeLo) - 1;
 
-std::string formatMessage(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-std::string formatMessage(const char *fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return buf;
-}
-
 std::string bitRange(const FieldInfo &info) {
   if (info.hi == info.lo)
-    return formatMessage("[%u]", info.hi);
-  return formatMessage("[%u:%u]", info.hi, info.lo);
+    return formatString("[%u]", info.hi);
+  return formatString("[%u:%u]", info.hi, info.lo);
 }
 
 } // namespace
@@ -229,17 +220,17 @@ bool Instruction::operator==(const Instruction &o) const {
 std::string checkField(Field field, uint64_t value) {
   const FieldInfo &info = fieldInfo(field);
   if (value > info.maxValue())
-    return formatMessage("field '%s' value %llu does not fit in %u bits %s",
+    return formatString("field '%s' value %llu does not fit in %u bits %s",
                          info.name, (unsigned long long)value,
                          info.width(), bitRange(info).c_str());
   if (info.kind == FieldKind::Flags && (value & ~uint64_t(info.defined)))
-    return formatMessage("field '%s' has reserved bit(s) 0x%llx set "
+    return formatString("field '%s' has reserved bit(s) 0x%llx set "
                          "(defined bits are 0x%x)",
                          info.name,
                          (unsigned long long)(value & ~uint64_t(info.defined)),
                          info.defined);
   if (info.kind == FieldKind::Enum && !enumName(field, uint32_t(value)))
-    return formatMessage("field '%s' value %llu is undefined", info.name,
+    return formatString("field '%s' value %llu is undefined", info.name,
                          (unsigned long long)value);
   return {};
 }
@@ -272,7 +263,7 @@ bool decode(uint64_t word, Instruction &inst, std::string *error) {
   const OpcodeInfo *op = lookupOpcode(code);
   if (!op) {
     if (error)
-      *error = formatMessage("word 0x%016llx: opcode 0x%X is reserved",
+      *error = formatString("word 0x%016llx: opcode 0x%X is reserved",
                              (unsigned long long)word, code);
     return false;
   }
@@ -280,7 +271,7 @@ bool decode(uint64_t word, Instruction &inst, std::string *error) {
   if (reserved) {
     if (error) {
       unsigned hi = 63 - __builtin_clzll(reserved), lo = __builtin_ctzll(reserved);
-      *error = formatMessage("word 0x%016llx: %s: reserved bit(s) %u..%u must "
+      *error = formatString("word 0x%016llx: %s: reserved bit(s) %u..%u must "
                              "be zero (mask 0x%llx)",
                              (unsigned long long)word, op->mnemonic, hi, lo,
                              (unsigned long long)reserved);
@@ -294,7 +285,7 @@ bool decode(uint64_t word, Instruction &inst, std::string *error) {
     std::string err = checkField(f, v);
     if (!err.empty()) {
       if (error)
-        *error = formatMessage("word 0x%016llx: %s: ", (unsigned long long)word,
+        *error = formatString("word 0x%016llx: %s: ", (unsigned long long)word,
                                op->mnemonic) +
                  err;
       return false;
@@ -316,13 +307,13 @@ std::string disassemble(const Instruction &inst) {
     switch (info.kind) {
     case FieldKind::L2Addr:
     case FieldKind::HostAddr:
-      out += formatMessage("0x%05x", v);
+      out += formatString("0x%05x", v);
       break;
     case FieldKind::Enum:
       if (const char *name = enumName(f, v))
         out += name;
       else
-        out += formatMessage("%u", v);
+        out += formatString("%u", v);
       break;
     case FieldKind::Flags: {
       if (v == 0) {
@@ -340,12 +331,12 @@ std::string disassemble(const Instruction &inst) {
         if (const char *name = flagName(f, m))
           out += name;
         else
-          out += formatMessage("bit%u", bit);
+          out += formatString("bit%u", bit);
       }
       break;
     }
     default:
-      out += formatMessage("%u", v);
+      out += formatString("%u", v);
       break;
     }
   }

@@ -6,19 +6,6 @@
 
 namespace pccx::hw {
 
-namespace {
-uint32_t floatBits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-float bitsFloat(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-} // namespace
-
 float f16ToFloat(uint16_t bits) {
   uint32_t sign = uint32_t(bits & 0x8000) << 16;
   uint32_t exponent = (bits >> 10) & 0x1f;

@@ -17,18 +17,26 @@
 
 namespace pccx::hw {
 
+/// The IEEE bits of an fp32 value, and back.
+inline uint32_t floatBits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+inline float bitsFloat(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
 /// The fp32 value of a bf16 encoding (its upper 16 bits).
 inline float bf16ToFloat(uint16_t bits) {
-  uint32_t u = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
+  return bitsFloat(uint32_t(bits) << 16);
 }
 
 /// The bf16 encoding nearest to `value`.
 inline uint16_t floatToBf16(float value) {
-  uint32_t u;
-  std::memcpy(&u, &value, sizeof u);
+  uint32_t u = floatBits(value);
   if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: keep it one after truncation
     return uint16_t((u >> 16) | 0x0040u);
   return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);

@@ -9,6 +9,7 @@
 #include "runtime/bundle/Bundle.h"
 
 #include "hw/machine/MachineModel.h"
+#include "hw/support/Format.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -64,18 +65,8 @@ void writeU64(uint8_t *p, uint64_t v) {
     p[i] = uint8_t(v >> (8 * i));
 }
 
-std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char *fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return buf;
-}
-
 std::string hex64(uint64_t v) {
-  return format("0x%016llx", (unsigned long long)v);
+  return formatString("0x%016llx", (unsigned long long)v);
 }
 
 // Room before the first section: fixed header, table, header checksum.
@@ -128,7 +119,7 @@ std::string checkSectionName(std::string_view name) {
   if (name.empty())
     return "section name is empty";
   if (name.size() > kMaxNameLength)
-    return format("section name '%.*s' is longer than %zu characters",
+    return formatString("section name '%.*s' is longer than %zu characters",
                   int(name.size()), name.data(), kMaxNameLength);
   for (char c : name) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -153,7 +144,7 @@ uint64_t headerChecksum(const uint8_t *header, uint32_t sectionCount) {
 }
 
 std::string isaVersionName(uint32_t version) {
-  return format("v%03u", version);
+  return formatString("v%03u", version);
 }
 
 bool SectionSink::writeWords(const uint64_t *words, size_t count) {
@@ -230,7 +221,7 @@ struct BundleValidator {
         std::memcmp(p + kOffMagic, kMagic, sizeof(kMagic)) != 0)
       return fail("not a pccx bundle (bad magic)");
     if (size < kFixedHeaderSize)
-      return fail(format("truncated header: the file has %llu bytes but the "
+      return fail(formatString("truncated header: the file has %llu bytes but the "
                          "fixed header needs %zu",
                          (unsigned long long)size, kFixedHeaderSize));
 
@@ -238,7 +229,7 @@ struct BundleValidator {
     // header differently.
     b.formatVersion_ = readU32(p + kOffFormatVersion);
     if (b.formatVersion_ > kFormatVersion)
-      return fail(format("bundle format version %u is newer than this reader "
+      return fail(formatString("bundle format version %u is newer than this reader "
                          "(%u)",
                          b.formatVersion_, kFormatVersion));
     if (b.formatVersion_ == 0)
@@ -246,11 +237,11 @@ struct BundleValidator {
 
     uint32_t count = readU32(p + kOffSectionCount);
     if (count > kMaxSections)
-      return fail(format("section count %u exceeds the limit of %u", count,
+      return fail(formatString("section count %u exceeds the limit of %u", count,
                          kMaxSections));
     uint64_t tableEnd = headerBytes(count);
     if (tableEnd > size)
-      return fail(format("section table (%u entries) ends at byte %llu but "
+      return fail(formatString("section table (%u entries) ends at byte %llu but "
                          "the file has %llu bytes",
                          count, (unsigned long long)tableEnd,
                          (unsigned long long)size));
@@ -282,14 +273,14 @@ struct BundleValidator {
 
     uint32_t flags = readU32(p + kOffFlags);
     if (flags != 0)
-      return fail(format("unknown header flags 0x%x", flags));
+      return fail(formatString("unknown header flags 0x%x", flags));
 
     if (!readTable(count, tableEnd))
       return false;
 
     uint64_t recorded = readU64(p + kOffFileSize);
     if (recorded != size)
-      return fail(format("the header records a file size of %llu bytes but "
+      return fail(formatString("the header records a file size of %llu bytes but "
                          "the file has %llu bytes",
                          (unsigned long long)recorded,
                          (unsigned long long)size));
@@ -323,7 +314,7 @@ struct BundleValidator {
       if (!padded)
         why = "name is not NUL-padded";
       if (!why.empty())
-        return fail(format("section table entry %u: ", i) + why);
+        return fail(formatString("section table entry %u: ", i) + why);
 
       uint32_t kind = readU32(e + kEntKind);
       s.kind = SectionKind(kind);
@@ -333,39 +324,39 @@ struct BundleValidator {
       s.flags = readU32(e + kEntFlags);
       if (s.flags)
         return fail("section '" + s.name + "' has unknown flags " +
-                    format("0x%x", s.flags));
+                    formatString("0x%x", s.flags));
       s.offset = readU64(e + kEntOffset);
       s.size = readU64(e + kEntSize);
       s.checksum = readU64(e + kEntChecksum);
 
       auto dup = seen.emplace(s.name, i);
       if (!dup.second)
-        return fail(format("duplicate section name '%s' (table entries %u "
+        return fail(formatString("duplicate section name '%s' (table entries %u "
                            "and %u)",
                            s.name.c_str(), dup.first->second, i));
       if (s.offset % kSectionAlignment)
-        return fail(format("section '%s' offset %llu is not a multiple of "
+        return fail(formatString("section '%s' offset %llu is not a multiple of "
                            "%llu",
                            s.name.c_str(), (unsigned long long)s.offset,
                            (unsigned long long)kSectionAlignment));
       if (s.offset < tableEnd)
-        return fail(format("section '%s' at offset %llu overlaps the header, "
+        return fail(formatString("section '%s' at offset %llu overlaps the header, "
                            "which ends at byte %llu",
                            s.name.c_str(), (unsigned long long)s.offset,
                            (unsigned long long)tableEnd));
       if (s.size > UINT64_MAX - s.offset)
-        return fail(format("section '%s' (offset %llu, size %llu) ends "
+        return fail(formatString("section '%s' (offset %llu, size %llu) ends "
                            "beyond any possible file",
                            s.name.c_str(), (unsigned long long)s.offset,
                            (unsigned long long)s.size));
       uint64_t end = s.offset + s.size;
       if (end > b.fileSize_)
-        return fail(format("section '%s' ends at byte %llu but the file has "
+        return fail(formatString("section '%s' ends at byte %llu but the file has "
                            "%llu bytes",
                            s.name.c_str(), (unsigned long long)end,
                            (unsigned long long)b.fileSize_));
       if (s.kind == SectionKind::Program && s.size % 8)
-        return fail(format("program section '%s' has %llu bytes, not a "
+        return fail(formatString("program section '%s' has %llu bytes, not a "
                            "multiple of 8",
                            s.name.c_str(), (unsigned long long)s.size));
       b.sections_.push_back(std::move(s));
@@ -383,7 +374,7 @@ struct BundleValidator {
     for (size_t i = 1; i < order.size(); ++i) {
       const SectionInfo *a = order[i - 1], *c = order[i];
       if (a->offset + a->size > c->offset)
-        return fail(format("sections '%s' (bytes [%llu, %llu)) and '%s' "
+        return fail(formatString("sections '%s' (bytes [%llu, %llu)) and '%s' "
                            "(bytes [%llu, %llu)) overlap",
                            a->name.c_str(), (unsigned long long)a->offset,
                            (unsigned long long)(a->offset + a->size),
@@ -410,7 +401,7 @@ struct BundleValidator {
     auto zeroUpTo = [&](uint64_t end, const std::string &where) {
       for (uint64_t i = pos; i < end; ++i)
         if (b.map_[i])
-          return fail(format("non-zero byte at %llu in the padding ",
+          return fail(formatString("non-zero byte at %llu in the padding ",
                              (unsigned long long)i) +
                       where + ": the bundle is corrupt");
       return true;
@@ -650,7 +641,7 @@ bool BundleWriter::checkNew(const std::string &name, SectionKind kind,
                                  p.name + "')");
   }
   if (pending_.size() >= kMaxSections)
-    return setError(error, format("more than %u sections", kMaxSections));
+    return setError(error, formatString("more than %u sections", kMaxSections));
   return true;
 }
 
@@ -659,7 +650,7 @@ bool BundleWriter::addSection(const std::string &name, SectionKind kind,
   if (!checkNew(name, kind, error))
     return false;
   if (kind == SectionKind::Program && bytes.size() % 8)
-    return setError(error, format("program section '%s' has %zu bytes, not "
+    return setError(error, formatString("program section '%s' has %zu bytes, not "
                                   "a multiple of 8",
                                   name.c_str(), bytes.size()));
   pending_.push_back({name, kind, std::move(bytes), nullptr});
@@ -762,7 +753,7 @@ bool BundleWriter::write(const std::string &path, std::string *error) {
     info.size = sink.size();
     info.checksum = sink.digest();
     if (p.kind == SectionKind::Program && info.size % 8)
-      return abandon(format("program section '%s' has %llu bytes, not a "
+      return abandon(formatString("program section '%s' has %llu bytes, not a "
                             "multiple of 8",
                             p.name.c_str(), (unsigned long long)info.size));
     infos.push_back(std::move(info));

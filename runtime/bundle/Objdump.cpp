@@ -4,6 +4,7 @@
 
 #include "hw/isa/Isa.h"
 #include "hw/machine/MachineModel.h"
+#include "hw/support/Format.h"
 #include "runtime/bundle/Manifest.h"
 
 #include <cstdarg>
@@ -16,18 +17,8 @@ using nlohmann::json;
 
 namespace {
 
-std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return buf;
-}
-
 std::string hex(uint64_t v, int digits) {
-  return format("0x%0*llx", digits, (unsigned long long)v);
+  return formatString("0x%0*llx", digits, (unsigned long long)v);
 }
 
 // A JSON value in one line: strings without quotes, the rest compact.
@@ -82,13 +73,13 @@ void printMemoryMap(const json &list, std::ostream &out) {
     out << "  (malformed: not an array) " << list.dump() << "\n";
     return;
   }
-  out << format("  %-6s %-10s %-10s %s\n", "space", "offset", "size", "name");
+  out << formatString("  %-6s %-10s %-10s %s\n", "space", "offset", "size", "name");
   for (const json &e : list) {
     if (!e.is_object()) {
       out << "  (malformed entry) " << e.dump() << "\n";
       continue;
     }
-    out << format("  %-6s %-10s %-10s %s", member(e, "space").c_str(),
+    out << formatString("  %-6s %-10s %-10s %s", member(e, "space").c_str(),
                   member(e, "offset", true).c_str(),
                   member(e, "size", true).c_str(), member(e, "name").c_str())
         << extras(e, {"space", "offset", "size", "name"}) << "\n";
@@ -120,7 +111,7 @@ void printSegments(const json &list, std::ostream &out) {
       out << "  (malformed entry) " << e.dump() << "\n";
       continue;
     }
-    out << format("  %2zu  %-20s %s [%s, %s)", i++, member(e, "name").c_str(),
+    out << formatString("  %2zu  %-20s %s [%s, %s)", i++, member(e, "name").c_str(),
                   member(e, "program").c_str(), member(e, "begin").c_str(),
                   member(e, "end").c_str())
         << extras(e, {"name", "program", "begin", "end"}) << "\n";
@@ -146,11 +137,11 @@ void printHeader(const Bundle &b, std::ostream &out) {
 
 void printSections(const Bundle &b, std::ostream &out) {
   out << "Sections:\n";
-  out << format("  %3s  %-23s %-9s  %-10s  %12s  %-18s  %s\n", "idx", "name",
+  out << formatString("  %3s  %-23s %-9s  %-10s  %12s  %-18s  %s\n", "idx", "name",
                 "kind", "offset", "size", "checksum", "status");
   size_t i = 0;
   for (const SectionInfo &s : b.sections())
-    out << format("  %3zu  %-23s %-9s  %-10s  %12llu  %-18s  %s\n", i++,
+    out << formatString("  %3zu  %-23s %-9s  %-10s  %12llu  %-18s  %s\n", i++,
                   s.name.c_str(), kindName(s.kind), hex(s.offset, 8).c_str(),
                   (unsigned long long)s.size, hex(s.checksum, 16).c_str(),
                   b.checksumsVerified() ? "ok" : "unchecked");
@@ -214,7 +205,7 @@ bool printDisassembly(const Bundle &b, std::ostream &out,
     for (size_t i = 0; i < n; ++i) {
       uint64_t word = b.word(*s, i);
       std::string line =
-          format("  %*zu: %s  ", width, i, hex(word, 16).c_str());
+          formatString("  %*zu: %s  ", width, i, hex(word, 16).c_str());
       isa::Instruction inst;
       std::string err;
       if (isa::decode(word, inst, &err)) {

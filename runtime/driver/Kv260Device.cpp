@@ -4,6 +4,7 @@
 
 #include "hw/isa/Isa.h"
 #include "hw/numerics/HalfFloat.h"
+#include "hw/support/Format.h"
 
 #include <cerrno>
 #include <cstring>
@@ -189,13 +190,8 @@ bool Kv260Device::waitIdle(std::string *error) {
   for (uint64_t i = 0; i < options_.pollLimit; ++i) {
     uint64_t status = regs_->read64(kv260::kRegStatus);
     if (status & kv260::kStatusError) {
-      *error = "the NPU reports an error (status 0x" +
-               [&] {
-                 char b[20];
-                 std::snprintf(b, sizeof b, "%llx", (unsigned long long)status);
-                 return std::string(b);
-               }() +
-               ")";
+      *error = formatString("the NPU reports an error (status 0x%llx)",
+                            (unsigned long long)status);
       return false;
     }
     if (!(status & kv260::kStatusBusy))

@@ -8,6 +8,8 @@
 
 #include "runtime/sim/Simulator.h"
 
+#include "hw/support/Format.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
@@ -37,16 +39,6 @@ constexpr size_t kRecordAlign = 16;
 constexpr size_t kPartials = 32;
 /// Below this many MACs a GEMV/GEMM runs on the calling thread only.
 constexpr uint64_t kThreadMinMacs = uint64_t(1) << 18;
-
-std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char *fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return buf;
-}
 
 uint64_t wordsFor(uint64_t elements) {
   return (elements + kLanes - 1) / kLanes;
@@ -226,7 +218,7 @@ bool Simulator::readL2(uint32_t word, float *values, size_t count,
 bool Simulator::setHostWindow(uint64_t baseWord, std::string *error) {
   if (baseWord >= hostWords_) {
     if (error)
-      *error = format("host window base word 0x%llx is outside host memory "
+      *error = formatString("host window base word 0x%llx is outside host memory "
                       "(%zu words)",
                       (unsigned long long)baseWord, hostWords_);
     return false;
@@ -286,7 +278,7 @@ bool Simulator::constEntry(unsigned bank, unsigned entry,
 bool Simulator::readConst(unsigned bank, unsigned entry, const uint16_t *&abc,
                           std::string &msg) const {
   if (!constValid_[bank][entry]) {
-    msg = format("constant-cache %s entry %u was never written (no MEMSET "
+    msg = formatString("constant-cache %s entry %u was never written (no MEMSET "
                  "before this read)",
                  bankName(bank), entry);
     return false;
@@ -300,7 +292,7 @@ bool Simulator::checkL2(uint64_t word, uint64_t words, const char *what,
   if (word + words <= kL2Words)
     return true;
   uint64_t bad = std::max(word, kL2Words);
-  msg = format("%s spans L2 words 0x%05llx..0x%05llx; L2 word 0x%05llx does "
+  msg = formatString("%s spans L2 words 0x%05llx..0x%05llx; L2 word 0x%05llx does "
                "not exist (L2 has %llu words)",
                what, (unsigned long long)word,
                (unsigned long long)(word + words - 1), (unsigned long long)bad,
@@ -322,7 +314,7 @@ bool Simulator::run(const uint64_t *words, size_t count, std::string *error) {
     std::string msg;
     if (!isa::decode(words[i], inst, &msg)) {
       if (error)
-        *error = format("instruction %zu (undecodable): ", i) + msg;
+        *error = formatString("instruction %zu (undecodable): ", i) + msg;
       return false;
     }
     if (!executeAt(inst, i, /*checked=*/true, error))
@@ -335,7 +327,7 @@ bool Simulator::finishSegment(std::string *error) {
   if (streamPending_ == 0)
     return true;
   if (error)
-    *error = format("end of segment: weight stream has %zu unconsumed bytes",
+    *error = formatString("end of segment: weight stream has %zu unconsumed bytes",
                     streamPending_);
   return false;
 }
@@ -365,7 +357,7 @@ bool Simulator::executeAt(const Instruction &inst, uint64_t index, bool checked,
   }
   if (!ok) {
     if (error)
-      *error = format("instruction %llu (", (unsigned long long)index) +
+      *error = formatString("instruction %llu (", (unsigned long long)index) +
                isa::disassemble(inst) + "): " + msg;
     return false;
   }
@@ -394,7 +386,7 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
 
   uint32_t lanes = inst.get(Field::Matmul_parallel_lane);
   if (lanes > machine::gemv_cores) {
-    msg = format("parallel_lane %u exceeds the %llu GEMV cores (0 means all)",
+    msg = formatString("parallel_lane %u exceeds the %llu GEMV cores (0 means all)",
                  lanes, (unsigned long long)machine::gemv_cores);
     return false;
   }
@@ -408,13 +400,13 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
   size_t n = shape[0], k = shape[1];
   unsigned weightFormat = shape[2];
   if (n == 0 || k == 0) {
-    msg = format("weight_shape entry %u has %s = 0 (a = N output features and "
+    msg = formatString("weight_shape entry %u has %s = 0 (a = N output features and "
                  "b = K input features must be at least 1)",
                  shapePtr, n == 0 ? "a" : "b");
     return false;
   }
   if (weightFormat > 1) {
-    msg = format("weight_shape entry %u: c = %u is not a defined weight format "
+    msg = formatString("weight_shape entry %u: c = %u is not a defined weight format "
                  "(0 INT4, 1 INT8)",
                  shapePtr, weightFormat);
     return false;
@@ -423,26 +415,26 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
 
   size_t m = size[0];
   if (!gemm && m != 1) {
-    msg = format("gemv needs M = 1 but fmap_shape entry %u has a = %zu",
+    msg = formatString("gemv needs M = 1 but fmap_shape entry %u has a = %zu",
                  sizePtr, m);
     return false;
   }
   if (m == 0) {
-    msg = format("fmap_shape entry %u has a = M = 0 rows", sizePtr);
+    msg = formatString("fmap_shape entry %u has a = M = 0 rows", sizePtr);
     return false;
   }
   uint64_t inWords = wordsFor(k), outWords = wordsFor(n);
   uint64_t srcStride = size[1] ? size[1] : inWords;
   uint64_t dstStride = size[2] ? size[2] : outWords;
   if (m > 1 && srcStride < inWords) {
-    msg = format("fmap_shape entry %u: source row stride %llu words is less "
+    msg = formatString("fmap_shape entry %u: source row stride %llu words is less "
                  "than a row of K = %zu elements (%llu words)",
                  sizePtr, (unsigned long long)srcStride, k,
                  (unsigned long long)inWords);
     return false;
   }
   if (m > 1 && dstStride < outWords) {
-    msg = format("fmap_shape entry %u: destination row stride %llu words is "
+    msg = formatString("fmap_shape entry %u: destination row stride %llu words is "
                  "less than a row of N = %zu elements (%llu words)",
                  sizePtr, (unsigned long long)dstStride, n,
                  (unsigned long long)outWords);
@@ -459,7 +451,7 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
   size_t scaleBytes = wScale ? padTo(4 * n, kRecordAlign) : 0;
   size_t recordBytes = scaleBytes + n * rowStride;
   if (recordBytes > streamPending_) {
-    msg = format("weight stream exhausted: %s needs %zu bytes, %zu pending", mn,
+    msg = formatString("weight stream exhausted: %s needs %zu bytes, %zu pending", mn,
                  recordBytes, streamPending_);
     return false;
   }
@@ -531,7 +523,7 @@ bool Simulator::execMemcpy(const Instruction &inst, std::string &msg) {
   uint64_t rows = shape[1] ? shape[1] : 1;
   uint64_t hostStride = shape[2] ? shape[2] : rowWords;
   if (rowWords == 0) {
-    msg = format("fmap_shape entry %u has a = 0 words per row", shapePtr);
+    msg = formatString("fmap_shape entry %u has a = 0 words per row", shapePtr);
     return false;
   }
   uint64_t words = rowWords * rows;
@@ -552,14 +544,14 @@ bool Simulator::execMemcpy(const Instruction &inst, std::string &msg) {
     uint64_t aux = inst.get(Field::Memcpy_aux_addr);
     uint64_t hostEnd = aux + (rows - 1) * hostStride + rowWords;
     if (hostEnd > kWindowWords) {
-      msg = format("host window offsets 0x%05llx..0x%05llx leave the %llu-word "
+      msg = formatString("host window offsets 0x%05llx..0x%05llx leave the %llu-word "
                    "host window",
                    (unsigned long long)aux, (unsigned long long)(hostEnd - 1),
                    (unsigned long long)kWindowWords);
       return false;
     }
     if (hostBase_ + hostEnd > hostWords_) {
-      msg = format("host words 0x%llx..0x%llx (window base 0x%llx + offset) "
+      msg = formatString("host words 0x%llx..0x%llx (window base 0x%llx + offset) "
                    "are outside host memory (%zu words)",
                    (unsigned long long)(hostBase_ + aux),
                    (unsigned long long)(hostBase_ + hostEnd - 1),
@@ -591,7 +583,7 @@ bool Simulator::execCvo(const Instruction &inst, std::string &msg) {
   bool accm = flags & isa::Cvo_flags_accm;
   const char *funcName = isa::enumName(Field::Cvo_cvo_func, func);
   if (recipScale && func != isa::Cvo_cvo_func_scale) {
-    msg = format("recip_scale applies only to scale, not to %s", funcName);
+    msg = formatString("recip_scale applies only to scale, not to %s", funcName);
     return false;
   }
   size_t length = inst.get(Field::Cvo_length);
