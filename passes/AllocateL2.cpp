@@ -2,6 +2,8 @@
 
 #include "passes/Passes.h"
 
+#include "passes/FirstFitAllocator.h"
+
 #include "hw/machine/MachineModel.h"
 
 #include "mlir/IR/Builders.h"
@@ -64,44 +66,18 @@ struct AllocateL2Pass : pccx::impl::AllocateL2Base<AllocateL2Pass> {
                      [&](const std::string &a, const std::string &b) {
                        return live[a].first < live[b].first;
                      });
-    std::map<int64_t, int64_t> freeList = {
-        {0, int64_t(pccx::machine::l2_words)}};
+    pccx::FirstFitAllocator l2(int64_t(pccx::machine::l2_words));
     std::multimap<int64_t, std::string> active; // last use -> buffer
     std::map<std::string, int64_t> address;
-    auto release = [&](int64_t at, int64_t words) {
-      auto next = freeList.lower_bound(at);
-      if (next != freeList.end() && next->first == at + words) {
-        words += next->second;
-        freeList.erase(next);
-      }
-      auto prev = freeList.lower_bound(at);
-      if (prev != freeList.begin()) {
-        --prev;
-        if (prev->first + prev->second == at) {
-          prev->second += words;
-          return;
-        }
-      }
-      freeList[at] = words;
-    };
     for (const std::string &name : order) {
       int64_t first = live[name].first;
       while (!active.empty() && active.begin()->first < first) {
         const std::string &dead = active.begin()->second;
-        release(address[dead], int64_t(buffers[dead].getWords()));
+        l2.release(address[dead], int64_t(buffers[dead].getWords()));
         active.erase(active.begin());
       }
       int64_t words = int64_t(buffers[name].getWords());
-      int64_t at = -1;
-      for (auto it = freeList.begin(); it != freeList.end(); ++it)
-        if (it->second >= words) {
-          at = it->first;
-          int64_t rest = it->second - words;
-          freeList.erase(it);
-          if (rest)
-            freeList[at + words] = rest;
-          break;
-        }
+      int64_t at = l2.allocate(words);
       if (at < 0) {
         int64_t liveWords = 0;
         for (auto &[end, other] : active)

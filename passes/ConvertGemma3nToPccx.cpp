@@ -13,6 +13,8 @@
 
 #include "passes/Passes.h"
 
+#include "passes/FirstFitAllocator.h"
+
 #include "compiler/model/ModelInfo.h"
 #include "compiler/model/WeightEvaluator.h"
 #include "hw/machine/MachineModel.h"
@@ -47,50 +49,6 @@ constexpr int64_t kMaxRows = 65528;
 
 int64_t wordsFor(int64_t elems) { return (elems + 7) / 8; }
 
-/// First fit over the host window; regions are freed after their value's
-/// last use.
-class WindowAllocator {
-public:
-  explicit WindowAllocator(int64_t words) : size_(words) {
-    free_[0] = words;
-  }
-  /// -1 when the window is full.
-  int64_t allocate(int64_t words) {
-    for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (it->second >= words) {
-        int64_t at = it->first, rest = it->second - words;
-        free_.erase(it);
-        if (rest)
-          free_[at + words] = rest;
-        high_ = std::max(high_, at + words);
-        return at;
-      }
-    return -1;
-  }
-  void release(int64_t at, int64_t words) {
-    auto next = free_.lower_bound(at);
-    if (next != free_.end() && next->first == at + words) {
-      words += next->second;
-      free_.erase(next);
-    }
-    auto prev = free_.lower_bound(at);
-    if (prev != free_.begin()) {
-      --prev;
-      if (prev->first + prev->second == at) {
-        prev->second += words;
-        return;
-      }
-    }
-    free_[at] = words;
-  }
-  int64_t highWater() const { return high_; }
-  int64_t size() const { return size_; }
-
-private:
-  int64_t size_;
-  int64_t high_ = 0;
-  std::map<int64_t, int64_t> free_; // offset -> words
-};
 
 /// Where a value lives.
 struct Place {
@@ -231,7 +189,7 @@ private:
   pd::SegmentOp segment_;
   std::string segmentName_;
   int bufferCount_ = 0;
-  WindowAllocator window_;
+  pccx::FirstFitAllocator window_;
   /// std::unordered_map: references to places stay valid as values are
   /// added.
   struct ValueHash {
