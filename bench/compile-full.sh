@@ -2,7 +2,9 @@
 # Compiles a full-size generated checkpoint (e2b or e4b) and measures what
 # the issue bounds: wall time, peak resident memory against the checkpoint
 # size (weights must stream, never sit in memory), bundle size, and one
-# decode step on the simulator against the bytes it streams.
+# decode step on the simulator against the bytes it streams; then the
+# agreement of both simulator numerics with the float reference on the same
+# weights (--compare-reference).
 #
 # Usage: bench/compile-full.sh BUILD_DIR PRESET WORK_DIR
 #   (PRESET e2b or e4b; WORK_DIR needs ~3x the checkpoint size free)
@@ -47,3 +49,9 @@ print(f"simulator: {steps} steps in {float(rsec):.1f} s, {wbytes/2**30:.2f} GiB 
       f"weight records streamed, decode {r['timing']['decode_tokens_per_second']:.3f} tokens/s, "
       f"peak RSS {int(rrss)/2**10:.0f} MiB")
 PY
+
+for NUMERICS in reference hardware; do
+  "$BIN/pccx-run" "$WORK/$PRESET.pccx" --tokens 2,818,5088,1234,77 \
+    --max-new-tokens 2 --stop-tokens "" --numerics "$NUMERICS" \
+    --compare-reference "$CKPT" | tail -n 2
+done
