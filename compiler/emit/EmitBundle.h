@@ -23,7 +23,7 @@ namespace pccx {
 struct EmitOptions {
   /// Stored in the manifest ("compile_options").
   nlohmann::json compileOptions = nlohmann::json::object();
-  /// "f16" or "f32": storage of the KV caches on the device.
+  /// "f16", "f32" or "int8": storage of the KV caches on the device.
   std::string kvDtype = "f16";
   /// Optional tokenizer model file to embed.
   std::string tokenizerPath;

@@ -21,6 +21,18 @@ float quantizeRowInt4(const float *row, size_t n, int8_t *q) {
   return scale;
 }
 
+float quantizeRowInt8(const float *row, size_t n, int8_t *q) {
+  float maxAbs = 0;
+  for (size_t i = 0; i < n; ++i)
+    maxAbs = std::max(maxAbs, std::fabs(row[i]));
+  float scale = maxAbs / 127.0f;
+  for (size_t i = 0; i < n; ++i) {
+    float v = scale == 0 ? 0.0f : std::round(row[i] / scale);
+    q[i] = int8_t(std::min(127.0f, std::max(-127.0f, v)));
+  }
+  return scale;
+}
+
 void fakeQuantizeRowInt4(float *row, size_t n) {
   float maxAbs = 0;
   for (size_t i = 0; i < n; ++i)

@@ -28,6 +28,11 @@ void fakeQuantizeRowInt4(float *row, size_t n);
 /// nibble is 0. `out` holds (n + 1) / 2 bytes.
 void packInt4(const int8_t *q, size_t n, uint8_t *out);
 
+/// INT8 with one scale per row (the KV cache's int8 storage): scale =
+/// max|row| / 127, q[i] = clamp(round-half-away-from-zero(row[i] / scale),
+/// -127, 127); an all-zero row has scale 0 and q = 0. Returns the scale.
+float quantizeRowInt8(const float *row, size_t n, int8_t *q);
+
 /// The inverse of packInt4 followed by the scale: out[i] = q[i] * scale.
 void unpackInt4Row(const uint8_t *packed, size_t n, float scale, float *out);
 

@@ -88,7 +88,13 @@ std::unique_ptr<Model> Model::load(const std::string &path,
       return nullptr;
     }
     auto dtype = spec.find("dtype");
-    c.fp16 = dtype == spec.end() || *dtype == "f16";
+    if (dtype != spec.end() &&
+        (!dtype->is_string() ||
+         !host::parseKvDtype(dtype->get<std::string>(), &c.dtype))) {
+      fail(error, path, "cache '" + name + "' has dtype " + dtype->dump() +
+                            " (expected \"f32\", \"f16\" or \"int8\")");
+      return nullptr;
+    }
     m->caches_[name] = c;
   }
   for (auto &[name, spec] : tensors->items()) {

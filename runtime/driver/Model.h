@@ -50,7 +50,7 @@ struct Program {
 
 struct CacheSpec {
   int64_t slots = 0, width = 0;
-  bool fp16 = true;
+  host::KvDtype dtype = host::KvDtype::F16; ///< absent in the manifest: f16
 };
 
 class Model {

@@ -20,7 +20,8 @@ void Session::reset() {
   caches_.clear();
   for (auto &[name, spec] : model_.caches())
     caches_.emplace(name, host::KvCache(spec.slots, spec.width,
-                                        spec.fp16 && !fp32Caches_));
+                                        fp32Caches_ ? host::KvDtype::F32
+                                                    : spec.dtype));
   position_ = 0;
 }
 

@@ -852,27 +852,64 @@ void GatherTable::readRow(int64_t row, float *out) const {
                     out);
 }
 
-KvCache::KvCache(int64_t slots, int64_t width, bool fp16)
-    : slots_(slots), width_(width), fp16_(fp16) {
-  if (fp16)
-    half_.assign(size_t(slots * width), 0);
+bool parseKvDtype(const std::string &text, KvDtype *out) {
+  if (text == "f32")
+    *out = KvDtype::F32;
+  else if (text == "f16")
+    *out = KvDtype::F16;
+  else if (text == "int8")
+    *out = KvDtype::Int8;
   else
-    full_.assign(size_t(slots * width), 0.0f);
+    return false;
+  return true;
+}
+
+KvCache::KvCache(int64_t slots, int64_t width, KvDtype dtype)
+    : slots_(slots), width_(width), dtype_(dtype) {
+  const size_t n = size_t(slots * width);
+  switch (dtype) {
+  case KvDtype::F32:
+    full_.assign(n, 0.0f);
+    break;
+  case KvDtype::F16:
+    half_.assign(n, 0);
+    break;
+  case KvDtype::Int8:
+    codes_.assign(n, 0);
+    full_.assign(size_t(slots), 0.0f);
+    break;
+  }
 }
 
 void KvCache::write(int64_t position, const float *row) {
-  int64_t base = (position % slots_) * width_;
-  for (int64_t e = 0; e < width_; ++e) {
-    if (fp16_)
+  const int64_t slot = position % slots_, base = slot * width_;
+  switch (dtype_) {
+  case KvDtype::F32:
+    std::copy(row, row + width_, full_.begin() + base);
+    break;
+  case KvDtype::F16:
+    for (int64_t e = 0; e < width_; ++e)
       half_[size_t(base + e)] = hw::floatToF16(row[e]);
-    else
-      full_[size_t(base + e)] = row[e];
+    break;
+  case KvDtype::Int8:
+    full_[size_t(slot)] =
+        hw::quantizeRowInt8(row, size_t(width_), codes_.data() + base);
+    break;
   }
 }
 
 float KvCache::at(int64_t position, int64_t column) const {
-  size_t i = size_t((position % slots_) * width_ + column);
-  return fp16_ ? hw::f16ToFloat(half_[i]) : full_[i];
+  const int64_t slot = position % slots_;
+  const size_t i = size_t(slot * width_ + column);
+  switch (dtype_) {
+  case KvDtype::F16:
+    return hw::f16ToFloat(half_[i]);
+  case KvDtype::Int8:
+    return float(codes_[i]) * full_[size_t(slot)];
+  case KvDtype::F32:
+    break;
+  }
+  return full_[i];
 }
 
 void KvCache::read(int64_t position, float *row) const {

@@ -79,15 +79,27 @@ struct GatherTable {
   void readRow(int64_t row, float *out) const;
 };
 
+/// How a KV cache stores its values.
+enum class KvDtype {
+  F32,
+  F16,  ///< IEEE binary16, rounded to nearest even
+  Int8, ///< one fp32 scale per row (hw::quantizeRowInt8)
+};
+/// "f32", "f16", "int8"; false for anything else.
+bool parseKvDtype(const std::string &text, KvDtype *out);
+
 /// A KV cache: `slots` rows of `width` values, used as a ring (position p
-/// in slot p mod slots). Stored as fp16 or fp32.
+/// in slot p mod slots).
 class KvCache {
 public:
   KvCache() = default;
-  KvCache(int64_t slots, int64_t width, bool fp16);
+  KvCache(int64_t slots, int64_t width, KvDtype dtype);
+  KvCache(int64_t slots, int64_t width, bool fp16)
+      : KvCache(slots, width, fp16 ? KvDtype::F16 : KvDtype::F32) {}
   int64_t slots() const { return slots_; }
   int64_t width() const { return width_; }
-  bool fp16() const { return fp16_; }
+  KvDtype dtype() const { return dtype_; }
+  bool fp16() const { return dtype_ == KvDtype::F16; }
   void write(int64_t position, const float *row);
   void read(int64_t position, float *row) const;
   /// One element: row `position`, column `column`.
@@ -95,9 +107,10 @@ public:
 
 private:
   int64_t slots_ = 0, width_ = 0;
-  bool fp16_ = false;
+  KvDtype dtype_ = KvDtype::F32;
   std::vector<uint16_t> half_;
-  std::vector<float> full_;
+  std::vector<float> full_; ///< f32 values, or int8 row scales
+  std::vector<int8_t> codes_;
 };
 
 /// What a kernel may touch.

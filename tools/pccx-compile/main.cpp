@@ -58,7 +58,8 @@ cl::opt<int64_t> prefillRows("prefill-rows",
                              cl::init(16), cl::cat(category));
 cl::opt<std::string> kvDtype("kv-dtype",
                              cl::desc("KV-cache storage on the device: f16 "
-                                      "(default) or f32"),
+                                      "(default), f32, or int8 (one scale "
+                                      "per cached row)"),
                              cl::init("f16"), cl::cat(category));
 cl::opt<bool> quantReport(
     "quant-report",
@@ -154,8 +155,8 @@ int main(int argc, char **argv) {
     return fail("invalid pass manager options");
   mlir::TimingScope timing = tm.getRootScope();
   pm.enableTiming(timing);
-  if (kvDtype != "f16" && kvDtype != "f32")
-    return fail("--kv-dtype must be f16 or f32, got '" + kvDtype + "'");
+  if (kvDtype != "f16" && kvDtype != "f32" && kvDtype != "int8")
+    return fail("--kv-dtype must be f16, f32 or int8, got '" + kvDtype + "'");
   if (!exportDir.empty() && emit != Emit::Bundle)
     return fail("--export-effective-weights needs --emit=bundle");
   if (emit == Emit::Bundle && (outputFile.empty() || outputFile == "-"))
