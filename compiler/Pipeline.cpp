@@ -19,6 +19,7 @@ void buildModelPipeline(OpPassManager &pm, const PipelineOptions &o) {
     pm.addPass(createFuseLaurel());
   QuantizeWeightsOptions quant;
   quant.report = o.quantReport;
+  quant.int8Tensors = o.int8Tensors;
   pm.addPass(createQuantizeWeights(quant));
   pm.addPass(createPlaceAltUpStreams());
 }
@@ -42,10 +43,15 @@ struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
       *this, "quant-report",
       llvm::cl::desc("Report per-tensor INT4 quantization error"),
       llvm::cl::init(false)};
+  Option<std::string> int8Tensors{
+      *this, "int8-tensors",
+      llvm::cl::desc("Keep the tensors whose name matches this regular "
+                     "expression in INT8")};
   PipelineOptions get() const {
     PipelineOptions o;
     o.prefillRows = prefillRows;
     o.quantReport = quantReport;
+    o.int8Tensors = int8Tensors;
     return o;
   }
 };

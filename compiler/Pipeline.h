@@ -14,10 +14,12 @@ struct PipelineOptions {
   bool foldNormGains = true;
   bool fuseLaurel = true;
   bool quantReport = false;
+  /// Tensors kept in INT8 (a regular expression on checkpoint names).
+  std::string int8Tensors;
 };
 
 /// Model passes on imported gemma3n IR: KV-sharing resolution, norm-gain
-/// folding, LAuReL fusion, INT4 marking.
+/// folding, LAuReL fusion, INT4/INT8 marking, AltUp stream placement.
 void buildModelPipeline(mlir::OpPassManager &pm, const PipelineOptions &o);
 /// gemma3n -> pccx and the machine passes: constant cache, L2, async,
 /// legality.

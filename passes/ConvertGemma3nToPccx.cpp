@@ -413,6 +413,10 @@ LogicalResult ProgramLowering::matmul(Value input, Value weight, Value result,
     return emitError(loc()) << "internal: input width " << in.elems
                             << " does not match weight " << k;
   DictionaryAttr recipe = pccx::weightRecipe(weight);
+  pccx::hw::WeightFormat format;
+  if (!pccx::recipeFormat(recipe, &format))
+    return emitError(loc()) << "unknown quantization scheme on "
+                            << pccx::rootWeight(weight).getName();
   const bool gemm = in.rows > 1;
   auto emitTile = [&](const std::string &dest, int64_t first, int64_t count) {
     DictionaryAttr record = b_.getDictionaryAttr(
@@ -422,7 +426,7 @@ LogicalResult ProgramLowering::matmul(Value input, Value weight, Value result,
          {attr("dest_reg", sym(dest)), attr("src_addr", sym(in.l2)),
           attr("size_ptr_addr", i64(0)), attr("shape_ptr_addr", i64(0)),
           attr("w_scale", b_.getUnitAttr()), attr("weights", record),
-          attr("weight_shape", triple(count, k, 0)),
+          attr("weight_shape", triple(count, k, int64_t(format))),
           attr("fmap_shape", triple(in.rows, wordsFor(k), wordsFor(count)))});
   };
   if (n <= kMaxRows) {
@@ -1168,6 +1172,10 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
     return failure();
   const Place in = place(input);
   DictionaryAttr recipe = pccx::weightRecipe(weight);
+  pccx::hw::WeightFormat format;
+  if (!pccx::recipeFormat(recipe, &format))
+    return emitError(loc()) << "unknown quantization scheme on "
+                            << pccx::rootWeight(weight).getName();
   const int64_t rowWords = wordsFor(n);
   const int64_t row = window_.allocate(rowWords);
   if (row < 0)
@@ -1189,7 +1197,7 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
                               {attr("recipe", recipe),
                                attr("first_row", i64(first)),
                                attr("num_rows", i64(count))})),
-          attr("weight_shape", triple(count, k, 0)),
+          attr("weight_shape", triple(count, k, int64_t(format))),
           attr("fmap_shape", triple(1, wordsFor(k), wordsFor(count)))};
       if (r)
         attrs.push_back(attr("src_addr_offset", i64(r * wordsFor(k))));

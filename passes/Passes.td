@@ -40,19 +40,23 @@ def FoldNormGains : Pass<"gemma3n-fold-norm-gains", "mlir::ModuleOp"> {
 }
 
 def QuantizeWeights : Pass<"gemma3n-quantize-int4", "mlir::ModuleOp"> {
-  let summary = "Mark projection weights as INT4 with per-row scales";
+  let summary = "Mark projection weights as INT4 (or INT8) with per-row scales";
   let description = [{
-    Wraps every weight operand that the default datatype policy stores as
-    INT4 (attention and FFN projections, LAuReL, per-layer-input gate and
-    model projection, embedding tables) in gemma3n.quantize, after any
-    folding already applied to it. With `report`, the relative
-    quantization error of each tensor, ||W - Q(W)|| / ||W|| over its
-    effective values, is computed from the checkpoint and emitted as a
-    remark on the weight.
+    Wraps every weight operand that the default datatype policy quantizes
+    (attention and FFN projections, LAuReL, per-layer-input gate and model
+    projection, embedding tables) in gemma3n.quantize, after any folding
+    already applied to it: INT4, or INT8 for the tensors whose checkpoint
+    name (without the multimodal prefix) matches the `int8-tensors`
+    regular expression in full. With `report`, the relative quantization
+    error of each tensor, ||W - Q(W)|| / ||W|| over its effective values,
+    is computed from the checkpoint and emitted as a remark on the weight.
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit the per-tensor relative quantization error as remarks">,
+    Option<"int8Tensors", "int8-tensors", "std::string", /*default=*/"\"\"",
+           "Keep the tensors whose name matches this regular expression in "
+           "INT8">,
   ];
   let dependentDialects = ["pccx::gemma3n::Gemma3nDialect"];
 }

@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/Support/Regex.h"
 
 #include <cmath>
 #include <cstdio>
@@ -26,8 +27,6 @@ namespace {
 
 using namespace pccx::gemma3n;
 
-constexpr StringLiteral kScheme = "int4_per_row";
-
 struct QuantizeWeightsPass
     : pccx::impl::QuantizeWeightsBase<QuantizeWeightsPass> {
   using Base::Base;
@@ -36,6 +35,14 @@ struct QuantizeWeightsPass
     ModuleOp module = getOperation();
     auto prefixAttr = module->getAttrOfType<StringAttr>(pccx::kPrefixAttr);
     std::string prefix = prefixAttr ? prefixAttr.str() : "";
+    // Anchored: the expression names whole tensors.
+    llvm::Regex int8("^(" + int8Tensors + ")$");
+    std::string regexError;
+    if (!int8Tensors.empty() && !int8.isValid(regexError)) {
+      module.emitError() << "int8-tensors: invalid regular expression '"
+                         << int8Tensors << "': " << regexError;
+      return signalPassFailure();
+    }
 
     // Every weight expression feeding a model op, once per value.
     llvm::MapVector<Value, SmallVector<OpOperand *>> uses;
@@ -62,8 +69,12 @@ struct QuantizeWeightsPass
       b.setInsertionPointAfterValue(value);
       auto type = RankedTensorType::get(
           cast<RankedTensorType>(value.getType()).getShape(), b.getF32Type());
+      const pccx::hw::WeightFormat format =
+          !int8Tensors.empty() && int8.match(name)
+              ? pccx::hw::WeightFormat::Int8
+              : pccx::hw::WeightFormat::Int4;
       auto q = b.create<QuantizeOp>(value.getLoc(), type, value,
-                                    b.getStringAttr(kScheme));
+                                    b.getStringAttr(pccx::hw::schemeName(format)));
       for (OpOperand *operand : operands)
         operand->set(q);
       created.push_back(q);
@@ -84,6 +95,9 @@ struct QuantizeWeightsPass
     std::map<std::string, std::pair<double, int64_t>> measured;
     for (QuantizeOp q : ops) {
       Value w = q.getWeight();
+      pccx::hw::WeightFormat format;
+      if (!pccx::hw::parseScheme(q.getScheme().str(), &format))
+        return q.emitOpError("unknown quantization scheme");
       int64_t rows = pccx::WeightEvaluator::rows(w);
       int64_t cols = pccx::WeightEvaluator::columns(w);
       std::string key;
@@ -101,7 +115,7 @@ struct QuantizeWeightsPass
           for (int64_t i = 0; i < n; ++i) {
             float *row = buf.data() + i * cols;
             std::vector<float> fq(row, row + cols);
-            pccx::hw::fakeQuantizeRowInt4(fq.data(), size_t(cols));
+            pccx::hw::fakeQuantizeRow(format, fq.data(), size_t(cols));
             for (int64_t c = 0; c < cols; ++c) {
               double d = double(fq[size_t(c)]) - double(row[c]);
               errSq += d * d;
@@ -113,7 +127,9 @@ struct QuantizeWeightsPass
         it = measured.emplace(key, std::make_pair(rel, rows * cols)).first;
         char text[64];
         std::snprintf(text, sizeof text, "%.6f", rel);
-        q.emitRemark() << "int4 relative error " << text << " over "
+        q.emitRemark() << (format == pccx::hw::WeightFormat::Int8 ? "int8"
+                                                                  : "int4")
+                       << " relative error " << text << " over "
                        << rows * cols << " weights ("
                        << pccx::rootWeight(w).getName() << ")";
       }

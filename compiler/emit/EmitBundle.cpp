@@ -64,6 +64,7 @@ std::string printed(Attribute attr) {
 /// A weight record of the weights section.
 struct Record {
   DictionaryAttr recipe; ///< {quantize = ..., scheme}
+  hw::WeightFormat format = hw::WeightFormat::Int4;
   int64_t firstRow = 0, rows = 0, cols = 0;
   uint64_t offset = 0, bytes = 0;
 };
@@ -106,8 +107,8 @@ bool quantizedRows(const WeightEvaluator &evaluator, const Record &r,
     if (!evaluator.readRows(inner, r.firstRow + row, n, buf.data(), error))
       return false;
     for (int64_t i = 0; i < n; ++i)
-      scales[size_t(row + i)] = hw::quantizeRowInt4(
-          buf.data() + i * r.cols, size_t(r.cols),
+      scales[size_t(row + i)] = hw::quantizeRow(
+          r.format, buf.data() + i * r.cols, size_t(r.cols),
           codes.data() + (row + i) * r.cols);
   }
   return true;
@@ -209,6 +210,9 @@ bool emitBundle(ModuleOp module, const std::string &path,
             if (it == recordIndex.end()) {
               Record r;
               r.recipe = recipe;
+              if (!recipeFormat(recipe, &r.format))
+                return failAt(&op, "weights are not quantized with a known "
+                                   "scheme", error);
               r.firstRow = first.getInt();
               r.rows = count.getInt();
               int64_t totalRows = 0;
@@ -218,7 +222,7 @@ bool emitBundle(ModuleOp module, const std::string &path,
                 return failAt(&op, "weight rows past the end of the tensor",
                               error);
               r.offset = weightBytes;
-              r.bytes = uint64_t(host::int4RecordBytes(r.rows, r.cols));
+              r.bytes = uint64_t(hw::recordBytes(r.format, r.rows, r.cols));
               weightBytes += r.bytes;
               it = recordIndex.emplace(key, records.size()).first;
               records.push_back(r);
@@ -284,29 +288,37 @@ bool emitBundle(ModuleOp module, const std::string &path,
       hostBytes += (uint64_t(rows * cols) * 4 + 15) / 16 * 16;
     }
 
-  // Gather tables: INT4 codes then scales, or float32 rows.
+  // Gather tables: INT4/INT8 codes then scales, or float32 rows.
   json gathers = json::object();
   struct Gather {
     DictionaryAttr recipe;
     int64_t rows, cols;
-    bool int4;
+    bool quantized;
+    hw::WeightFormat format;
   };
   std::vector<Gather> gatherList;
   uint64_t gatherBytes = 0;
   if (auto t = module->getAttrOfType<DictionaryAttr>("pccx.gather_tables"))
     for (NamedAttribute entry : t) {
       auto recipe = cast<DictionaryAttr>(entry.getValue());
-      Gather g{recipe, 0, 0, bool(recipe.getAs<DictionaryAttr>("quantize"))};
+      Gather g{recipe, 0, 0, false, hw::WeightFormat::Int4};
+      g.quantized = recipeFormat(recipe, &g.format);
+      if (!g.quantized && recipe.getAs<DictionaryAttr>("quantize")) {
+        *error = "gather table " + entry.getName().str() +
+                 " is quantized with an unknown scheme";
+        return false;
+      }
       if (!evaluator.shape(recipe, &g.rows, &g.cols, error))
         return false;
       json info = {{"rows", g.rows},
                    {"cols", g.cols},
-                   {"format", g.int4 ? "int4" : "f32"},
+                   {"format", g.quantized ? hw::formatName(g.format) : "f32"},
                    {"offset", gatherBytes},
                    {"recipe", attrToJson(recipe)}};
       uint64_t bytes;
-      if (g.int4) {
-        uint64_t codes = uint64_t(g.rows) * uint64_t((g.cols + 1) / 2);
+      if (g.quantized) {
+        uint64_t codes = uint64_t(g.rows) *
+                         uint64_t(hw::packedRowBytes(g.format, size_t(g.cols)));
         codes = (codes + 15) / 16 * 16;
         info["scales_offset"] = gatherBytes + codes;
         bytes = codes + (uint64_t(g.rows) * 4 + 15) / 16 * 16;
@@ -363,13 +375,14 @@ bool emitBundle(ModuleOp module, const std::string &path,
             for (const Record &r : records) {
               if (!quantizedRows(evaluator, r, scales, codes, err))
                 return false;
-              const int64_t scaleBytes = (4 * r.rows + 15) / 16 * 16;
-              const int64_t stride = ((r.cols + 1) / 2 + 15) / 16 * 16;
-              bytes.assign(size_t(scaleBytes + r.rows * stride), 0);
+              const int64_t scaleBytes = hw::recordScaleBytes(r.rows);
+              const int64_t stride = hw::recordRowStride(r.format, r.cols);
+              bytes.assign(size_t(r.bytes), 0);
               std::memcpy(bytes.data(), scales.data(), size_t(4 * r.rows));
               for (int64_t row = 0; row < r.rows; ++row)
-                hw::packInt4(codes.data() + row * r.cols, size_t(r.cols),
-                             bytes.data() + scaleBytes + row * stride);
+                hw::packRow(r.format, codes.data() + row * r.cols,
+                            size_t(r.cols),
+                            bytes.data() + scaleBytes + row * stride);
               if (!sink.write(bytes))
                 return false;
               done += bytes.size();
@@ -410,7 +423,7 @@ bool emitBundle(ModuleOp module, const std::string &path,
               const int64_t block =
                   std::max<int64_t>(1, (int64_t(1) << 20) / g.cols);
               std::vector<float> buf(size_t(std::min(block, g.rows) * g.cols));
-              if (!g.int4) {
+              if (!g.quantized) {
                 uint64_t written = 0;
                 for (int64_t row = 0; row < g.rows; row += block) {
                   int64_t n = std::min(block, g.rows - row);
@@ -427,7 +440,8 @@ bool emitBundle(ModuleOp module, const std::string &path,
                 continue;
               }
               DictionaryAttr inner = g.recipe.getAs<DictionaryAttr>("quantize");
-              const int64_t rowBytes = (g.cols + 1) / 2;
+              const int64_t rowBytes =
+                  int64_t(hw::packedRowBytes(g.format, size_t(g.cols)));
               std::vector<float> scales(size_t(g.rows));
               std::vector<int8_t> q(size_t(g.cols));
               std::vector<uint8_t> packed(static_cast<size_t>(rowBytes));
@@ -437,9 +451,11 @@ bool emitBundle(ModuleOp module, const std::string &path,
                 if (!evaluator.readRows(inner, row, n, buf.data(), err))
                   return false;
                 for (int64_t i = 0; i < n; ++i) {
-                  scales[size_t(row + i)] = hw::quantizeRowInt4(
-                      buf.data() + i * g.cols, size_t(g.cols), q.data());
-                  hw::packInt4(q.data(), size_t(g.cols), packed.data());
+                  scales[size_t(row + i)] = hw::quantizeRow(
+                      g.format, buf.data() + i * g.cols, size_t(g.cols),
+                      q.data());
+                  hw::packRow(g.format, q.data(), size_t(g.cols),
+                              packed.data());
                   if (!sink.write(packed))
                     return false;
                   written += packed.size();

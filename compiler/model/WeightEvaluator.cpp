@@ -86,6 +86,12 @@ bool WeightEvaluator::shape(DictionaryAttr recipe, int64_t *rows,
   return false;
 }
 
+bool recipeFormat(DictionaryAttr recipe, hw::WeightFormat *format) {
+  auto scheme = recipe ? recipe.getAs<StringAttr>("scheme") : StringAttr();
+  return recipe && recipe.getAs<DictionaryAttr>("quantize") && scheme &&
+         hw::parseScheme(scheme.str(), format);
+}
+
 bool WeightEvaluator::readRows(DictionaryAttr recipe, int64_t row,
                                int64_t count, float *out,
                                std::string *error) const {
@@ -127,15 +133,15 @@ bool WeightEvaluator::readRows(DictionaryAttr recipe, int64_t row,
     return true;
   }
   if (auto inner = recipe.getAs<DictionaryAttr>("quantize")) {
-    auto scheme = recipe.getAs<StringAttr>("scheme");
-    if (!scheme || scheme.getValue() != "int4_per_row") {
+    hw::WeightFormat format;
+    if (!recipeFormat(recipe, &format)) {
       *error = "weight recipe has an unknown quantization scheme";
       return false;
     }
     if (!readRows(inner, row, count, out, error))
       return false;
     for (int64_t r = 0; r < count; ++r)
-      hw::fakeQuantizeRowInt4(out + r * cols, size_t(cols));
+      hw::fakeQuantizeRow(format, out + r * cols, size_t(cols));
     return true;
   }
   *error = "malformed weight recipe";
@@ -197,10 +203,15 @@ bool WeightEvaluator::readRows(Value value, int64_t row, int64_t count,
     return true;
   }
   if (auto q = dyn_cast_or_null<gemma3n::QuantizeOp>(op)) {
+    hw::WeightFormat format;
+    if (!hw::parseScheme(q.getScheme().str(), &format)) {
+      *error = "unknown quantization scheme '" + q.getScheme().str() + "'";
+      return false;
+    }
     if (!readRows(q.getWeight(), row, count, out, error))
       return false;
     for (int64_t r = 0; r < count; ++r)
-      hw::fakeQuantizeRowInt4(out + r * cols, size_t(cols));
+      hw::fakeQuantizeRow(format, out + r * cols, size_t(cols));
     return true;
   }
   *error = "value is not a weight expression (gemma3n.weight, "

@@ -13,6 +13,7 @@
 
 #include "compiler/import/Safetensors.h"
 #include "dialects/Gemma3n/Gemma3nOps.h"
+#include "hw/numerics/Quantize.h"
 
 #include <string>
 
@@ -29,9 +30,13 @@ gemma3n::WeightOp rootWeight(mlir::Value value);
 /// programs can name their weights without keeping the gemma3n ops:
 ///   {tensor = "<checkpoint tensor>"}
 ///   {scale = <recipe>, by = <recipe>?, factor = f32}
-///   {quantize = <recipe>, scheme = "int4_per_row"}
+///   {quantize = <recipe>, scheme = "int4_per_row" | "int8_per_row"}
 /// Equal expressions give equal (uniqued) attributes.
 mlir::DictionaryAttr weightRecipe(mlir::Value value);
+
+/// The storage format of a quantized recipe ({quantize, scheme}); false for
+/// a recipe that is not quantized or names an unknown scheme.
+bool recipeFormat(mlir::DictionaryAttr recipe, hw::WeightFormat *format);
 
 class WeightEvaluator {
 public:

@@ -40,6 +40,13 @@ bool parseRecipe(const json &recipe, std::string *tensor, std::string *by,
 
 } // namespace
 
+bool recipeFormat(const json &recipe, hw::WeightFormat *format) {
+  auto scheme = recipe.find("scheme");
+  return recipe.contains("quantize") && scheme != recipe.end() &&
+         scheme->is_string() &&
+         hw::parseScheme(scheme->get<std::string>(), format);
+}
+
 std::unique_ptr<BundleWeights>
 BundleWeights::create(const bundle::Bundle &bundle, const Weights &base,
                       const std::string &prefix, std::string *error) {
@@ -62,7 +69,8 @@ BundleWeights::create(const bundle::Bundle &bundle, const Weights &base,
     Source s;
     std::string tensor;
     if (!r.contains("recipe") ||
-        !parseRecipe(r["recipe"], &tensor, &s.divideBy, &s.factor)) {
+        !parseRecipe(r["recipe"], &tensor, &s.divideBy, &s.factor) ||
+        !recipeFormat(r["recipe"], &s.format)) {
       *error = bundle.path() + ": weight_table entry with an unknown recipe";
       return nullptr;
     }
@@ -70,8 +78,8 @@ BundleWeights::create(const bundle::Bundle &bundle, const Weights &base,
     s.firstRow = r.value("first_row", int64_t(0));
     s.rows = r.value("rows", int64_t(0));
     s.cols = r.value("cols", int64_t(0));
-    int64_t scaleBytes = (4 * s.rows + 15) / 16 * 16;
-    s.rowStride = ((s.cols + 1) / 2 + 15) / 16 * 16;
+    const int64_t scaleBytes = hw::recordScaleBytes(s.rows);
+    s.rowStride = hw::recordRowStride(s.format, s.cols);
     if (s.rows <= 0 || s.cols <= 0 ||
         offset + uint64_t(scaleBytes + s.rows * s.rowStride) > weights->size) {
       *error = bundle.path() + ": weight_table entry outside the weights";
@@ -87,16 +95,16 @@ BundleWeights::create(const bundle::Bundle &bundle, const Weights &base,
   auto gathers = m.find("gather_tables");
   if (gathers != m.end() && gathers->is_object() && gather)
     for (auto &[name, info] : gathers->items()) {
-      if (info.value("format", "") != "int4")
-        continue;
       Source s;
+      if (!hw::parseFormatName(info.value("format", ""), &s.format))
+        continue; // float32 tables are host tensors of the base weights
       std::string tensor;
       if (!info.contains("recipe") ||
           !parseRecipe(info["recipe"], &tensor, &s.divideBy, &s.factor))
         continue;
       s.rows = info.value("rows", int64_t(0));
       s.cols = info.value("cols", int64_t(0));
-      s.rowStride = (s.cols + 1) / 2;
+      s.rowStride = int64_t(hw::packedRowBytes(s.format, size_t(s.cols)));
       uint64_t codes = info.value("offset", uint64_t(0));
       uint64_t scales = info.value("scales_offset", uint64_t(0));
       if (codes + uint64_t(s.rows * s.rowStride) > gather->size ||
@@ -137,7 +145,7 @@ bool BundleWeights::readRows(const std::string &name, int64_t row,
     const uint8_t *bytes = src->codes + local * src->rowStride;
     const float scale = src->scales[local];
     float *o = out + (r - row) * columns;
-    hw::unpackInt4Row(bytes, size_t(columns), scale, o);
+    hw::unpackRow(src->format, bytes, size_t(columns), scale, o);
     if (!src->divideBy.empty() || src->factor != 1.0f) {
       std::vector<float> by(size_t(columns), 1.0f);
       if (!src->divideBy.empty() &&

@@ -14,12 +14,17 @@
 #define PCCX_COMPILER_REFERENCE_BUNDLEWEIGHTS_H
 
 #include "compiler/reference/Reference.h"
+#include "hw/numerics/Quantize.h"
 #include "runtime/bundle/Bundle.h"
 
 #include <map>
 #include <memory>
 
 namespace pccx::reference {
+
+/// The storage format of a manifest recipe {quantize, scheme}; false when
+/// the recipe is not quantized or names an unknown scheme.
+bool recipeFormat(const nlohmann::json &recipe, hw::WeightFormat *format);
 
 class BundleWeights : public Weights {
 public:
@@ -38,7 +43,8 @@ public:
 
 private:
   struct Source {
-    const uint8_t *codes = nullptr; ///< packed INT4 rows
+    hw::WeightFormat format = hw::WeightFormat::Int4;
+    const uint8_t *codes = nullptr; ///< packed rows
     int64_t rowStride = 0;          ///< bytes between rows
     const float *scales = nullptr;
     int64_t firstRow = 0, rows = 0, cols = 0;

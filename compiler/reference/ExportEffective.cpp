@@ -4,8 +4,10 @@
 
 #include "compiler/import/Gemma3nConfig.h"
 #include "compiler/import/Safetensors.h"
+#include "compiler/reference/BundleWeights.h"
 #include "hw/numerics/Quantize.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -23,7 +25,8 @@ namespace {
 /// Where an exported tensor's values come from.
 struct Source {
   enum Kind { Record, Gather, HostTensor, Ones, Zeros } kind = Zeros;
-  // Record / gather: packed INT4 rows and scales.
+  // Record / gather: packed rows and scales.
+  hw::WeightFormat format = hw::WeightFormat::Int4;
   const uint8_t *codes = nullptr;
   int64_t rowStride = 0;
   const float *scales = nullptr;
@@ -110,9 +113,13 @@ bool exportEffectiveWeights(const bundle::Bundle &bundle,
     s.kind = Source::Record;
     int64_t rows = r.value("rows", int64_t(0)), cols = r.value("cols", int64_t(0));
     uint64_t offset = r.value("offset", uint64_t(0));
-    int64_t scaleBytes = (4 * rows + 15) / 16 * 16;
-    s.rowStride = ((cols + 1) / 2 + 15) / 16 * 16;
-    if (!weights ||
+    if (!r.contains("recipe") || !recipeFormat(r["recipe"], &s.format)) {
+      *error = bundle.path() + ": weight_table entry with an unknown recipe";
+      return false;
+    }
+    const int64_t scaleBytes = hw::recordScaleBytes(rows);
+    s.rowStride = hw::recordRowStride(s.format, cols);
+    if (!weights || rows <= 0 || cols <= 0 ||
         offset + uint64_t(scaleBytes + rows * s.rowStride) > weights->size) {
       *error = bundle.path() + ": weight_table entry outside the weights";
       return false;
@@ -136,16 +143,26 @@ bool exportEffectiveWeights(const bundle::Bundle &bundle,
       continue; // the LM head's records already give the tied table
     Source s;
     s.rows = info.value("rows", int64_t(0));
-    if (info.value("format", "") == "int4") {
+    const int64_t cols = info.value("cols", int64_t(0));
+    const uint64_t offset = info.value("offset", uint64_t(0));
+    uint64_t end;
+    if (hw::parseFormatName(info.value("format", ""), &s.format)) {
       s.kind = Source::Gather;
-      s.codes = bundle.data(*gather) + info.value("offset", uint64_t(0));
-      s.scales = reinterpret_cast<const float *>(
-          bundle.data(*gather) + info.value("scales_offset", uint64_t(0)));
-      s.rowStride = (info.value("cols", int64_t(0)) + 1) / 2;
+      const uint64_t scales = info.value("scales_offset", uint64_t(0));
+      s.codes = bundle.data(*gather) + offset;
+      s.scales = reinterpret_cast<const float *>(bundle.data(*gather) + scales);
+      s.rowStride = int64_t(hw::packedRowBytes(s.format, size_t(cols)));
+      end = std::max(offset + uint64_t(s.rows * s.rowStride),
+                     scales + uint64_t(s.rows) * 4);
     } else {
       s.kind = Source::HostTensor;
-      s.values = reinterpret_cast<const float *>(
-          bundle.data(*gather) + info.value("offset", uint64_t(0)));
+      s.values = reinterpret_cast<const float *>(bundle.data(*gather) + offset);
+      end = offset + uint64_t(s.rows * cols) * 4;
+    }
+    if (s.rows <= 0 || cols <= 0 || end > gather->size) {
+      *error = bundle.path() + ": gather table '" + name +
+               "' outside its section";
+      return false;
     }
     sources[tensor].push_back(s);
   }
@@ -220,8 +237,8 @@ bool exportEffectiveWeights(const bundle::Bundle &bundle,
         } else {
           int64_t local = r - src->firstRow;
           const uint8_t *bytes = src->codes + local * src->rowStride;
-          hw::unpackInt4Row(bytes, size_t(cols), src->scales[local],
-                            row.data());
+          hw::unpackRow(src->format, bytes, size_t(cols),
+                        src->scales[local], row.data());
         }
       }
       if (!writer.writeFloats(name, row.data(), row.size(), error))

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Gemma3n/Gemma3nOps.h"
+#include "hw/numerics/Quantize.h"
 
 #include "mlir/IR/DialectImplementation.h"
 
@@ -125,9 +126,10 @@ LogicalResult ScaleWeightOp::verify() {
 }
 
 LogicalResult QuantizeOp::verify() {
-  if (getScheme() != "int4_per_row")
+  hw::WeightFormat format;
+  if (!hw::parseScheme(getScheme().str(), &format))
     return emitOpError() << "unknown scheme '" << getScheme()
-                         << "' (known: int4_per_row)";
+                         << "' (known: int4_per_row, int8_per_row)";
   ArrayRef<int64_t> w = shapeOf(getWeight());
   if (w.size() != 2)
     return emitOpError("quantizes [rows, columns] weights only");

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 namespace pccx::hw {
 
@@ -57,6 +59,77 @@ void unpackInt4Row(const uint8_t *packed, size_t n, float scale, float *out) {
     int nibble = (packed[i / 2] >> ((i & 1) * 4)) & 0xf;
     out[i] = float(nibble >= 8 ? nibble - 16 : nibble) * scale;
   }
+}
+
+const char *schemeName(WeightFormat format) {
+  return format == WeightFormat::Int8 ? "int8_per_row" : "int4_per_row";
+}
+
+bool parseScheme(const std::string &name, WeightFormat *format) {
+  if (name == "int4_per_row")
+    *format = WeightFormat::Int4;
+  else if (name == "int8_per_row")
+    *format = WeightFormat::Int8;
+  else
+    return false;
+  return true;
+}
+
+const char *formatName(WeightFormat format) {
+  return format == WeightFormat::Int8 ? "int8" : "int4";
+}
+
+bool parseFormatName(const std::string &name, WeightFormat *format) {
+  if (name == "int4")
+    *format = WeightFormat::Int4;
+  else if (name == "int8")
+    *format = WeightFormat::Int8;
+  else
+    return false;
+  return true;
+}
+
+float quantizeRow(WeightFormat format, const float *row, size_t n,
+                  int8_t *q) {
+  return format == WeightFormat::Int8 ? quantizeRowInt8(row, n, q)
+                                      : quantizeRowInt4(row, n, q);
+}
+
+void fakeQuantizeRow(WeightFormat format, float *row, size_t n) {
+  if (format == WeightFormat::Int4)
+    return fakeQuantizeRowInt4(row, n);
+  std::vector<int8_t> q(n);
+  float scale = quantizeRowInt8(row, n, q.data());
+  for (size_t i = 0; i < n; ++i)
+    row[i] = float(q[i]) * scale;
+}
+
+size_t packedRowBytes(WeightFormat format, size_t n) {
+  return format == WeightFormat::Int8 ? n : (n + 1) / 2;
+}
+
+void packRow(WeightFormat format, const int8_t *q, size_t n, uint8_t *out) {
+  if (format == WeightFormat::Int4)
+    return packInt4(q, n, out);
+  std::memcpy(out, q, n);
+}
+
+void unpackRow(WeightFormat format, const uint8_t *packed, size_t n,
+               float scale, float *out) {
+  if (format == WeightFormat::Int4)
+    return unpackInt4Row(packed, n, scale, out);
+  for (size_t i = 0; i < n; ++i)
+    out[i] = float(int8_t(packed[i])) * scale;
+}
+
+int64_t recordScaleBytes(int64_t n) { return (4 * n + 15) / 16 * 16; }
+
+int64_t recordRowStride(WeightFormat format, int64_t k) {
+  return (int64_t(packedRowBytes(format, size_t(k))) + 15) / 16 * 16;
+}
+
+int64_t recordBytes(WeightFormat format, int64_t n, int64_t k) {
+  return recordScaleBytes(n) + n * recordRowStride(format, k);
 }
 
 } // namespace pccx::hw

@@ -1,9 +1,10 @@
 //===- Quantize.h - the target's weight quantization rule -------*- C++ -*-===//
 //
-// INT4 weights with one fp32 scale per output row (docs/numerics in the
-// README, docs/isa-semantics.md section 6 for the packed record): the one
-// definition used by the compiler's weight passes and emitter and by the
-// float reference when it runs with a bundle's weights.
+// INT4 (default) or INT8 weights with one fp32 scale per output row
+// (docs/isa-semantics.md section 6 for the packed record): the one
+// definition used by the compiler's weight passes and emitter, the runtime's
+// gather tables, and the float reference when it runs with a bundle's
+// weights.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace pccx::hw {
 
@@ -35,6 +37,34 @@ float quantizeRowInt8(const float *row, size_t n, int8_t *q);
 
 /// The inverse of packInt4 followed by the scale: out[i] = q[i] * scale.
 void unpackInt4Row(const uint8_t *packed, size_t n, float scale, float *out);
+
+/// A weight storage format; the value is the weight_shape `c` field that
+/// selects it in GEMV/GEMM (docs/isa-semantics.md section 4).
+enum class WeightFormat : uint8_t { Int4 = 0, Int8 = 1 };
+
+/// The quantization scheme names of gemma3n.quantize and the manifest:
+/// "int4_per_row", "int8_per_row".
+const char *schemeName(WeightFormat format);
+bool parseScheme(const std::string &name, WeightFormat *format);
+/// "int4", "int8": a gather table's format in the manifest.
+const char *formatName(WeightFormat format);
+bool parseFormatName(const std::string &name, WeightFormat *format);
+
+/// One row in `format`: scale and codes (quantizeRowInt4 / quantizeRowInt8).
+float quantizeRow(WeightFormat format, const float *row, size_t n, int8_t *q);
+/// Replaces row[i] by the value the hardware multiplies with.
+void fakeQuantizeRow(WeightFormat format, float *row, size_t n);
+/// Bytes of n packed codes (INT4: two per byte; INT8: one).
+size_t packedRowBytes(WeightFormat format, size_t n);
+void packRow(WeightFormat format, const int8_t *q, size_t n, uint8_t *out);
+void unpackRow(WeightFormat format, const uint8_t *packed, size_t n,
+               float scale, float *out);
+
+/// A GEMV/GEMM weight record of N rows of K codes with per-row scales:
+/// pad16(4N) bytes of scales, then N rows of pad16(packedRowBytes(K)).
+int64_t recordScaleBytes(int64_t n);
+int64_t recordRowStride(WeightFormat format, int64_t k);
+int64_t recordBytes(WeightFormat format, int64_t n, int64_t k);
 
 } // namespace pccx::hw
 

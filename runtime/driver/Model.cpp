@@ -125,11 +125,18 @@ std::unique_ptr<Model> Model::load(const std::string &path,
     }
     g.rows = rows;
     g.cols = cols;
-    g.int4 = *format == "int4";
-    if (g.int4) {
+    const std::string formatText = format->get<std::string>();
+    g.quantized = hw::parseFormatName(formatText, &g.format);
+    if (!g.quantized && formatText != "f32") {
+      fail(error, path, "gather table '" + name + "' has format '" +
+                            formatText + "' (expected int4, int8 or f32)");
+      return nullptr;
+    }
+    if (g.quantized) {
       int64_t scales;
+      const uint64_t rowBytes = hw::packedRowBytes(g.format, size_t(cols));
       if (!integer(spec, "scales_offset", &scales) || scales % 4 ||
-          uint64_t(offset) + uint64_t(rows * ((cols + 1) / 2)) > gatherSize ||
+          uint64_t(offset) + uint64_t(rows) * rowBytes > gatherSize ||
           uint64_t(scales) + uint64_t(rows) * 4 > gatherSize) {
         fail(error, path, "gather table '" + name +
                               "' lies outside the gather section");

@@ -9,7 +9,6 @@
 #include "runtime/host/HostKernels.h"
 
 #include "hw/numerics/HalfFloat.h"
-#include "hw/numerics/Quantize.h"
 
 #include <algorithm>
 #include <cmath>
@@ -667,8 +666,9 @@ bool attentionScores(Call &c) {
       rope(head.data(), d, pos, hp.theta);
       // Record: N = n scores as per-row scales, K = 1, code 1 in every row,
       // so the GEMV over the constant 1.0 reproduces each score exactly.
-      std::vector<uint8_t> record(size_t(int4RecordBytes(n, 1)), 0);
-      int64_t scaleBytes = (4 * n + 15) / 16 * 16;
+      std::vector<uint8_t> record(
+          size_t(hw::recordBytes(hw::WeightFormat::Int4, n, 1)), 0);
+      const int64_t scaleBytes = hw::recordScaleBytes(n);
       const int64_t g = h / groups;
       for (int64_t k = first; k <= pos; ++k) {
         float s = 0;
@@ -844,12 +844,13 @@ bool softCap(Call &c) {
 } // namespace
 
 void GatherTable::readRow(int64_t row, float *out) const {
-  if (!int4) {
+  if (!quantized) {
     std::memcpy(out, values + row * cols, size_t(cols) * 4);
     return;
   }
-  hw::unpackInt4Row(codes + row * ((cols + 1) / 2), size_t(cols), scales[row],
-                    out);
+  const size_t rowBytes = hw::packedRowBytes(format, size_t(cols));
+  hw::unpackRow(format, codes + size_t(row) * rowBytes, size_t(cols),
+                scales[row], out);
 }
 
 bool parseKvDtype(const std::string &text, KvDtype *out) {
@@ -915,12 +916,6 @@ float KvCache::at(int64_t position, int64_t column) const {
 void KvCache::read(int64_t position, float *row) const {
   for (int64_t e = 0; e < width_; ++e)
     row[e] = at(position, e);
-}
-
-int64_t int4RecordBytes(int64_t n, int64_t k) {
-  int64_t scaleBytes = (4 * n + 15) / 16 * 16;
-  int64_t rowStride = ((k + 1) / 2 + 15) / 16 * 16;
-  return scaleBytes + n * rowStride;
 }
 
 bool runKernel(const std::string &name, const json &params,

@@ -26,6 +26,8 @@
 #ifndef PCCX_RUNTIME_HOST_HOSTKERNELS_H
 #define PCCX_RUNTIME_HOST_HOSTKERNELS_H
 
+#include "hw/numerics/Quantize.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -67,13 +69,15 @@ struct HostTensor {
   const float *data = nullptr;
 };
 
-/// An embedding table read one row at a time: INT4 codes with a float32
-/// scale per row (hw/numerics/Quantize.h packing), or float32 rows.
+/// An embedding table read one row at a time: INT4 or INT8 codes with a
+/// float32 scale per row (hw/numerics/Quantize.h packing), or float32 rows.
 struct GatherTable {
   int64_t rows = 0, cols = 0;
-  bool int4 = false;
-  const uint8_t *codes = nullptr; ///< int4: rows * ceil(cols / 2) bytes
-  const float *scales = nullptr;  ///< int4: one per row
+  bool quantized = false;
+  hw::WeightFormat format = hw::WeightFormat::Int4;
+  /// quantized: rows * packedRowBytes(format, cols) bytes
+  const uint8_t *codes = nullptr;
+  const float *scales = nullptr;  ///< quantized: one per row
   const float *values = nullptr;  ///< float32 rows otherwise
   /// Row `row` as floats.
   void readRow(int64_t row, float *out) const;
@@ -137,9 +141,7 @@ struct HostContext {
 bool runKernel(const std::string &name, const nlohmann::json &params,
                HostContext &context, std::string *error);
 
-/// Bytes of a weight record of N rows of K INT4 codes with per-row scales
-/// (docs/isa-semantics.md section 6).
-int64_t int4RecordBytes(int64_t n, int64_t k);
+
 
 } // namespace pccx::host
 

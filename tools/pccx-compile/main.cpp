@@ -61,6 +61,13 @@ cl::opt<std::string> kvDtype("kv-dtype",
                                       "(default), f32, or int8 (one scale "
                                       "per cached row)"),
                              cl::init("f16"), cl::cat(category));
+cl::opt<std::string> int8Weights(
+    "int8-weights",
+    cl::desc("Keep the weights whose checkpoint name matches this regular "
+             "expression in INT8 instead of INT4 (e.g. "
+             "'.*self_attn\\..*' or '.*' for all); one scale per row either "
+             "way"),
+    cl::value_desc("regex"), cl::init(""), cl::cat(category));
 cl::opt<bool> quantReport(
     "quant-report",
     cl::desc("Report each tensor's relative INT4 quantization error"),
@@ -164,6 +171,7 @@ int main(int argc, char **argv) {
   pccx::PipelineOptions pipeline;
   pipeline.prefillRows = prefillRows;
   pipeline.quantReport = quantReport;
+  pipeline.int8Tensors = int8Weights;
   pipeline.foldNormGains = !noFoldNormGains;
   pipeline.fuseLaurel = !noFuseLaurel;
   if (passPipeline.empty() && emit != Emit::Gemma3n) {
@@ -192,6 +200,8 @@ int main(int argc, char **argv) {
                                   {"fold_norm_gains", !noFoldNormGains},
                                   {"fuse_laurel", !noFuseLaurel},
                                   {"quantization", "int4_per_row"}};
+    if (!int8Weights.empty())
+      emitOptions.compileOptions["int8_weights"] = std::string(int8Weights);
     std::string tok = tokenizer;
     if (tok.empty() &&
         llvm::sys::fs::exists(std::string(checkpointDir) + "/tokenizer.model"))

@@ -69,7 +69,7 @@ OUTPUT:
                            positions included), in order; prints the count
   --compare-reference DIR  run the float reference on checkpoint DIR beside
                            it, with the bundle's weights, and print the
-                           agreement figures (and the cost of INT4 against
+                           agreement figures (and the cost of quantization against
                            the original weights)
   --json                   one JSON object on stdout at the end (token ids,
                            row count, numerics, device, timing, figures)
@@ -310,7 +310,7 @@ int main(int argc, char **argv) {
     Agreement run = compare(result.logits, sameWeights, vocab);
     Agreement quant = compare(sameWeights, originalWeights, vocab);
     figures = {{"vs_reference_same_weights", toJson(run)},
-               {"int4_cost", toJson(quant)}};
+               {"quantization_cost", toJson(quant)}};
     if (!asJson) {
       char line[256];
       std::snprintf(line, sizeof line,
@@ -320,7 +320,7 @@ int main(int argc, char **argv) {
                     (long long)run.top1, (long long)run.rows);
       std::cout << line;
       std::snprintf(line, sizeof line,
-                    "cost of INT4 (float reference, bundle weights vs "
+                    "cost of quantization (float reference, bundle weights vs "
                     "original): cosine %.6f, top-1 %lld/%lld\n",
                     quant.cosine, (long long)quant.top1,
                     (long long)quant.rows);
