@@ -1,0 +1,107 @@
+//===- NumericsTests.cpp - hw/numerics: 16-bit floats, quantization -------===//
+//
+// Expected values are worked out by hand from the format definitions, not
+// produced by the code under test.
+//
+//===----------------------------------------------------------------------===//
+
+#include "hw/numerics/HalfFloat.h"
+#include "hw/numerics/Quantize.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace pccx::hw;
+
+namespace {
+
+TEST(HalfFloat, Bf16KnownEncodings) {
+  EXPECT_EQ(floatToBf16(1.0f), 0x3F80);
+  EXPECT_EQ(floatToBf16(-2.0f), 0xC000);
+  EXPECT_EQ(bf16ToFloat(0x4049), 3.140625f);
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1.0).
+  EXPECT_EQ(roundToBf16(1.00390625f), 1.0f);
+  // 1 + 3 * 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: even is 1 + 2^-6.
+  EXPECT_EQ(roundToBf16(1.01171875f), 1.015625f);
+  EXPECT_TRUE(std::isnan(roundToBf16(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_EQ(roundToBf16(std::numeric_limits<float>::max()),
+            std::numeric_limits<float>::infinity());
+}
+
+TEST(HalfFloat, F16KnownEncodings) {
+  EXPECT_EQ(floatToF16(1.0f), 0x3C00);
+  EXPECT_EQ(floatToF16(-2.0f), 0xC000);
+  EXPECT_EQ(floatToF16(65504.0f), 0x7BFF);   // largest finite
+  EXPECT_EQ(floatToF16(65520.0f), 0x7C00);   // rounds to infinity
+  EXPECT_EQ(floatToF16(std::ldexp(1.0f, -24)), 0x0001); // smallest subnormal
+  EXPECT_EQ(floatToF16(std::ldexp(1.0f, -25)), 0x0000); // tie to even: zero
+  EXPECT_EQ(floatToF16(std::ldexp(3.0f, -26)), 0x0001); // above the tie
+  EXPECT_EQ(f16ToFloat(0x3555), 0.333251953125f);
+  EXPECT_EQ(f16ToFloat(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_TRUE(std::isnan(f16ToFloat(0x7E00)));
+  // 1 + 2^-11 is halfway between 1 and 1 + 2^-10: ties to even.
+  EXPECT_EQ(floatToF16(1.00048828125f), 0x3C00);
+  EXPECT_EQ(floatToF16(1.00146484375f), 0x3C02);
+}
+
+TEST(Quantize, Int4AndInt8Rows) {
+  const float row[4] = {7.0f, -3.5f, 0.49f, -7.0f};
+  int8_t q4[4], q8[4];
+  EXPECT_FLOAT_EQ(quantizeRow(WeightFormat::Int4, row, 4, q4), 1.0f);
+  // round half away from zero: -3.5 -> -4.
+  EXPECT_EQ(std::vector<int8_t>(q4, q4 + 4), (std::vector<int8_t>{7, -4, 0, -7}));
+  const float scale8 = quantizeRow(WeightFormat::Int8, row, 4, q8);
+  EXPECT_FLOAT_EQ(scale8, 7.0f / 127.0f);
+  // -3.5 / (7/127) = -63.5 -> -64; 0.49 / (7/127) = 8.89 -> 9.
+  EXPECT_EQ(std::vector<int8_t>(q8, q8 + 4),
+            (std::vector<int8_t>{127, -64, 9, -127}));
+  const float zeros[3] = {0, 0, 0};
+  EXPECT_EQ(quantizeRow(WeightFormat::Int8, zeros, 3, q8), 0.0f);
+  EXPECT_EQ(q8[0], 0);
+}
+
+TEST(Quantize, PackUnpackRoundTrip) {
+  const int8_t q[5] = {-8, 7, -1, 3, 5};
+  uint8_t packed[5] = {};
+  packRow(WeightFormat::Int4, q, 5, packed);
+  // Element 2j in the low nibble, 2j+1 in the high nibble; odd tail high 0.
+  EXPECT_EQ(packed[0], 0x78);
+  EXPECT_EQ(packed[1], 0x3F);
+  EXPECT_EQ(packed[2], 0x05);
+  float out[5];
+  unpackRow(WeightFormat::Int4, packed, 5, 0.5f, out);
+  EXPECT_EQ(std::vector<float>(out, out + 5),
+            (std::vector<float>{-4.0f, 3.5f, -0.5f, 1.5f, 2.5f}));
+  const int8_t q8[3] = {-127, 0, 100};
+  uint8_t p8[3];
+  packRow(WeightFormat::Int8, q8, 3, p8);
+  EXPECT_EQ(p8[0], 0x81);
+  unpackRow(WeightFormat::Int8, p8, 3, 2.0f, out);
+  EXPECT_EQ(std::vector<float>(out, out + 3),
+            (std::vector<float>{-254.0f, 0.0f, 200.0f}));
+}
+
+TEST(Quantize, RecordSizes) {
+  // docs/isa-semantics.md section 6: N = 3, K = 5, INT4 -> 16 + 3 * 16.
+  EXPECT_EQ(recordBytes(WeightFormat::Int4, 3, 5), 64);
+  // INT8, N = 5, K = 20: pad16(20) = 32 scale bytes, rows of pad16(20) = 32.
+  EXPECT_EQ(recordBytes(WeightFormat::Int8, 5, 20), 32 + 5 * 32);
+  EXPECT_EQ(recordRowStride(WeightFormat::Int4, 33), 32);
+  EXPECT_EQ(packedRowBytes(WeightFormat::Int4, 33), 17u);
+}
+
+TEST(Quantize, SchemeNames) {
+  WeightFormat f;
+  ASSERT_TRUE(parseScheme("int8_per_row", &f));
+  EXPECT_EQ(f, WeightFormat::Int8);
+  EXPECT_STREQ(schemeName(f), "int8_per_row");
+  ASSERT_TRUE(parseFormatName("int4", &f));
+  EXPECT_EQ(f, WeightFormat::Int4);
+  EXPECT_FALSE(parseScheme("int3_per_row", &f));
+  EXPECT_FALSE(parseFormatName("f32", &f));
+}
+
+} // namespace
