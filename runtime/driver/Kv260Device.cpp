@@ -265,14 +265,19 @@ bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
                  std::to_string(options_.windowWords) + "-word window";
         return false;
       }
-      if (fromHost) {
-        // CPU -> device: the float lanes become BF16 in the DMA buffer.
-        uint16_t *lanes = reinterpret_cast<uint16_t *>(dma_->data());
-        for (uint64_t i = aux * 8; i < end * 8; ++i)
-          lanes[i] = hw::floatToBf16(shadow_[size_t(i)]);
-        dma_->flush(size_t(aux * 16), size_t((end - aux) * 16));
-      } else {
-        toShadow_.push_back({aux, end});
+      // Only the copied rows: the words between them belong to other
+      // values and must keep what the host or the NPU last wrote there.
+      uint16_t *lanes = reinterpret_cast<uint16_t *>(dma_->data());
+      for (uint64_t r = 0; r < rows; ++r) {
+        const uint64_t begin = aux + r * stride;
+        if (fromHost) {
+          // CPU -> device: the float lanes become BF16 in the DMA buffer.
+          for (uint64_t i = begin * 8; i < (begin + a) * 8; ++i)
+            lanes[i] = hw::floatToBf16(shadow_[size_t(i)]);
+          dma_->flush(size_t(begin * 16), size_t(a * 16));
+        } else {
+          toShadow_.push_back({begin, begin + a});
+        }
       }
     }
   }

@@ -833,7 +833,9 @@ bool softCap(Call &c) {
   Region in, out;
   double cap;
   if (!c.region("in", &in) || !c.region("out", &out, in.elems, in.rows) ||
-      !c.number("cap", &cap) || !(cap > 0))
+      !c.number("cap", &cap))
+    return false;
+  if (!(cap > 0))
     return c.fail("cap", "must be a positive number");
   for (int64_t r = 0; r < in.rows; ++r)
     for (int64_t e = 0; e < in.elems; ++e)

@@ -1,0 +1,242 @@
+//===- HostKernelTests.cpp - the CPU side of a partitioned model ----------===//
+//
+// Each kernel against the formula it implements, computed here in double;
+// the error paths must name the kernel and the parameter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/host/HostKernels.h"
+
+#include "hw/numerics/HalfFloat.h"
+#include "hw/numerics/Quantize.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+using namespace pccx;
+using namespace pccx::host;
+using nlohmann::json;
+
+namespace {
+
+/// A 32-word host window and the tables a test adds.
+struct Host {
+  std::vector<float> window = std::vector<float>(32 * 8, 0.0f);
+  std::map<std::string, KvCache> caches;
+  HostContext ctx;
+  std::string error;
+  Host() {
+    ctx.window = window.data();
+    ctx.windowWords = 32;
+    ctx.caches = &caches;
+    ctx.tokens = {0};
+  }
+  float *word(int64_t w) { return window.data() + w * 8; }
+  bool run(const char *kernel, const json &params) {
+    return runKernel(kernel, params, ctx, &error);
+  }
+};
+
+TEST(HostKernels, RmsNormWithAndWithoutGain) {
+  Host h;
+  const float x[5] = {1.0f, -2.0f, 3.0f, 0.5f, -0.25f};
+  std::copy(x, x + 5, h.word(0));
+  const float gain[5] = {1.0f, 0.5f, 2.0f, 1.5f, -1.0f};
+  h.ctx.tensors["g"] = {1, 5, gain};
+  ASSERT_TRUE(h.run("rms_norm", {{"in", {0, 5, 1, 1}},
+                                 {"out", {2, 5, 1, 1}},
+                                 {"eps", 1e-6},
+                                 {"gain", "g"}}))
+      << h.error;
+  ASSERT_TRUE(h.run("rms_norm",
+                    {{"in", {0, 5, 1, 1}}, {"out", {4, 5, 1, 1}}, {"eps", 1e-6}}))
+      << h.error;
+  double ms = 0;
+  for (float v : x)
+    ms += double(v) * v;
+  const double inv = 1.0 / std::sqrt(ms / 5 + 1e-6);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_NEAR(h.word(2)[i], x[i] * inv * gain[i], 1e-6);
+    EXPECT_NEAR(h.word(4)[i], x[i] * inv, 1e-6);
+  }
+}
+
+TEST(HostKernels, SoftCapAndMul) {
+  Host h;
+  const float x[3] = {-90.0f, 0.3f, 45.0f};
+  std::copy(x, x + 3, h.word(0));
+  ASSERT_TRUE(h.run("softcap",
+                    {{"in", {0, 3, 1, 1}}, {"out", {1, 3, 1, 1}}, {"cap", 30.0}}))
+      << h.error;
+  for (int i = 0; i < 3; ++i)
+    EXPECT_NEAR(h.word(1)[i], 30.0 * std::tanh(x[i] / 30.0), 1e-5);
+  const float y[3] = {2.0f, -1.0f, 0.5f};
+  std::copy(y, y + 3, h.word(2));
+  // In place: the product overwrites its first operand.
+  ASSERT_TRUE(h.run("mul", {{"a", {0, 3, 1, 1}},
+                            {"b", {2, 3, 1, 1}},
+                            {"out", {0, 3, 1, 1}}}))
+      << h.error;
+  EXPECT_EQ(h.word(0)[0], -180.0f);
+  EXPECT_EQ(h.word(0)[1], -0.3f);
+  EXPECT_EQ(h.word(0)[2], 22.5f);
+}
+
+TEST(HostKernels, FillAndStridedRegions) {
+  Host h;
+  // Two rows of 3 at a stride of 2 words.
+  ASSERT_TRUE(h.run("fill", {{"out", {4, 3, 2, 2}}, {"value", 1.5}})) << h.error;
+  EXPECT_EQ(h.word(4)[2], 1.5f);
+  EXPECT_EQ(h.word(4)[3], 0.0f);
+  EXPECT_EQ(h.word(5)[0], 0.0f);
+  EXPECT_EQ(h.word(6)[0], 1.5f);
+}
+
+TEST(HostKernels, KvCacheRingAndStorage) {
+  const float row[2] = {1.0f / 3.0f, -70000.0f};
+  KvCache f16(4, 2, KvDtype::F16);
+  f16.write(1, row);
+  EXPECT_EQ(f16.at(1, 0), hw::f16ToFloat(hw::floatToF16(1.0f / 3.0f)));
+  EXPECT_TRUE(std::isinf(f16.at(1, 1))); // past fp16 range
+  // Position 5 lands in slot 1 of the 4-slot ring.
+  const float other[2] = {2.0f, 4.0f};
+  f16.write(5, other);
+  EXPECT_EQ(f16.at(1, 0), 2.0f);
+  EXPECT_EQ(f16.at(5, 1), 4.0f);
+
+  KvCache i8(3, 4, KvDtype::Int8);
+  const float v[4] = {1.0f, -0.5f, 0.25f, 0.0f};
+  i8.write(2, v);
+  // scale 1/127: codes 127, -64 (63.5 rounds away), 32 (31.75), 0.
+  EXPECT_FLOAT_EQ(i8.at(2, 0), 1.0f);
+  EXPECT_FLOAT_EQ(i8.at(2, 1), -64.0f / 127.0f);
+  EXPECT_FLOAT_EQ(i8.at(2, 2), 32.0f / 127.0f);
+  EXPECT_EQ(i8.at(2, 3), 0.0f);
+
+  KvCache f32(2, 2, KvDtype::F32);
+  f32.write(0, row);
+  EXPECT_EQ(f32.at(0, 1), -70000.0f);
+
+  KvDtype d;
+  EXPECT_TRUE(parseKvDtype("int8", &d));
+  EXPECT_EQ(d, KvDtype::Int8);
+  EXPECT_FALSE(parseKvDtype("bf16", &d));
+}
+
+TEST(HostKernels, CacheWriteAtTheStepPositions) {
+  Host h;
+  h.caches.emplace("kv", KvCache(8, 3, KvDtype::F32));
+  h.ctx.position = 6;
+  h.ctx.tokens = {0, 0};
+  const float rows[2][3] = {{1, 2, 3}, {4, 5, 6}};
+  std::copy(rows[0], rows[0] + 3, h.word(0));
+  std::copy(rows[1], rows[1] + 3, h.word(1));
+  ASSERT_TRUE(h.run("cache_write", {{"rows", {0, 3, 2, 1}}, {"cache", "kv"}}))
+      << h.error;
+  EXPECT_EQ(h.caches.at("kv").at(6, 2), 3.0f);
+  EXPECT_EQ(h.caches.at("kv").at(7, 0), 4.0f);
+}
+
+TEST(HostKernels, EmbedFromQuantizedTables) {
+  const float table[3][4] = {{0, 0, 0, 0}, {7, -7, 3.5f, 1}, {1, 2, 3, 4}};
+  for (hw::WeightFormat format :
+       {hw::WeightFormat::Int4, hw::WeightFormat::Int8}) {
+    const size_t rowBytes = hw::packedRowBytes(format, 4);
+    std::vector<uint8_t> codes(3 * rowBytes);
+    std::vector<float> scales(3);
+    std::vector<int8_t> q(4);
+    for (int r = 0; r < 3; ++r) {
+      scales[size_t(r)] = hw::quantizeRow(format, table[r], 4, q.data());
+      hw::packRow(format, q.data(), 4, codes.data() + r * rowBytes);
+    }
+    Host h;
+    GatherTable g;
+    g.rows = 3;
+    g.cols = 4;
+    g.quantized = true;
+    g.format = format;
+    g.codes = codes.data();
+    g.scales = scales.data();
+    h.ctx.gathers["emb"] = g;
+    h.ctx.tokens = {1};
+    ASSERT_TRUE(h.run("embed",
+                      {{"table", "emb"}, {"scale", 2.0}, {"out", {0, 4, 1, 1}}}))
+        << h.error;
+    // Row 1, by hand: INT4 scale 7/7 = 1, codes 7, -7, 4 (3.5 rounds away
+    // from zero), 1; INT8 scale 7/127, codes 127, -127, 64 (63.5), 18
+    // (18.14).
+    const float int4Row[4] = {7, -7, 4, 1};
+    const float int8Codes[4] = {127, -127, 64, 18};
+    for (int i = 0; i < 4; ++i) {
+      const float expected = format == hw::WeightFormat::Int4
+                                 ? int4Row[i]
+                                 : int8Codes[i] * (7.0f / 127.0f);
+      EXPECT_FLOAT_EQ(h.word(0)[i], 2.0f * expected) << i;
+    }
+    h.ctx.tokens = {3};
+    EXPECT_FALSE(h.run("embed",
+                       {{"table", "emb"}, {"scale", 2.0}, {"out", {0, 4, 1, 1}}}));
+    EXPECT_EQ(h.error, "host kernel 'embed': parameter 'table' has no row for "
+                       "token 3");
+  }
+}
+
+TEST(HostKernels, EmitLogitsFillsItsRows) {
+  Host h;
+  std::vector<float> logits(2 * 5, -1.0f);
+  h.ctx.logits = &logits;
+  h.ctx.vocab = 5;
+  h.ctx.tokens = {0, 0};
+  for (int i = 0; i < 5; ++i)
+    h.word(0)[i] = float(i);
+  ASSERT_TRUE(h.run("emit_logits", {{"in", {0, 5, 1, 1}}, {"first_row", 1}}))
+      << h.error;
+  EXPECT_EQ(logits[0], -1.0f);
+  EXPECT_EQ(logits[5 + 4], 4.0f);
+  EXPECT_EQ(h.ctx.emittedRows, 1);
+  EXPECT_FALSE(h.run("emit_logits", {{"in", {0, 5, 1, 1}}, {"first_row", 2}}));
+  EXPECT_NE(h.error.find("parameter 'first_row' names rows past the step's 2 "
+                         "tokens"),
+            std::string::npos)
+      << h.error;
+}
+
+TEST(HostKernels, ErrorsNameKernelAndParameter) {
+  Host h;
+  EXPECT_FALSE(h.run("no_such_kernel", json::object()));
+  EXPECT_EQ(h.error, "unknown host kernel 'no_such_kernel'");
+
+  EXPECT_FALSE(h.run("softcap", {{"in", {30, 8, 4, 1}},
+                                 {"out", {0, 8, 4, 1}},
+                                 {"cap", 30.0}}));
+  EXPECT_EQ(h.error, "host kernel 'softcap': parameter 'in' reaches past the "
+                     "host window of 32 words");
+
+  EXPECT_FALSE(h.run("softcap", {{"in", {0, 8, 1, 1}}, {"out", {1, 8, 1, 1}}}));
+  EXPECT_EQ(h.error, "host kernel 'softcap': parameter 'cap' is missing");
+
+  EXPECT_FALSE(h.run("softcap", {{"in", {0, 8, 1, 1}},
+                                 {"out", {1, 8, 1, 1}},
+                                 {"cap", -1.0}}));
+  EXPECT_EQ(h.error, "host kernel 'softcap': parameter 'cap' must be a "
+                     "positive number");
+
+  EXPECT_FALSE(h.run("rms_norm", {{"in", {0, 8, 1, 1}},
+                                  {"out", {1, 8, 1, 1}},
+                                  {"eps", 1e-6},
+                                  {"gain", "absent"}}));
+  EXPECT_NE(h.error.find("host kernel 'rms_norm': parameter 'gain' names host "
+                         "tensor 'absent'"),
+            std::string::npos)
+      << h.error;
+
+  EXPECT_FALSE(h.run("cache_write", {{"rows", {0, 3, 1, 1}}, {"cache", "kv"}}));
+  EXPECT_NE(h.error.find("parameter 'cache' names KV cache 'kv'"),
+            std::string::npos)
+      << h.error;
+}
+
+} // namespace
