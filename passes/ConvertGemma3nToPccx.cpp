@@ -155,6 +155,17 @@ private:
                            ArrayRef<Value> outputs,
                            ArrayRef<NamedAttribute> params);
   FailureOr<std::string> hostTensor(Value weight);
+  /// hostTensor() of each weight, as an array of names.
+  FailureOr<ArrayAttr> hostTensors(ValueRange weights) {
+    SmallVector<Attribute> names;
+    for (Value w : weights) {
+      FailureOr<std::string> n = hostTensor(w);
+      if (failed(n))
+        return failure();
+      names.push_back(b_.getStringAttr(*n));
+    }
+    return b_.getArrayAttr(names);
+  }
   FailureOr<std::string> gatherTable(Value weight);
   /// GEMV/GEMM of `input` by the quantized weight; result in L2 (or, for
   /// weights too tall for one instruction, straight in the host window).
@@ -661,20 +672,14 @@ LogicalResult ProgramLowering::lower(Operation *op) {
         return r;
       })
       .Case<AltUpInitOp>([&](AltUpInitOp a) -> LogicalResult {
-        SmallVector<Attribute> names;
-        for (Value w : a.getProjections()) {
-          FailureOr<std::string> n = hostTensor(w);
-          if (failed(n))
-            return failure();
-          names.push_back(b_.getStringAttr(*n));
-        }
-        if (failed(ensureHost(a.getX0())))
+        FailureOr<ArrayAttr> names = hostTensors(a.getProjections());
+        if (failed(names) || failed(ensureHost(a.getX0())))
           return failure();
         Place &out = hostOut(a.getResult());
         return hostKernel(hk::kAltUpInit, {a.getX0()}, {a.getResult()},
                           {attr("x0", region(place(a.getX0()))),
                            attr("out", region(out)),
-                           attr("projections", b_.getArrayAttr(names))});
+                           attr("projections", *names)});
       })
       .Case<AltUpPredictOp>([&](AltUpPredictOp a) -> LogicalResult {
         SmallVector<NamedAttribute> params;
@@ -863,21 +868,15 @@ LogicalResult ProgramLowering::lower(Operation *op) {
       })
       .Case<PLEInjectOp>([&](PLEInjectOp p) { return lowerPLEInject(p); })
       .Case<AltUpCollapseOp>([&](AltUpCollapseOp a) -> LogicalResult {
-        SmallVector<Attribute> names;
-        for (Value w : a.getProjections()) {
-          FailureOr<std::string> n = hostTensor(w);
-          if (failed(n))
-            return failure();
-          names.push_back(b_.getStringAttr(*n));
-        }
-        if (failed(ensureHost(a.getStreams())))
+        FailureOr<ArrayAttr> names = hostTensors(a.getProjections());
+        if (failed(names) || failed(ensureHost(a.getStreams())))
           return failure();
         Place &out = hostOut(a.getResult());
         return hostKernel(hk::kAltUpCollapse, {a.getStreams()},
                           {a.getResult()},
                           {attr("streams", region(place(a.getStreams()))),
                            attr("out", region(out)),
-                           attr("projections", b_.getArrayAttr(names))});
+                           attr("projections", *names)});
       })
       .Case<LMHeadOp>([&](LMHeadOp l) -> LogicalResult {
         // Logits that only go (soft-capped) to the return are streamed.
