@@ -126,7 +126,7 @@ LogicalResult verifyPatches(Operation *op, isa::Format format) {
     for (StringRef key : {"scale", "offset", "delta", "window"})
       if (dict.get(key) && !dict.getAs<IntegerAttr>(key))
         return op->emitOpError() << "patch '" << key << "' must be an integer";
-    bundle::PatchSource s;
+    bundle::PatchSource s = bundle::PatchSource::TokenId;
     bundle::parsePatchSource(source.getValue().str().c_str(), &s);
     auto window = dict.getAs<IntegerAttr>("window");
     if (bundle::patchSourceNeedsWindow(s) && (!window || window.getInt() <= 0))
