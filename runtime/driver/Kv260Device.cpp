@@ -246,6 +246,11 @@ bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
   if (inst.opcode == isa::Opcode::Memcpy) {
     bool fromHost = inst.get(isa::Field::Memcpy_from_device);
     bool toHost = inst.get(isa::Field::Memcpy_to_device);
+    if (fromHost && toHost) {
+      *error = "instruction " + std::to_string(index) +
+               ": host-to-host MEMCPY is not supported";
+      return false;
+    }
     if (fromHost || toHost) {
       const auto &e =
           fmap_[inst.get(isa::Field::Memcpy_shape_ptr_addr) % fmap_.size()];
@@ -258,7 +263,12 @@ bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
                stride = e.second[2] ? e.second[2] : a;
       uint64_t aux = inst.get(isa::Field::Memcpy_aux_addr);
       uint64_t end = aux + (rows - 1) * stride + a;
-      if (a == 0 || end > options_.windowWords) {
+      if (a == 0) {
+        *error = "instruction " + std::to_string(index) +
+                 ": MEMCPY shape has 0 words per row";
+        return false;
+      }
+      if (end > options_.windowWords) {
         *error = "instruction " + std::to_string(index) +
                  ": MEMCPY reaches host window words [" + std::to_string(aux) +
                  ", " + std::to_string(end) + "), outside the " +

@@ -52,25 +52,29 @@ int32_t Sampler::next(std::vector<float> &logits,
   };
   if (options_.temperature == 0)
     return argmax();
-  for (float &z : logits)
-    z /= float(options_.temperature);
   std::vector<int32_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
-  // Descending by logit, ties by id: deterministic.
+  // Descending by logit, ties by id: deterministic. Dividing by T > 0 does
+  // not change the order, so it is taken before the division (which may
+  // overflow for a tiny T).
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
     return logits[size_t(a)] > logits[size_t(b)];
   });
   size_t keep = order.size();
   if (options_.topK > 0)
     keep = std::min(keep, size_t(options_.topK));
-  // Softmax over the kept candidates (max-subtracted).
-  const float maxLogit = logits[size_t(order[0])];
+  // Softmax over the kept candidates: exp((z - max) / T) in double, finite
+  // for every T > 0 (a tiny T gives the argmax probability 1).
+  const double maxLogit = logits[size_t(order[0])];
   std::vector<double> prob(keep);
   double sum = 0;
   for (size_t i = 0; i < keep; ++i) {
-    prob[i] = std::exp(double(logits[size_t(order[i])] - maxLogit));
+    prob[i] = std::exp((double(logits[size_t(order[i])]) - maxLogit) /
+                       options_.temperature);
     sum += prob[i];
   }
+  for (float &z : logits)
+    z = float(double(z) / options_.temperature);
   for (double &p : prob)
     p /= sum;
   if (options_.topP < 1.0) {

@@ -88,10 +88,14 @@ public:
         return fail(key, "must hold integers");
     int64_t off = j[0].get<int64_t>(), e = j[1].get<int64_t>(),
             r = j[2].get<int64_t>(), s = j[3].get<int64_t>();
-    if (off < 0 || e <= 0 || r <= 0 || s < (e + 7) / 8)
+    if (off < 0 || e <= 0 || r <= 0 || s < 0 || s < e / 8 + (e % 8 != 0))
       return fail(key, "is not a valid region (elems and rows positive, "
                        "stride at least ceil(elems / 8))");
-    if (off + (r - 1) * s + (e + 7) / 8 > ctx_.windowWords)
+    // Each term is bounded by the window before it is added, so the sum
+    // cannot overflow.
+    const int64_t w = ctx_.windowWords;
+    if (off > w || e / 8 > w || r > w || (r > 1 && s > w) ||
+        off + (r - 1) * s + e / 8 + (e % 8 != 0) > w)
       return fail(key, "reaches past the host window of " +
                            std::to_string(ctx_.windowWords) + " words");
     if (elems >= 0 && e != elems)

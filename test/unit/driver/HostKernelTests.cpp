@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -85,6 +86,91 @@ TEST(HostKernels, SoftCapAndMul) {
   EXPECT_EQ(h.word(0)[2], 22.5f);
 }
 
+TEST(HostKernels, CombineSumsThenScales) {
+  Host h;
+  // Two rows of 3 per operand, one word per row.
+  const float a[2][3] = {{1, 2, 3}, {-4, 0.25f, 8}};
+  const float b[2][3] = {{3, -2, 0.5f}, {4, 0.75f, -6}};
+  for (int r = 0; r < 2; ++r) {
+    std::copy(a[r], a[r] + 3, h.word(r));
+    std::copy(b[r], b[r] + 3, h.word(2 + r));
+  }
+  ASSERT_TRUE(h.run("combine", {{"inputs", {{0, 3, 2, 1}, {2, 3, 2, 1}}},
+                                {"scale", 0.5},
+                                {"out", {4, 3, 2, 1}}}))
+      << h.error;
+  const float expected[2][3] = {{2, 0, 1.75f}, {0, 0.5f, 1}};
+  for (int r = 0; r < 2; ++r)
+    for (int e = 0; e < 3; ++e)
+      EXPECT_EQ(h.word(4 + r)[e], expected[r][e]) << r << "," << e;
+
+  EXPECT_FALSE(h.run("combine", {{"inputs", {{0, 2, 2, 1}}},
+                                 {"scale", 1.0},
+                                 {"out", {4, 3, 2, 1}}}));
+  EXPECT_EQ(h.error, "host kernel 'combine': parameter 'inputs' has 2 "
+                     "elements per row, expected 3");
+  EXPECT_FALSE(h.run("combine", {{"inputs", {0, 3, 2, 1}},
+                                 {"scale", 1.0},
+                                 {"out", {4, 3, 2, 1}}}));
+  EXPECT_EQ(h.error, "host kernel 'combine': parameter 'inputs' must list "
+                     "regions");
+}
+
+TEST(HostKernels, AddRmsNormAndMulTensor) {
+  Host h;
+  const float x[4] = {0.5f, -1.0f, 2.0f, 0.0f};
+  const float y[4] = {3.0f, -4.0f, 0.0f, 0.0f}; // mean square 25 / 4
+  const float gain[4] = {2.0f, 1.0f, -1.0f, 4.0f};
+  std::copy(x, x + 4, h.word(0));
+  std::copy(y, y + 4, h.word(1));
+  h.ctx.tensors["g"] = {1, 4, gain};
+  ASSERT_TRUE(h.run("add_rms_norm", {{"x", {0, 4, 1, 1}},
+                                     {"y", {1, 4, 1, 1}},
+                                     {"out", {2, 4, 1, 1}},
+                                     {"eps", 0.0},
+                                     {"gain", "g"}}))
+      << h.error;
+  // rms(y) = 2.5: y / 2.5 * gain = {2.4, -1.6, 0, 0}.
+  const float expected[4] = {2.9f, -2.6f, 2.0f, 0.0f};
+  for (int i = 0; i < 4; ++i)
+    EXPECT_NEAR(h.word(2)[i], expected[i], 1e-6) << i;
+
+  ASSERT_TRUE(h.run("mul_tensor", {{"in", {0, 4, 1, 1}},
+                                   {"tensor", "g"},
+                                   {"out", {3, 4, 1, 1}}}))
+      << h.error;
+  const float product[4] = {1.0f, -1.0f, -2.0f, 0.0f};
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(h.word(3)[i], product[i]) << i;
+
+  // The tensor's element count must match the row width.
+  EXPECT_FALSE(h.run("mul_tensor", {{"in", {0, 3, 1, 1}},
+                                    {"tensor", "g"},
+                                    {"out", {3, 3, 1, 1}}}));
+  EXPECT_EQ(h.error, "host kernel 'mul_tensor': parameter 'tensor' names host "
+                     "tensor 'g' of shape [1, 4], expected [1, 3]");
+}
+
+TEST(HostKernels, GaussianTopKKeepsTheExcessOverTheCutoff) {
+  Host h;
+  const float x[4] = {1, 2, 3, 4}; // mean 2.5, population std sqrt(1.25)
+  std::copy(x, x + 4, h.word(0));
+  ASSERT_TRUE(h.run("gaussian_topk", {{"in", {0, 4, 1, 1}},
+                                      {"out", {1, 4, 1, 1}},
+                                      {"multiplier", 0.0}}))
+      << h.error;
+  EXPECT_EQ(h.word(1)[0], 0.0f);
+  EXPECT_EQ(h.word(1)[1], 0.0f);
+  EXPECT_EQ(h.word(1)[2], 0.5f);
+  EXPECT_EQ(h.word(1)[3], 1.5f);
+  ASSERT_TRUE(h.run("gaussian_topk", {{"in", {0, 4, 1, 1}},
+                                      {"out", {2, 4, 1, 1}},
+                                      {"multiplier", 1.0}}))
+      << h.error;
+  EXPECT_EQ(h.word(2)[2], 0.0f);
+  EXPECT_NEAR(h.word(2)[3], 4.0 - (2.5 + std::sqrt(1.25)), 1e-6);
+}
+
 TEST(HostKernels, FillAndStridedRegions) {
   Host h;
   // Two rows of 3 at a stride of 2 words.
@@ -138,6 +224,46 @@ TEST(HostKernels, CacheWriteAtTheStepPositions) {
       << h.error;
   EXPECT_EQ(h.caches.at("kv").at(6, 2), 3.0f);
   EXPECT_EQ(h.caches.at("kv").at(7, 0), 4.0f);
+}
+
+TEST(HostKernels, CacheWriteWrapsAnFp16Ring) {
+  Host h;
+  h.caches.emplace("k", KvCache(4, 3, KvDtype::F16));
+  const float old[3] = {9, 9, 9};
+  h.caches.at("k").write(0, old);
+  // Positions 3 and 4 of a 4-slot ring: slots 3 and 0.
+  h.ctx.position = 3;
+  h.ctx.tokens = {0, 0};
+  const float rows[2][3] = {{0.1f, 65504.0f, 1e-8f},
+                            {-2.5f, 70000.0f, 1.0f / 3.0f}};
+  std::copy(rows[0], rows[0] + 3, h.word(0));
+  std::copy(rows[1], rows[1] + 3, h.word(2));
+  ASSERT_TRUE(h.run("cache_write", {{"rows", {0, 3, 2, 2}}, {"cache", "k"}}))
+      << h.error;
+  const KvCache &k = h.caches.at("k");
+  // fp16 by hand: 0.1 -> 0x2E66 = 0.0999755859375; 65504 is the largest
+  // finite value; 1e-8 is under half the smallest subnormal (2^-24) -> 0;
+  // 70000 -> inf; 1/3 -> 0x3555 = 0.333251953125.
+  EXPECT_EQ(k.at(3, 0), 0.0999755859375f);
+  EXPECT_EQ(k.at(3, 1), 65504.0f);
+  EXPECT_EQ(k.at(3, 2), 0.0f);
+  float slot0[3];
+  k.read(0, slot0);
+  EXPECT_EQ(slot0[0], -2.5f);
+  EXPECT_TRUE(std::isinf(slot0[1]) && slot0[1] > 0);
+  EXPECT_EQ(slot0[2], 0.333251953125f);
+  EXPECT_EQ(k.at(4, 2), slot0[2]);
+  // The same values through the project's converters.
+  EXPECT_EQ(k.at(3, 0), hw::f16ToFloat(hw::floatToF16(0.1f)));
+
+  // Rows must match the step's tokens, and the width the cache's.
+  h.ctx.tokens = {0};
+  EXPECT_FALSE(h.run("cache_write", {{"rows", {0, 3, 2, 2}}, {"cache", "k"}}));
+  EXPECT_EQ(h.error, "host kernel 'cache_write': parameter 'rows' has 2 rows "
+                     "but the step has 1 tokens");
+  EXPECT_FALSE(h.run("cache_write", {{"rows", {0, 2, 1, 1}}, {"cache", "k"}}));
+  EXPECT_EQ(h.error, "host kernel 'cache_write': parameter 'cache' names a KV "
+                     "cache of width 3, expected 2");
 }
 
 TEST(HostKernels, EmbedFromQuantizedTables) {
@@ -197,6 +323,9 @@ TEST(HostKernels, EmitLogitsFillsItsRows) {
   EXPECT_EQ(logits[0], -1.0f);
   EXPECT_EQ(logits[5 + 4], 4.0f);
   EXPECT_EQ(h.ctx.emittedRows, 1);
+  EXPECT_FALSE(h.run("emit_logits", {{"in", {0, 4, 1, 1}}, {"first_row", 0}}));
+  EXPECT_EQ(h.error, "host kernel 'emit_logits': parameter 'in' has 4 logits "
+                     "per row, the vocabulary has 5");
   EXPECT_FALSE(h.run("emit_logits", {{"in", {0, 5, 1, 1}}, {"first_row", 2}}));
   EXPECT_NE(h.error.find("parameter 'first_row' names rows past the step's 2 "
                          "tokens"),
@@ -237,6 +366,50 @@ TEST(HostKernels, ErrorsNameKernelAndParameter) {
   EXPECT_NE(h.error.find("parameter 'cache' names KV cache 'kv'"),
             std::string::npos)
       << h.error;
+
+  // A missing region, a malformed one and parameters that are not an object.
+  EXPECT_FALSE(h.run("rms_norm", {{"in", {0, 8, 1, 1}}, {"eps", 1e-6}}));
+  EXPECT_EQ(h.error, "host kernel 'rms_norm': parameter 'out' must be a region "
+                     "[offset, elems, rows, stride]");
+  EXPECT_FALSE(h.run("fill", {{"out", {0, 9, 1, 1}}, {"value", 0.0}}));
+  EXPECT_NE(h.error.find("host kernel 'fill': parameter 'out' is not a valid "
+                         "region"),
+            std::string::npos)
+      << h.error;
+  EXPECT_FALSE(h.run("fill", json::array()));
+  EXPECT_EQ(h.error, "host kernel 'fill': parameters must be an object");
+
+  // The last word of the window is usable; one more is not.
+  EXPECT_TRUE(h.run("fill", {{"out", {31, 8, 1, 1}}, {"value", 1.0}}))
+      << h.error;
+  EXPECT_FALSE(h.run("fill", {{"out", {30, 8, 2, 2}}, {"value", 1.0}}));
+  EXPECT_EQ(h.error, "host kernel 'fill': parameter 'out' reaches past the "
+                     "host window of 32 words");
+}
+
+TEST(HostKernels, HugeRegionsDoNotOverflowTheCheck) {
+  Host h;
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  const json regions[] = {{0, big, 1, 1},
+                          {0, 1, 17, int64_t(1) << 59},
+                          {big, 1, 1, 1},
+                          {0, 8, big, 1}};
+  for (const json &region : regions) {
+    EXPECT_FALSE(h.run("fill", {{"out", region}, {"value", 1.0}})) << region;
+    EXPECT_NE(h.error.find("host kernel 'fill': parameter 'out' "),
+              std::string::npos)
+        << h.error;
+  }
+  EXPECT_FALSE(h.run("softcap",
+                     {{"in", {0, big, 1, 1}}, {"out", {0, 1, 1, 1}}, {"cap", 1.0}}));
+  EXPECT_EQ(h.error, "host kernel 'softcap': parameter 'in' is not a valid "
+                     "region (elems and rows positive, stride at least "
+                     "ceil(elems / 8))");
+  EXPECT_FALSE(h.run("softcap", {{"in", {0, big, 1, big}},
+                                 {"out", {0, 1, 1, 1}},
+                                 {"cap", 1.0}}));
+  EXPECT_EQ(h.error, "host kernel 'softcap': parameter 'in' reaches past the "
+                     "host window of 32 words");
 }
 
 } // namespace

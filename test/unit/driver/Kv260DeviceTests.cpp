@@ -191,10 +191,30 @@ TEST(Kv260Device, IssueWritesTheWordThenKicks) {
 TEST(Kv260Device, InvalidWordNeverReachesTheBoard) {
   Fixture f;
   ASSERT_NE(f.device, nullptr);
-  // Opcode 0xF is reserved.
-  EXPECT_FALSE(f.device->issue(0xF000000000000000ull, 7, &f.error));
+  // The highest opcode code the ISA leaves unassigned.
+  unsigned reserved = (1u << (isa::kOpcodeHi - isa::kOpcodeLo + 1)) - 1;
+  while (isa::lookupOpcode(reserved))
+    --reserved;
+  const uint64_t badOpcode = uint64_t(reserved) << isa::kOpcodeLo;
+  EXPECT_FALSE(f.device->issue(badOpcode, 7, &f.error));
   EXPECT_EQ(f.error.rfind("instruction 7: ", 0), 0u) << f.error;
+  EXPECT_NE(f.error.find("reserved"), std::string::npos) << f.error;
   EXPECT_TRUE(f.board.writes.empty());
+}
+
+TEST(Kv260Device, ReservedBitsAreRejectedBeforeTheShapeIsMirrored) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  const uint64_t reservedBits = isa::reservedMask(isa::Format::Memset);
+  ASSERT_NE(reservedBits, 0u);
+  // The lowest reserved bit set on an otherwise valid MEMSET of entry 4.
+  const uint64_t bad = fmapShape(4, 1, 1, 0) | (reservedBits & -reservedBits);
+  EXPECT_FALSE(f.device->issue(bad, 12, &f.error));
+  EXPECT_EQ(f.error.rfind("instruction 12: ", 0), 0u) << f.error;
+  EXPECT_TRUE(f.board.writes.empty());
+  // The rejected MEMSET must not count as having set entry 4.
+  EXPECT_FALSE(f.device->issue(memcpyWord(true, 0, 4), 13, &f.error));
+  EXPECT_NE(f.error.find("no MEMSET has set"), std::string::npos) << f.error;
 }
 
 TEST(Kv260Device, HostToDeviceCopyConvertsToBf16) {
@@ -213,6 +233,35 @@ TEST(Kv260Device, HostToDeviceCopyConvertsToBf16) {
   EXPECT_EQ(f.lane(12 * 8 + 0), 0x0000);
   EXPECT_EQ(f.lane(14 * 8 + 0), 0xC000);
   EXPECT_GE(f.memory.flushes, 1);
+}
+
+TEST(Kv260Device, Bf16RoundingOverExactlyTheCopiedWords) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  float *window = f.device->window();
+  // Every lane of words 2..6 holds 7.0 so an over- or under-copy shows.
+  for (size_t i = 2 * 8; i < 7 * 8; ++i)
+    window[i] = 7.0f;
+  // bf16 keeps 7 mantissa bits: one ulp at 1.0 is 2^-7.
+  window[3 * 8 + 0] = 1.0f + 0x1.0p-8f + 0x1.0p-12f; // above half: up, 0x3F81
+  window[3 * 8 + 1] = 1.0f + 3 * 0x1.0p-8f;          // tie, odd below: 0x3F82
+  window[3 * 8 + 2] = 1.0f + 0x1.0p-9f;              // below half: 0x3F80
+  window[3 * 8 + 3] = -0.5f;                         // 0xBF00
+  window[3 * 8 + 4] = 0x1.fffffep127f;               // past bf16 max: +inf
+  window[3 * 8 + 5] = 0x1.0p-130f;                   // subnormal: 8 * 2^-133
+  // Entry 0: 2 contiguous words from word 3 -> exactly words 3 and 4.
+  ASSERT_TRUE(f.device->issue(fmapShape(0, 2, 1, 0), 0, &f.error)) << f.error;
+  ASSERT_TRUE(f.device->issue(memcpyWord(true, 3, 0), 1, &f.error)) << f.error;
+  EXPECT_EQ(f.lane(3 * 8 + 0), 0x3F81);
+  EXPECT_EQ(f.lane(3 * 8 + 1), 0x3F82);
+  EXPECT_EQ(f.lane(3 * 8 + 2), 0x3F80);
+  EXPECT_EQ(f.lane(3 * 8 + 3), 0xBF00);
+  EXPECT_EQ(f.lane(3 * 8 + 4), 0x7F80);
+  EXPECT_EQ(f.lane(3 * 8 + 5), 0x0008);
+  for (size_t i = 3 * 8 + 6; i < 5 * 8; ++i)
+    EXPECT_EQ(f.lane(i), 0x40E0) << "lane " << i; // 7.0
+  for (size_t i : {size_t(2 * 8 + 7), size_t(5 * 8), size_t(6 * 8)})
+    EXPECT_EQ(f.lane(i), 0x0000) << "lane " << i;
 }
 
 TEST(Kv260Device, DeviceToHostCopyArrivesAtSync) {
@@ -262,6 +311,20 @@ TEST(Kv260Device, CopyChecks) {
             std::string::npos)
       << f.error;
   EXPECT_TRUE(f.board.writes.empty());
+  // A shape of zero words per row copies nothing and is refused as well.
+  ASSERT_TRUE(f.device->issue(fmapShape(10, 0, 1, 0), 7, &f.error));
+  f.board.writes.clear();
+  EXPECT_FALSE(f.device->issue(memcpyWord(false, 0, 10), 8, &f.error));
+  EXPECT_EQ(f.error, "instruction 8: MEMCPY shape has 0 words per row");
+  EXPECT_TRUE(f.board.writes.empty());
+  // Host to host is not a route (docs/isa-semantics.md section 9).
+  uint64_t both = word(isa::Instruction(isa::Opcode::Memcpy)
+                           .set(isa::Field::Memcpy_from_device, 1)
+                           .set(isa::Field::Memcpy_to_device, 1)
+                           .set(isa::Field::Memcpy_shape_ptr_addr, 9));
+  EXPECT_FALSE(f.device->issue(both, 9, &f.error));
+  EXPECT_EQ(f.error, "instruction 9: host-to-host MEMCPY is not supported");
+  EXPECT_TRUE(f.board.writes.empty());
 }
 
 TEST(Kv260Device, WeightsAreStagedBeforeTheGemv) {
@@ -284,6 +347,36 @@ TEST(Kv260Device, WeightsAreStagedBeforeTheGemv) {
   for (const Write &w : issueWrites(gemv))
     expected.push_back(w);
   EXPECT_EQ(f.board.writes, expected);
+  EXPECT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+}
+
+TEST(Kv260Device, EveryQueuedRecordIsStreamedInOrder) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  // The second record fills the staging area exactly: allowed.
+  std::vector<uint8_t> first(48, 0xAA), second(8192 - 4096, 0x55);
+  f.device->pushWeights(first.data(), first.size());
+  f.device->pushWeights(second.data(), second.size());
+  f.board.statusReads = 0;
+  uint64_t gemm = word(isa::Instruction(isa::Opcode::Gemm));
+  ASSERT_TRUE(f.device->issue(gemm, 0, &f.error)) << f.error;
+  const uint32_t staging = uint32_t(kPhys + 4096);
+  std::vector<Write> expected = {
+      {0x020, staging}, {0x024, uint32_t((kPhys + 4096) >> 32)},
+      {0x028, 48},      {0x02C, 0},
+      {0x020, staging}, {0x024, uint32_t((kPhys + 4096) >> 32)},
+      {0x028, 4096},    {0x02C, 0}};
+  for (const Write &w : issueWrites(gemm))
+    expected.push_back(w);
+  EXPECT_EQ(f.board.writes, expected);
+  // The staging bytes are reused only after the board went idle.
+  EXPECT_EQ(f.board.statusReads, 2u);
+  EXPECT_EQ(f.memory.bytes[4096], 0x55);
+  EXPECT_EQ(f.memory.bytes[8191], 0x55);
+  // Consumed: a second GEMM streams nothing and the segment ends cleanly.
+  f.board.writes.clear();
+  ASSERT_TRUE(f.device->issue(gemm, 1, &f.error)) << f.error;
+  EXPECT_EQ(f.board.writes, issueWrites(gemm));
   EXPECT_TRUE(f.device->finishSegment(&f.error)) << f.error;
 }
 

@@ -33,7 +33,10 @@ TEST(Sampler, OptionChecks) {
             "top-p must be in (0, 1]");
   EXPECT_EQ(checkSamplingOptions(sampling(1, 0, 1, 0)),
             "repetition penalty must be > 0");
+  EXPECT_EQ(checkSamplingOptions(sampling(1, 0, 1, -1.5)),
+            "repetition penalty must be > 0");
   EXPECT_EQ(checkSamplingOptions(sampling(NAN)), "temperature must be >= 0");
+  EXPECT_EQ(checkSamplingOptions(sampling(0.7, 40, 0.95, 1.1, 3)), "");
 }
 
 TEST(Sampler, GreedyIsArgmaxFirstOnTies) {
@@ -48,6 +51,52 @@ TEST(Sampler, RepetitionPenaltyOncePerDistinctId) {
   // Ids 0 and 1 seen (0 twice): 4 -> 2, -2 -> -4; 2 and 3 untouched.
   EXPECT_EQ(s.next(logits, {0, 1, 0}), 2);
   EXPECT_EQ(logits, (std::vector<float>{2.0f, -4.0f, 3.0f, 1.0f}));
+}
+
+TEST(Sampler, PenaltyIgnoresIdsOutsideTheVocabulary) {
+  Sampler s(sampling(0, 0, 1, 4.0));
+  std::vector<float> logits = {1.0f, -1.0f, 2.0f};
+  // Only id 2 is a real id: 2 / 4 = 0.5, which drops it below id 0.
+  EXPECT_EQ(s.next(logits, {-1, 3, 7, 2}), 0);
+  EXPECT_EQ(logits, (std::vector<float>{1.0f, -1.0f, 0.5f}));
+}
+
+TEST(Sampler, TopKKeepsTheBestKAfterTemperature) {
+  // T = 2 halves the logits; top-2 keeps ids 1 and 2, in ratio e : 1.
+  Sampler s(sampling(2.0, 2, 1.0, 1.0, 5));
+  int ones = 0;
+  const int n = 4000;
+  for (int i = 0; i < n; ++i) {
+    std::vector<float> logits = {1.0f, 4.0f, 2.0f};
+    int32_t id = s.next(logits, {});
+    ASSERT_TRUE(id == 1 || id == 2) << id;
+    ones += id == 1;
+    if (i == 0) {
+      EXPECT_EQ(logits[1], 2.0f);
+      EXPECT_EQ(logits[2], 1.0f);
+      EXPECT_TRUE(std::isinf(logits[0]) && logits[0] < 0);
+    }
+  }
+  EXPECT_NEAR(double(ones) / n, std::exp(1.0) / (std::exp(1.0) + 1), 0.03);
+}
+
+TEST(Sampler, TopPKeepsTheSmallestPrefixReachingTheMass) {
+  // Probabilities 0.5, 0.3, 0.2 with top-p 0.7: 0.5 < 0.7 <= 0.8, so ids 0
+  // and 1 survive, renormalised to 0.625 / 0.375.
+  Sampler s(sampling(1.0, 0, 0.7, 1.0, 11));
+  int zeros = 0;
+  const int n = 4000;
+  for (int i = 0; i < n; ++i) {
+    std::vector<float> logits = {float(std::log(0.5)), float(std::log(0.3)),
+                                 float(std::log(0.2))};
+    int32_t id = s.next(logits, {});
+    ASSERT_TRUE(id == 0 || id == 1) << id;
+    zeros += id == 0;
+    if (i == 0) {
+      EXPECT_TRUE(std::isinf(logits[2]) && logits[2] < 0);
+    }
+  }
+  EXPECT_NEAR(double(zeros) / n, 0.625, 0.03);
 }
 
 TEST(Sampler, TopKOneAndSmallTopPAreGreedy) {
@@ -96,6 +145,16 @@ TEST(Sampler, TemperatureSharpens) {
     zeros += s.next(logits, {}) == 0;
   }
   EXPECT_GT(zeros, 1940);
+}
+
+TEST(Sampler, TinyTemperatureIsGreedy) {
+  // exp((z - max) / T) stays finite for every T > 0, so a tiny temperature
+  // picks the argmax instead of falling through to the last candidate.
+  for (double t : {1e-30, 1e-39, 1e-50, 1e-300}) {
+    Sampler s(sampling(t, 0, 1.0, 1.0, 5));
+    std::vector<float> logits = {2.0f, 1.0f, -1.0f};
+    EXPECT_EQ(s.next(logits, {}), 0) << t;
+  }
 }
 
 } // namespace
