@@ -143,6 +143,19 @@ private:
                            ValueRange{}, tmp.getF32FloatAttr(1))
         .getResult();
   }
+  /// LAuReL's low-rank branch R . (L . xn) on the NPU: `rank` holds L . xn,
+  /// `low` the result (both scratch values, shaped like xn but for the
+  /// last dimension of `rank`).
+  LogicalResult laurelProjection(Operation *at, Value xn, Value left,
+                                 Value right, Value &low, Value &rank) {
+    auto shape = cast<RankedTensorType>(xn.getType()).getShape();
+    SmallVector<int64_t> rankShape(shape.begin(), shape.end());
+    rankShape.back() = cast<RankedTensorType>(left.getType()).getShape()[0];
+    low = scratch(at, shape);
+    rank = scratch(at, rankShape);
+    return failure(failed(matmul(xn, left, rank, "laurel_l")) ||
+                   failed(matmul(rank, right, low, "laurel_r")));
+  }
   /// Frees a scratch value's window region and erases it.
   void dropScratch(Value v) {
     dropHost(v);
@@ -731,15 +744,10 @@ LogicalResult ProgramLowering::lower(Operation *op) {
                           params);
       })
       .Case<LaurelOp>([&](LaurelOp l) -> LogicalResult {
-        auto shape = cast<RankedTensorType>(l.getInput().getType()).getShape();
-        Value lowT = scratch(l, shape);
-        SmallVector<int64_t> rankShape(shape.begin(), shape.end());
-        rankShape.back() =
-            cast<RankedTensorType>(l.getLeft().getType()).getShape()[0];
-        Value rankT = scratch(l, rankShape);
+        Value lowT, rankT;
         SmallVector<NamedAttribute> params;
-        if (failed(matmul(l.getInput(), l.getLeft(), rankT, "laurel_l")) ||
-            failed(matmul(rankT, l.getRight(), lowT, "laurel_r")) ||
+        if (failed(laurelProjection(l, l.getInput(), l.getLeft(),
+                                    l.getRight(), lowT, rankT)) ||
             failed(tensorAttr(l.getNorm(), "gain", params)) ||
             failed(ensureHost(l.getInput())) || failed(ensureHost(lowT)))
           return failure();
@@ -755,15 +763,10 @@ LogicalResult ProgramLowering::lower(Operation *op) {
         return r;
       })
       .Case<LaurelResidualOp>([&](LaurelResidualOp l) -> LogicalResult {
-        auto shape = cast<RankedTensorType>(l.getAct().getType()).getShape();
-        Value lowT = scratch(l, shape);
-        SmallVector<int64_t> rankShape(shape.begin(), shape.end());
-        rankShape.back() =
-            cast<RankedTensorType>(l.getLeft().getType()).getShape()[0];
-        Value rankT = scratch(l, rankShape);
+        Value lowT, rankT;
         SmallVector<NamedAttribute> params;
-        if (failed(matmul(l.getXn(), l.getLeft(), rankT, "laurel_l")) ||
-            failed(matmul(rankT, l.getRight(), lowT, "laurel_r")) ||
+        if (failed(laurelProjection(l, l.getXn(), l.getLeft(), l.getRight(),
+                                    lowT, rankT)) ||
             failed(tensorAttr(l.getAttnGain(), "attn_gain", params)) ||
             failed(tensorAttr(l.getLaurelGain(), "laurel_gain", params)))
           return failure();
