@@ -285,7 +285,7 @@ bool emitBundle(ModuleOp module, const std::string &path,
                                             {"cols", cols},
                                             {"recipe", attrToJson(recipe)}};
       hostList.push_back({recipe, {rows, cols}});
-      hostBytes += (uint64_t(rows * cols) * 4 + 15) / 16 * 16;
+      hostBytes += hw::pad16(uint64_t(rows * cols) * 4);
     }
 
   // Gather tables: INT4/INT8 codes then scales, or float32 rows.
@@ -319,11 +319,11 @@ bool emitBundle(ModuleOp module, const std::string &path,
       if (g.quantized) {
         uint64_t codes = uint64_t(g.rows) *
                          uint64_t(hw::packedRowBytes(g.format, size_t(g.cols)));
-        codes = (codes + 15) / 16 * 16;
+        codes = hw::pad16(codes);
         info["scales_offset"] = gatherBytes + codes;
-        bytes = codes + (uint64_t(g.rows) * 4 + 15) / 16 * 16;
+        bytes = codes + hw::pad16(uint64_t(g.rows) * 4);
       } else {
-        bytes = (uint64_t(g.rows * g.cols) * 4 + 15) / 16 * 16;
+        bytes = hw::pad16(uint64_t(g.rows * g.cols) * 4);
       }
       gatherBytes += bytes;
       gathers[entry.getName().str()] = info;
@@ -403,7 +403,7 @@ bool emitBundle(ModuleOp module, const std::string &path,
                                       err))
                 return false;
               size_t bytes = data.size() * 4;
-              size_t padded = (bytes + 15) / 16 * 16;
+              size_t padded = hw::pad16(bytes);
               std::vector<uint8_t> out(padded, 0);
               std::memcpy(out.data(), data.data(), bytes);
               if (!sink.write(out))
@@ -432,7 +432,7 @@ bool emitBundle(ModuleOp module, const std::string &path,
                     return false;
                   written += uint64_t(n * g.cols) * 4;
                 }
-                std::vector<uint8_t> pad((written + 15) / 16 * 16 - written, 0);
+                std::vector<uint8_t> pad(hw::pad16(written) - written, 0);
                 if (!sink.write(pad))
                   return false;
                 done += written + pad.size();
@@ -463,9 +463,9 @@ bool emitBundle(ModuleOp module, const std::string &path,
                 done += uint64_t(n * rowBytes);
                 progress(done);
               }
-              std::vector<uint8_t> pad((written + 15) / 16 * 16 - written, 0);
+              std::vector<uint8_t> pad(hw::pad16(written) - written, 0);
               size_t scaleBytes = scales.size() * 4;
-              std::vector<uint8_t> scalePad((scaleBytes + 15) / 16 * 16 -
+              std::vector<uint8_t> scalePad(hw::pad16(scaleBytes) -
                                                 scaleBytes,
                                             0);
               if (!sink.write(pad) ||

@@ -61,32 +61,48 @@ void unpackInt4Row(const uint8_t *packed, size_t n, float scale, float *out) {
   }
 }
 
+namespace {
+/// The one list of weight formats and their names.
+struct FormatNames {
+  WeightFormat format;
+  const char *name, *scheme;
+};
+constexpr FormatNames kFormatNames[] = {
+    {WeightFormat::Int4, "int4", "int4_per_row"},
+    {WeightFormat::Int8, "int8", "int8_per_row"},
+};
+} // namespace
+
 const char *schemeName(WeightFormat format) {
-  return format == WeightFormat::Int8 ? "int8_per_row" : "int4_per_row";
+  for (const FormatNames &f : kFormatNames)
+    if (f.format == format)
+      return f.scheme;
+  return "?";
 }
 
 bool parseScheme(const std::string &name, WeightFormat *format) {
-  if (name == "int4_per_row")
-    *format = WeightFormat::Int4;
-  else if (name == "int8_per_row")
-    *format = WeightFormat::Int8;
-  else
-    return false;
-  return true;
+  for (const FormatNames &f : kFormatNames)
+    if (name == f.scheme) {
+      *format = f.format;
+      return true;
+    }
+  return false;
 }
 
 const char *formatName(WeightFormat format) {
-  return format == WeightFormat::Int8 ? "int8" : "int4";
+  for (const FormatNames &f : kFormatNames)
+    if (f.format == format)
+      return f.name;
+  return "?";
 }
 
 bool parseFormatName(const std::string &name, WeightFormat *format) {
-  if (name == "int4")
-    *format = WeightFormat::Int4;
-  else if (name == "int8")
-    *format = WeightFormat::Int8;
-  else
-    return false;
-  return true;
+  for (const FormatNames &f : kFormatNames)
+    if (name == f.name) {
+      *format = f.format;
+      return true;
+    }
+  return false;
 }
 
 float quantizeRow(WeightFormat format, const float *row, size_t n,
@@ -122,10 +138,10 @@ void unpackRow(WeightFormat format, const uint8_t *packed, size_t n,
     out[i] = float(int8_t(packed[i])) * scale;
 }
 
-int64_t recordScaleBytes(int64_t n) { return (4 * n + 15) / 16 * 16; }
+int64_t recordScaleBytes(int64_t n) { return int64_t(pad16(uint64_t(4 * n))); }
 
 int64_t recordRowStride(WeightFormat format, int64_t k) {
-  return (int64_t(packedRowBytes(format, size_t(k))) + 15) / 16 * 16;
+  return int64_t(pad16(packedRowBytes(format, size_t(k))));
 }
 
 int64_t recordBytes(WeightFormat format, int64_t n, int64_t k) {

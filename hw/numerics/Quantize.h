@@ -60,6 +60,10 @@ void packRow(WeightFormat format, const int8_t *q, size_t n, uint8_t *out);
 void unpackRow(WeightFormat format, const uint8_t *packed, size_t n,
                float scale, float *out);
 
+/// x rounded up to a multiple of 16 bytes (one 128-bit word): the alignment
+/// of weight-record parts and of the bundle's table data.
+constexpr uint64_t pad16(uint64_t x) { return (x + 15) / 16 * 16; }
+
 /// A GEMV/GEMM weight record of N rows of K codes with per-row scales:
 /// pad16(4N) bytes of scales, then N rows of pad16(packedRowBytes(K)).
 int64_t recordScaleBytes(int64_t n);
