@@ -2,20 +2,19 @@
 
 #include "runtime/capi/pccxrt.h"
 
-#include "runtime/driver/Kv260Device.h"
-#include "runtime/driver/Sampler.h"
-#include "runtime/driver/Session.h"
-#include "runtime/driver/SimDevice.h"
+#include "runtime/devices/Devices.h"
+#include "runtime/app/Sampler.h"
+#include "runtime/exec/Session.h"
 
 #include <cstring>
 #include <memory>
 #include <string>
 
 struct pccxrt_model {
-  std::unique_ptr<pccx::driver::Model> model;
-  std::unique_ptr<pccx::driver::Session> session;
-  std::unique_ptr<pccx::driver::Sampler> sampler;
-  pccx::driver::SamplingOptions samplerOptions;
+  std::unique_ptr<pccx::exec::Model> model;
+  std::unique_ptr<pccx::exec::Session> session;
+  std::unique_ptr<pccx::app::Sampler> sampler;
+  pccx::app::SamplingOptions samplerOptions;
   std::string error;
 };
 
@@ -37,29 +36,21 @@ pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
     return nullptr;
   }
   auto m = std::make_unique<pccxrt_model>();
-  m->model = pccx::driver::Model::load(path, &openError);
+  m->model = pccx::exec::Model::load(path, &openError);
   if (!m->model)
     return nullptr;
   bool reference = numerics == PCCXRT_NUMERICS_REFERENCE;
-  std::unique_ptr<pccx::driver::Device> dev;
-  if (device == PCCXRT_DEVICE_SIM) {
-    dev = std::make_unique<pccx::driver::SimDevice>(
-        reference ? pccx::sim::Numerics::Reference
-                  : pccx::sim::Numerics::Hardware);
-  } else if (device == PCCXRT_DEVICE_KV260) {
-    if (reference) {
-      openError = "reference numerics are a simulator mode";
-      return nullptr;
-    }
-    auto kv = pccx::driver::openKv260("pccx", "udmabuf0", &openError);
-    if (!kv)
-      return nullptr;
-    dev = std::move(kv);
-  } else {
-    openError = "unknown device";
+  if (device != PCCXRT_DEVICE_SIM && device != PCCXRT_DEVICE_KV260) {
+    openError = "unknown device " + std::to_string(int(device));
     return nullptr;
   }
-  m->session = std::make_unique<pccx::driver::Session>(*m->model,
+  pccx::device::DeviceOptions options;
+  options.numerics = reference ? "reference" : "hardware";
+  auto dev = pccx::device::openDevice(
+      device == PCCXRT_DEVICE_SIM ? "sim" : "kv260", options, &openError);
+  if (!dev)
+    return nullptr;
+  m->session = std::make_unique<pccx::exec::Session>(*m->model,
                                                        std::move(dev), reference);
   return m.release();
 }
@@ -112,18 +103,18 @@ int pccxrt_sample(pccxrt_model *m, const pccxrt_sampling *options,
     return -1;
   if (!options || !logits || !token || (seen_count && !seen))
     return failWith(m, "null argument");
-  pccx::driver::SamplingOptions o;
+  pccx::app::SamplingOptions o;
   o.temperature = options->temperature;
   o.topK = options->top_k;
   o.topP = options->top_p;
   o.repetitionPenalty = options->repetition_penalty;
   o.seed = options->seed;
-  std::string why = pccx::driver::checkSamplingOptions(o);
+  std::string why = pccx::app::checkSamplingOptions(o);
   if (!why.empty())
     return failWith(m, why);
   // A new generator when the options change (the seed restarts it).
   if (!m->sampler || std::memcmp(&o, &m->samplerOptions, sizeof o) != 0) {
-    m->sampler = std::make_unique<pccx::driver::Sampler>(o);
+    m->sampler = std::make_unique<pccx::app::Sampler>(o);
     m->samplerOptions = o;
   }
   std::vector<float> row(logits, logits + m->model->vocabSize());

@@ -1,17 +1,16 @@
 //===- main.cpp - pccx-run --------------------------------------*- C++ -*-===//
 //
 // Runs a .pccx bundle on the functional simulator or the KV260 overlay. The
-// work is done by runtime/driver (and, for --compare-reference, by the float
+// work is done by runtime/exec and runtime/app (and, for --compare-reference, by the float
 // reference in compiler/reference); this file reads the command line.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/import/Gemma3nConfig.h"
 #include "compiler/reference/BundleWeights.h"
-#include "runtime/driver/Generate.h"
-#include "runtime/driver/Kv260Device.h"
-#include "runtime/driver/SimDevice.h"
-#include "runtime/driver/Tokenizer.h"
+#include "runtime/app/Generate.h"
+#include "runtime/devices/Devices.h"
+#include "runtime/app/Tokenizer.h"
 #include "tools/common/CommandLine.h"
 
 #include <algorithm>
@@ -119,7 +118,7 @@ int main(int argc, char **argv) {
       stopText, device = "sim", numerics = "hardware", uioName = "pccx",
       udmabuf = "udmabuf0";
   bool hasPrompt = false, noBos = false, asJson = false, hasStop = false;
-  pccx::driver::GenerateOptions gen;
+  pccx::app::GenerateOptions gen;
   pccx::tools::CommandLine cl("pccx-run", argc, argv);
   auto fail = [&](const std::string &message) { return cl.fail(message); };
   while (cl.next()) {
@@ -181,20 +180,20 @@ int main(int argc, char **argv) {
     return fail("no bundle (see --help)");
   if (hasPrompt == !tokensText.empty())
     return fail("give exactly one of --prompt and --tokens");
-  std::string why = pccx::driver::checkSamplingOptions(gen.sampling);
+  std::string why = pccx::app::checkSamplingOptions(gen.sampling);
   if (!why.empty())
     return fail(why);
 
   std::string error;
-  auto model = pccx::driver::Model::load(bundlePath, &error);
+  auto model = pccx::exec::Model::load(bundlePath, &error);
   if (!model)
     return fail(error);
 
   // Prompt tokens.
-  std::unique_ptr<pccx::driver::Tokenizer> tokenizer;
+  std::unique_ptr<pccx::app::Tokenizer> tokenizer;
   size_t tokBytes = 0;
   if (const uint8_t *tok = model->tokenizer(&tokBytes)) {
-    tokenizer = pccx::driver::Tokenizer::load(tok, tokBytes, &error);
+    tokenizer = pccx::app::Tokenizer::load(tok, tokBytes, &error);
     if (!tokenizer)
       return fail(error);
   }
@@ -222,35 +221,28 @@ int main(int argc, char **argv) {
   gen.stopTokens.insert(stops.begin(), stops.end());
 
   // Device.
-  std::unique_ptr<pccx::driver::Device> dev;
-  bool reference = numerics == "reference";
-  if (device == "sim") {
-    dev = std::make_unique<pccx::driver::SimDevice>(
-        reference ? pccx::sim::Numerics::Reference
-                  : pccx::sim::Numerics::Hardware);
-  } else {
-    if (reference)
-      return fail("--numerics reference is a simulator mode; the board "
-                  "computes in hardware numerics");
-    auto kv = pccx::driver::openKv260(uioName, udmabuf, &error);
-    if (!kv)
-      return fail(error);
-    dev = std::move(kv);
-  }
-  pccx::driver::Session session(*model, std::move(dev), reference);
+  pccx::device::DeviceOptions devOptions;
+  devOptions.numerics = numerics;
+  devOptions.uioName = uioName;
+  devOptions.udmabuf = udmabuf;
+  auto dev = pccx::device::openDevice(device, devOptions, &error);
+  if (!dev)
+    return fail(error);
+  const bool reference = numerics == "reference";
+  pccx::exec::Session session(*model, std::move(dev), reference);
 
   gen.keepLogits = !dumpPath.empty() || !referenceDir.empty();
-  std::unique_ptr<pccx::driver::TextStream> stream;
+  std::unique_ptr<pccx::app::TextStream> stream;
   if (tokenizer && hasPrompt && !asJson) {
-    stream = std::make_unique<pccx::driver::TextStream>(*tokenizer);
+    stream = std::make_unique<pccx::app::TextStream>(*tokenizer);
     gen.onToken = [&](int32_t id) {
       if (gen.stopTokens.count(id))
         return;
       std::cout << stream->push(id) << std::flush;
     };
   }
-  pccx::driver::GenerateResult result;
-  if (!pccx::driver::generate(session, ids, gen, &result, &error))
+  pccx::app::GenerateResult result;
+  if (!pccx::app::generate(session, ids, gen, &result, &error))
     return fail(error);
   const int64_t vocab = model->vocabSize();
   const int64_t rows = int64_t(result.consumed.size());

@@ -8,14 +8,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PCCX_RUNTIME_DRIVER_SAMPLER_H
-#define PCCX_RUNTIME_DRIVER_SAMPLER_H
+#ifndef PCCX_RUNTIME_APP_SAMPLER_H
+#define PCCX_RUNTIME_APP_SAMPLER_H
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace pccx::driver {
+namespace pccx::app {
 
 struct SamplingOptions {
   double temperature = 0.0;       ///< 0: greedy
@@ -41,6 +41,6 @@ private:
   uint64_t state_;
 };
 
-} // namespace pccx::driver
+} // namespace pccx::app
 
 #endif

@@ -1,10 +1,10 @@
 //===- Tokenizer.cpp - SentencePiece text <-> token ids -------------------===//
 
-#include "runtime/driver/Tokenizer.h"
+#include "runtime/app/Tokenizer.h"
 
 #include <sentencepiece_processor.h>
 
-namespace pccx::driver {
+namespace pccx::app {
 
 Tokenizer::Tokenizer()
     : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {}
@@ -53,4 +53,4 @@ std::string TextStream::push(int32_t id) {
   return added;
 }
 
-} // namespace pccx::driver
+} // namespace pccx::app

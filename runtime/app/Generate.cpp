@@ -1,12 +1,12 @@
 //===- Generate.cpp - prompt, then token by token -------------------------===//
 
-#include "runtime/driver/Generate.h"
+#include "runtime/app/Generate.h"
 
 #include <chrono>
 
-namespace pccx::driver {
+namespace pccx::app {
 
-bool generate(Session &session, const std::vector<int32_t> &prompt,
+bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
               const GenerateOptions &options, GenerateResult *result,
               std::string *error) {
   using Clock = std::chrono::steady_clock;
@@ -58,4 +58,4 @@ bool generate(Session &session, const std::vector<int32_t> &prompt,
   return true;
 }
 
-} // namespace pccx::driver
+} // namespace pccx::app

@@ -1,6 +1,6 @@
 //===- Kv260Device.cpp - the KV260 overlay as a Device --------------------===//
 
-#include "runtime/driver/Kv260Device.h"
+#include "runtime/devices/Kv260Device.h"
 
 #include "hw/isa/Isa.h"
 #include "hw/numerics/HalfFloat.h"
@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <dirent.h>
 
-namespace pccx::driver {
+namespace pccx::device {
 
 namespace {
 
@@ -337,4 +337,4 @@ std::unique_ptr<Kv260Device> openKv260(const std::string &uioName,
   return Kv260Device::create(std::move(regs), std::move(dma), {}, error);
 }
 
-} // namespace pccx::driver
+} // namespace pccx::device

@@ -1,7 +1,7 @@
 //===- Tokenizer.h - SentencePiece text <-> token ids -----------*- C++ -*-===//
 
-#ifndef PCCX_RUNTIME_DRIVER_TOKENIZER_H
-#define PCCX_RUNTIME_DRIVER_TOKENIZER_H
+#ifndef PCCX_RUNTIME_APP_TOKENIZER_H
+#define PCCX_RUNTIME_APP_TOKENIZER_H
 
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +13,7 @@ namespace sentencepiece {
 class SentencePieceProcessor;
 }
 
-namespace pccx::driver {
+namespace pccx::app {
 
 class Tokenizer {
 public:
@@ -43,6 +43,6 @@ private:
   std::string emitted_;
 };
 
-} // namespace pccx::driver
+} // namespace pccx::app
 
 #endif

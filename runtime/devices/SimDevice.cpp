@@ -1,8 +1,8 @@
 //===- SimDevice.cpp - the functional simulator as a Device ---------------===//
 
-#include "runtime/driver/SimDevice.h"
+#include "runtime/devices/SimDevice.h"
 
-namespace pccx::driver {
+namespace pccx::device {
 
 bool SimDevice::issue(uint64_t word, uint64_t index, std::string *error) {
   isa::Instruction inst;
@@ -14,4 +14,4 @@ bool SimDevice::issue(uint64_t word, uint64_t index, std::string *error) {
   return sim_.execute(inst, error);
 }
 
-} // namespace pccx::driver
+} // namespace pccx::device

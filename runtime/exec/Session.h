@@ -10,16 +10,18 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PCCX_RUNTIME_DRIVER_SESSION_H
-#define PCCX_RUNTIME_DRIVER_SESSION_H
+#ifndef PCCX_RUNTIME_EXEC_SESSION_H
+#define PCCX_RUNTIME_EXEC_SESSION_H
 
-#include "runtime/driver/Device.h"
-#include "runtime/driver/Model.h"
+#include "runtime/devices/Device.h"
+#include "runtime/exec/Model.h"
 
 #include <deque>
 #include <memory>
 
-namespace pccx::driver {
+namespace pccx::exec {
+
+using device::Device;
 
 struct SessionStats {
   uint64_t instructions = 0, hostOps = 0, weightBytes = 0, steps = 0;
@@ -57,6 +59,6 @@ private:
   SessionStats stats_;
 };
 
-} // namespace pccx::driver
+} // namespace pccx::exec
 
 #endif

@@ -7,14 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PCCX_RUNTIME_DRIVER_DEVICE_H
-#define PCCX_RUNTIME_DRIVER_DEVICE_H
+#ifndef PCCX_RUNTIME_DEVICES_DEVICE_H
+#define PCCX_RUNTIME_DEVICES_DEVICE_H
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-namespace pccx::driver {
+namespace pccx::device {
 
 class Device {
 public:
@@ -35,6 +35,6 @@ public:
   virtual bool finishSegment(std::string *error) = 0;
 };
 
-} // namespace pccx::driver
+} // namespace pccx::device
 
 #endif

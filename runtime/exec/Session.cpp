@@ -1,6 +1,6 @@
 //===- Session.cpp - the per-token driver ---------------------------------===//
 
-#include "runtime/driver/Session.h"
+#include "runtime/exec/Session.h"
 
 #include "hw/isa/Isa.h"
 #include "runtime/bundle/PatchSources.h"
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-namespace pccx::driver {
+namespace pccx::exec {
 
 Session::Session(const Model &model, std::unique_ptr<Device> device,
                  bool fp32Caches)
@@ -184,4 +184,4 @@ bool Session::run(const Program &program, const int32_t *tokens,
   return true;
 }
 
-} // namespace pccx::driver
+} // namespace pccx::exec

@@ -1,6 +1,6 @@
 //===- Sampler.cpp - next-token selection ---------------------------------===//
 
-#include "runtime/driver/Sampler.h"
+#include "runtime/app/Sampler.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <numeric>
 #include <set>
 
-namespace pccx::driver {
+namespace pccx::app {
 
 std::string checkSamplingOptions(const SamplingOptions &o) {
   if (!(o.temperature >= 0) || std::isinf(o.temperature))
@@ -104,4 +104,4 @@ int32_t Sampler::next(std::vector<float> &logits,
   return order[keep - 1];
 }
 
-} // namespace pccx::driver
+} // namespace pccx::app

@@ -19,18 +19,18 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PCCX_RUNTIME_DRIVER_KV260DEVICE_H
-#define PCCX_RUNTIME_DRIVER_KV260DEVICE_H
+#ifndef PCCX_RUNTIME_DEVICES_KV260DEVICE_H
+#define PCCX_RUNTIME_DEVICES_KV260DEVICE_H
 
 #include "hw/machine/MachineModel.h"
-#include "runtime/driver/Device.h"
+#include "runtime/devices/Device.h"
 
 #include <array>
 #include <memory>
 #include <string>
 #include <vector>
 
-namespace pccx::driver {
+namespace pccx::device {
 
 namespace kv260 {
 constexpr uint32_t kRegInstruction = 0x000;
@@ -135,6 +135,6 @@ std::unique_ptr<Kv260Device> openKv260(const std::string &uioName,
                                        const std::string &udmabufName,
                                        std::string *error);
 
-} // namespace pccx::driver
+} // namespace pccx::device
 
 #endif

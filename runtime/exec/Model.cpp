@@ -1,12 +1,12 @@
 //===- Model.cpp - a loaded bundle, ready to run --------------------------===//
 
-#include "runtime/driver/Model.h"
+#include "runtime/exec/Model.h"
 
 #include "hw/isa/Isa.h"
 
 using nlohmann::json;
 
-namespace pccx::driver {
+namespace pccx::exec {
 
 namespace {
 
@@ -291,4 +291,4 @@ const uint8_t *Model::tokenizer(size_t *bytes) const {
   return bundle_->data(*s);
 }
 
-} // namespace pccx::driver
+} // namespace pccx::exec

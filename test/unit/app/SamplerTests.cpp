@@ -1,13 +1,13 @@
 //===- SamplerTests.cpp - next-token selection ----------------------------===//
 
-#include "runtime/driver/Sampler.h"
+#include "runtime/app/Sampler.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-using namespace pccx::driver;
+using namespace pccx::app;
 
 namespace {
 

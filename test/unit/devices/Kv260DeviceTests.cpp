@@ -3,11 +3,11 @@
 // A fake AXI-Lite window records every register write and answers status
 // reads from a script; a fake DMA buffer is plain memory at a made-up
 // physical address. The expected register traffic is the protocol of
-// runtime/driver/Kv260Device.h, written out by hand.
+// runtime/devices/Kv260Device.h, written out by hand.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/driver/Kv260Device.h"
+#include "runtime/devices/Kv260Device.h"
 
 #include "hw/isa/Isa.h"
 
@@ -23,7 +23,7 @@
 #include <vector>
 
 using namespace pccx;
-using namespace pccx::driver;
+using namespace pccx::device;
 
 namespace {
 

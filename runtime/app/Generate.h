@@ -1,15 +1,17 @@
 //===- Generate.h - prompt, then token by token -----------------*- C++ -*-===//
 
-#ifndef PCCX_RUNTIME_DRIVER_GENERATE_H
-#define PCCX_RUNTIME_DRIVER_GENERATE_H
+#ifndef PCCX_RUNTIME_APP_GENERATE_H
+#define PCCX_RUNTIME_APP_GENERATE_H
 
-#include "runtime/driver/Sampler.h"
-#include "runtime/driver/Session.h"
+#include "runtime/app/Sampler.h"
+#include "runtime/exec/Session.h"
 
 #include <functional>
 #include <set>
 
-namespace pccx::driver {
+namespace pccx::app {
+
+using exec::Session;
 
 struct GenerateOptions {
   int64_t maxNewTokens = 32;
@@ -34,10 +36,10 @@ struct GenerateResult {
 
 /// Consumes the prompt, then samples up to maxNewTokens tokens, feeding each
 /// back (the last one is not fed: its logits are not needed).
-bool generate(Session &session, const std::vector<int32_t> &prompt,
+bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
               const GenerateOptions &options, GenerateResult *result,
               std::string *error);
 
-} // namespace pccx::driver
+} // namespace pccx::app
 
 #endif

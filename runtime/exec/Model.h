@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PCCX_RUNTIME_DRIVER_MODEL_H
-#define PCCX_RUNTIME_DRIVER_MODEL_H
+#ifndef PCCX_RUNTIME_EXEC_MODEL_H
+#define PCCX_RUNTIME_EXEC_MODEL_H
 
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/Manifest.h"
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace pccx::driver {
+namespace pccx::exec {
 
 struct HostOp {
   uint64_t at = 0; ///< runs before word `at` (after the segment if == end)
@@ -88,6 +88,6 @@ private:
   int64_t vocab_ = 0, maxPositions_ = 0;
 };
 
-} // namespace pccx::driver
+} // namespace pccx::exec
 
 #endif

@@ -1,12 +1,12 @@
 //===- SimDevice.h - the functional simulator as a Device -------*- C++ -*-===//
 
-#ifndef PCCX_RUNTIME_DRIVER_SIMDEVICE_H
-#define PCCX_RUNTIME_DRIVER_SIMDEVICE_H
+#ifndef PCCX_RUNTIME_DEVICES_SIMDEVICE_H
+#define PCCX_RUNTIME_DEVICES_SIMDEVICE_H
 
-#include "runtime/driver/Device.h"
+#include "runtime/devices/Device.h"
 #include "runtime/sim/Simulator.h"
 
-namespace pccx::driver {
+namespace pccx::device {
 
 class SimDevice : public Device {
 public:
@@ -31,6 +31,6 @@ private:
   sim::Simulator sim_;
 };
 
-} // namespace pccx::driver
+} // namespace pccx::device
 
 #endif
