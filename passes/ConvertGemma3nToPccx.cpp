@@ -18,7 +18,7 @@
 #include "compiler/model/ModelInfo.h"
 #include "compiler/model/WeightEvaluator.h"
 #include "hw/machine/MachineModel.h"
-#include "runtime/host/HostKernels.h"
+#include "hw/abi/HostAbi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -41,7 +41,11 @@ namespace {
 
 using namespace pccx::gemma3n;
 namespace pd = pccx::dialect;
-namespace hk = pccx::host::kernel;
+
+/// Kernel names come from the host-kernel ABI (hw/abi/HostKernels.def).
+StringRef kernelName(pccx::abi::HostKernel kernel) {
+  return pccx::abi::kernelInfo(kernel).name;
+}
 
 /// GEMV/GEMM output features per instruction: the 16-bit shape limit,
 /// rounded down to whole words.
@@ -561,7 +565,7 @@ LogicalResult ProgramLowering::run() {
     sum_ = newBuffer(1, "sum");
     int64_t at = window_.allocate(1);
     b_.create<pd::HostKernelOp>(
-        loc(), b_.getStringAttr(hk::kFill), b_.getArrayAttr({}),
+        loc(), b_.getStringAttr(kernelName(pccx::abi::HostKernel::Fill)), b_.getArrayAttr({}),
         b_.getArrayAttr({b_.getArrayAttr({i64(at), i64(1)})}),
         b_.getDictionaryAttr(
             {attr("out", b_.getArrayAttr({i64(at), i64(1), i64(1), i64(1)})),
@@ -641,7 +645,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
         if (failed(table))
           return failure();
         Place &out = hostOut(e.getResult());
-        return hostKernel(hk::kEmbed, {}, {e.getResult()},
+        return hostKernel(kernelName(pccx::abi::HostKernel::Embed), {}, {e.getResult()},
                           {attr("out", region(out)),
                            attr("table", b_.getStringAttr(*table)),
                            attr("scale", f64(e.getScale().convertToFloat()))});
@@ -679,7 +683,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
              attr("embed_scale", f64(float(std::sqrt(double(width))))),
              attr("input_scale", f64(float(1.0 / std::sqrt(2.0))))});
         LogicalResult r =
-            hostKernel(hk::kPerLayerInputs, {projValue}, {p.getResult()},
+            hostKernel(kernelName(pccx::abi::HostKernel::PerLayerInputs), {projValue}, {p.getResult()},
                        params);
         dropScratch(projValue);
         return r;
@@ -689,7 +693,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
         if (failed(names) || failed(ensureHost(a.getX0())))
           return failure();
         Place &out = hostOut(a.getResult());
-        return hostKernel(hk::kAltUpInit, {a.getX0()}, {a.getResult()},
+        return hostKernel(kernelName(pccx::abi::HostKernel::AltUpInit), {a.getX0()}, {a.getResult()},
                           {attr("x0", region(place(a.getX0()))),
                            attr("out", region(out)),
                            attr("projections", *names)});
@@ -713,7 +717,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
                        attr("eps", f64(a.getEps().convertToFloat()))});
         if (auto clip = a.getCoefClipAttr())
           params.push_back(attr("clip", f64(clip.getValueAsDouble())));
-        return hostKernel(hk::kAltUpPredict, {a.getStreams()},
+        return hostKernel(kernelName(pccx::abi::HostKernel::AltUpPredict), {a.getStreams()},
                           {a.getResult()}, params);
       })
       .Case<StreamOp>([&](StreamOp s) -> LogicalResult {
@@ -740,7 +744,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
         params.append({attr("in", region(place(n.getInput()))),
                        attr("out", region(out)),
                        attr("eps", f64(n.getEps().convertToFloat()))});
-        return hostKernel(hk::kRmsNorm, {n.getInput()}, {n.getResult()},
+        return hostKernel(kernelName(pccx::abi::HostKernel::RmsNorm), {n.getInput()}, {n.getResult()},
                           params);
       })
       .Case<LaurelOp>([&](LaurelOp l) -> LogicalResult {
@@ -756,7 +760,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
                        attr("y", region(place(lowT))),
                        attr("out", region(out)),
                        attr("eps", f64(l.getEps().convertToFloat()))});
-        LogicalResult r = hostKernel(hk::kAddRmsNorm, {l.getInput(), lowT},
+        LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::AddRmsNorm), {l.getInput(), lowT},
                                      {l.getResult()}, params);
         dropScratch(lowT);
         dropScratch(rankT);
@@ -784,7 +788,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
                   f64(l.getResidualScale().convertToFloat())),
              attr("eps", f64(l.getEps().convertToFloat()))});
         LogicalResult r = hostKernel(
-            hk::kLaurelResidual, {l.getAct(), l.getAttn(), l.getXn(), lowT},
+            kernelName(pccx::abi::HostKernel::LaurelResidual), {l.getAct(), l.getAttn(), l.getXn(), lowT},
             {l.getResult()}, params);
         dropScratch(lowT);
         dropScratch(rankT);
@@ -808,7 +812,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
                        attr("head_dim", i64(int64_t(kv.getHeadDim()))),
                        attr("theta", f64(kv.getRopeTheta().convertToDouble())),
                        attr("eps", f64(kv.getEps().convertToFloat()))});
-        LogicalResult r = hostKernel(hk::kKvNormRope, {kRaw, vRaw},
+        LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::KvNormRope), {kRaw, vRaw},
                                      {kv.getK(), kv.getV()}, params);
         dropScratch(kRaw);
         dropScratch(vRaw);
@@ -823,7 +827,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
         Place result;
         result.cache = cache.cache;
         places_[w.getResult()] = result;
-        return hostKernel(hk::kCacheWrite, {w.getRows()}, {},
+        return hostKernel(kernelName(pccx::abi::HostKernel::CacheWrite), {w.getRows()}, {},
                           {attr("rows", region(place(w.getRows()))),
                            attr("cache", b_.getStringAttr(cache.cache))});
       })
@@ -837,7 +841,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
           inputs.push_back(region(place(v)));
         }
         Place &out = hostOut(c.getResult());
-        return hostKernel(hk::kCombine, values, {c.getResult()},
+        return hostKernel(kernelName(pccx::abi::HostKernel::Combine), values, {c.getResult()},
                           {attr("inputs", b_.getArrayAttr(inputs)),
                            attr("out", region(out)),
                            attr("scale", f64(c.getScale().convertToFloat()))});
@@ -865,7 +869,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
                        attr("eps", f64(a.getEps().convertToFloat()))});
         if (auto clip = a.getCoefClipAttr())
           params.push_back(attr("clip", f64(clip.getValueAsDouble())));
-        return hostKernel(hk::kAltUpCorrect,
+        return hostKernel(kernelName(pccx::abi::HostKernel::AltUpCorrect),
                           {a.getPredictions(), a.getOutput()}, {a.getResult()},
                           params);
       })
@@ -875,7 +879,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
         if (failed(names) || failed(ensureHost(a.getStreams())))
           return failure();
         Place &out = hostOut(a.getResult());
-        return hostKernel(hk::kAltUpCollapse, {a.getStreams()},
+        return hostKernel(kernelName(pccx::abi::HostKernel::AltUpCollapse), {a.getStreams()},
                           {a.getResult()},
                           {attr("streams", region(place(a.getStreams()))),
                            attr("out", region(out)),
@@ -897,7 +901,7 @@ LogicalResult ProgramLowering::lower(Operation *op) {
         if (failed(ensureHost(s.getInput())))
           return failure();
         Place &out = hostOut(s.getResult());
-        return hostKernel(hk::kSoftCap, {s.getInput()}, {s.getResult()},
+        return hostKernel(kernelName(pccx::abi::HostKernel::SoftCap), {s.getInput()}, {s.getResult()},
                           {attr("in", region(place(s.getInput()))),
                            attr("out", region(out)),
                            attr("cap", f64(s.getCap().convertToFloat()))});
@@ -936,7 +940,7 @@ LogicalResult ProgramLowering::lowerAttention(AttentionOp a) {
   const double theta = a.getRopeTheta().convertToDouble();
   const double eps = a.getEps().convertToFloat();
   if (failed(hostKernel(
-          hk::kAttentionScores, {qRaw}, {},
+          kernelName(pccx::abi::HostKernel::AttentionScores), {qRaw}, {},
           {attr("q", region(place(qRaw))),
            attr("q_norm", b_.getStringAttr(*qNorm)),
            attr("k_cache", b_.getStringAttr(kc.cache)),
@@ -1001,7 +1005,7 @@ LogicalResult ProgramLowering::lowerAttention(AttentionOp a) {
                    capWords);
     }
     b_.create<pd::HostKernelOp>(
-        loc(), b_.getStringAttr(hk::kAttentionValues),
+        loc(), b_.getStringAttr(kernelName(pccx::abi::HostKernel::AttentionValues)),
         b_.getArrayAttr(
             {b_.getArrayAttr({i64(probs), i64(heads * capWords)})}),
         b_.getArrayAttr({span(oPlace)}),
@@ -1036,7 +1040,7 @@ LogicalResult ProgramLowering::lowerFFN(FFNOp f) {
       return failure();
     Place &out = newHostValue(sparse);
     if (failed(hostKernel(
-            hk::kGaussianTopK, {gate}, {sparse},
+            kernelName(pccx::abi::HostKernel::GaussianTopK), {gate}, {sparse},
             {attr("in", region(place(gate))), attr("out", region(out)),
              attr("multiplier",
                   b_.getF64FloatAttr(float(
@@ -1057,7 +1061,7 @@ LogicalResult ProgramLowering::lowerFFN(FFNOp f) {
   // full-size prefill step holds two [rows, intermediate] regions, not three.
   const ArrayAttr actRegion = region(place(act));
   const ArrayAttr prodRegion = region(reuseHost(act, prod));
-  if (failed(hostKernel(hk::kMul, {act, up}, {prod},
+  if (failed(hostKernel(kernelName(pccx::abi::HostKernel::Mul), {act, up}, {prod},
                         {attr("a", actRegion),
                          attr("b", region(place(up))),
                          attr("out", prodRegion)})))
@@ -1110,7 +1114,7 @@ LogicalResult ProgramLowering::lowerPLEInject(PLEInjectOp p) {
       return failure();
     Value scaled = temp(rowShape);
     Place &out = newHostValue(scaled);
-    if (failed(hostKernel(hk::kMulTensor, {active}, {scaled},
+    if (failed(hostKernel(kernelName(pccx::abi::HostKernel::MulTensor), {active}, {scaled},
                           {attr("in", region(place(active))),
                            attr("tensor", b_.getStringAttr(*scale)),
                            attr("out", region(out))})))
@@ -1132,7 +1136,7 @@ LogicalResult ProgramLowering::lowerPLEInject(PLEInjectOp p) {
                    ? reuseHost(p.getStreams(), p.getResult())
                    : newHostValue(p.getResult());
   if (failed(hostKernel(
-          hk::kPleInject, {p.getStreams(), gelu, p.getPerLayerInputs()},
+          kernelName(pccx::abi::HostKernel::PleInject), {p.getStreams(), gelu, p.getPerLayerInputs()},
           {p.getResult()},
           {attr("streams", region(streamsPlace)),
            attr("gate", region(place(gelu))),
@@ -1157,7 +1161,7 @@ LogicalResult ProgramLowering::lowerReturn(func::ReturnOp r) {
   Value logits = r.getOperand(0);
   if (failed(ensureHost(logits)))
     return failure();
-  return hostKernel(hk::kEmitLogits, {logits}, {},
+  return hostKernel(kernelName(pccx::abi::HostKernel::EmitLogits), {logits}, {},
                     {attr("in", region(place(logits))),
                      attr("first_row", i64(0))});
 }
@@ -1210,12 +1214,12 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
     ArrayAttr span = b_.getArrayAttr({b_.getArrayAttr({i64(row), i64(rowWords)})});
     if (cap)
       b_.create<pd::HostKernelOp>(
-          loc(), b_.getStringAttr(hk::kSoftCap), span, span,
+          loc(), b_.getStringAttr(kernelName(pccx::abi::HostKernel::SoftCap)), span, span,
           b_.getDictionaryAttr(
               {attr("in", rowRegion), attr("out", rowRegion),
                attr("cap", b_.getF64FloatAttr(cap.getCap().convertToFloat()))}));
     b_.create<pd::HostKernelOp>(
-        loc(), b_.getStringAttr(hk::kEmitLogits), span, b_.getArrayAttr({}),
+        loc(), b_.getStringAttr(kernelName(pccx::abi::HostKernel::EmitLogits)), span, b_.getArrayAttr({}),
         b_.getDictionaryAttr(
             {attr("in", rowRegion), attr("first_row", i64(r))}));
   }

@@ -146,7 +146,9 @@ def VerifyLegality : Pass<"pccx-verify-legality", "mlir::ModuleOp"> {
   let description = [{
     Every L2 address resolved, every constant entry assigned, every field
     within its width with reserved bits zero, every patch naming a field
-    of its instruction.
+    of its instruction, and a pccx.host.sync between every instruction and
+    a host kernel that follows it in its segment (the runtime waits for the
+    NPU only there and at segment ends).
   }];
 }
 

@@ -47,7 +47,30 @@ struct VerifyLegalityPass
       return WalkResult::advance();
     });
     if (result.wasInterrupted())
-      signalPassFailure();
+      return signalPassFailure();
+    // The runtime waits only where a pccx.host.sync stands (and at segment
+    // ends): a host kernel may run only when no instruction issued since
+    // the last wait can still be in flight, so it cannot read NPU output
+    // that has not arrived nor overwrite window words a MEMCPY still reads.
+    getOperation().walk([&](pd::SegmentOp segment) {
+      Operation *unsynced = nullptr;
+      for (Operation &op : segment.getBody().front()) {
+        if (pd::opcodeOf(&op))
+          unsynced = &op;
+        else if (isa<pd::HostSyncOp>(op))
+          unsynced = nullptr;
+        else if (isa<pd::HostKernelOp>(op) && unsynced) {
+          InFlightDiagnostic d = op.emitOpError()
+                                 << "runs after an instruction with no "
+                                    "pccx.host.sync in between; run "
+                                    "pccx-schedule-async";
+          d.attachNote(unsynced->getLoc()) << "the instruction";
+          signalPassFailure();
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
   }
 };
 

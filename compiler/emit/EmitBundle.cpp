@@ -9,7 +9,6 @@
 #include "hw/numerics/Quantize.h"
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/Manifest.h"
-#include "runtime/host/HostKernels.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -152,17 +151,33 @@ bool emitBundle(ModuleOp module, const std::string &path,
                            {"size", int64_t(buffer.getWords())}});
     }
     for (auto segment : program.getBody().getOps<pd::SegmentOp>()) {
-      json hostOps = json::array();
+      json hostOps = json::array(), syncs = json::array();
       const size_t begin = words.size();
+      // A pccx.host.sync directly before a host kernel travels with it;
+      // any other sync is listed by the word it precedes.
+      bool pendingSync = false;
       for (Operation &op : segment.getBody().front()) {
-        if (auto kernel = dyn_cast<pd::HostKernelOp>(op)) {
-          hostOps.push_back(
-              {{"at", words.size()},
-               {"kernel", kernel.getKernel().str()},
-               {"params", kernel.getParams() ? attrToJson(*kernel.getParams())
-                                             : json::object()}});
+        if (llvm::isa<pd::HostSyncOp>(op)) {
+          if (pendingSync)
+            syncs.push_back(words.size());
+          pendingSync = true;
           continue;
         }
+        if (auto kernel = dyn_cast<pd::HostKernelOp>(op)) {
+          json entry = {{"at", words.size()},
+                        {"kernel", kernel.getKernel().str()},
+                        {"params", kernel.getParams()
+                                       ? attrToJson(*kernel.getParams())
+                                       : json::object()}};
+          if (pendingSync)
+            entry["sync"] = true;
+          pendingSync = false;
+          hostOps.push_back(std::move(entry));
+          continue;
+        }
+        if (pendingSync)
+          syncs.push_back(words.size());
+        pendingSync = false;
         if (!pd::opcodeOf(&op))
           continue;
         FailureOr<isa::Instruction> inst = pd::toInstruction(&op);
@@ -238,11 +253,14 @@ bool emitBundle(ModuleOp module, const std::string &path,
         }
         annotations.push_back(note);
       }
+      if (pendingSync)
+        syncs.push_back(words.size());
       segments.push_back({{"name", segment.getSymName().str()},
                           {"program", section},
                           {"begin", begin},
                           {"end", words.size()},
-                          {"host_ops", hostOps}});
+                          {"host_ops", hostOps},
+                          {"syncs", syncs}});
     }
     json info = json::object();
     info["rows"] = program->getAttrOfType<IntegerAttr>("rows")

@@ -6,7 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Pccx/PccxOps.h"
-#include "runtime/bundle/PatchSources.h"
+#include "hw/abi/HostAbi.h"
+#include "hw/abi/PatchSources.h"
 
 #include "hw/machine/MachineModel.h"
 
@@ -292,9 +293,110 @@ LogicalResult CvoOp::verify() {
   return success();
 }
 
+namespace {
+
+/// [offset, elems, rows, stride] as a region, or nothing.
+std::optional<abi::HostRegion> regionAttr(Attribute a) {
+  auto list = dyn_cast<ArrayAttr>(a);
+  if (!list || list.size() != 4)
+    return std::nullopt;
+  int64_t v[4];
+  for (int i = 0; i < 4; ++i) {
+    auto n = dyn_cast<IntegerAttr>(list[i]);
+    if (!n)
+      return std::nullopt;
+    v[i] = n.getInt();
+  }
+  return abi::HostRegion{v[0], v[1], v[2], v[3]};
+}
+
+/// Whether `value` has the kind the ABI gives the parameter; regions are
+/// appended to `regions`.
+bool matchesKind(const abi::ParamInfo &p, Attribute value,
+                 SmallVectorImpl<abi::HostRegion> &regions) {
+  auto names = [](Attribute a) {
+    auto list = dyn_cast<ArrayAttr>(a);
+    return list && llvm::all_of(list, [](Attribute n) {
+             return llvm::isa<StringAttr>(n);
+           });
+  };
+  switch (p.kind) {
+  case abi::ParamKind::Region:
+    if (auto r = regionAttr(value)) {
+      regions.push_back(*r);
+      return true;
+    }
+    return false;
+  case abi::ParamKind::RegionList: {
+    auto list = dyn_cast<ArrayAttr>(value);
+    if (!list)
+      return false;
+    for (Attribute a : list) {
+      auto r = regionAttr(a);
+      if (!r)
+        return false;
+      regions.push_back(*r);
+    }
+    return true;
+  }
+  case abi::ParamKind::Int:
+    return llvm::isa<IntegerAttr>(value);
+  case abi::ParamKind::Float:
+    return llvm::isa<FloatAttr>(value);
+  case abi::ParamKind::Tensor:
+  case abi::ParamKind::Cache:
+  case abi::ParamKind::Gather:
+    return llvm::isa<StringAttr>(value);
+  case abi::ParamKind::TensorList:
+    return names(value);
+  }
+  return false;
+}
+
+} // namespace
+
 LogicalResult HostKernelOp::verify() {
-  for (auto [name, regions] : {std::make_pair("inputs", getInputs()),
-                               std::make_pair("outputs", getOutputs())}) {
+  abi::HostKernel kernel;
+  if (!abi::lookupKernel(getKernel(), kernel))
+    return emitOpError() << "names no host kernel '" << getKernel()
+                         << "' (known: " << abi::kernelNames() << ")";
+  DictionaryAttr params =
+      getParams() ? *getParams() : DictionaryAttr::get(getContext());
+  for (NamedAttribute entry : params)
+    if (!abi::lookupParam(kernel, entry.getName().getValue()))
+      return emitOpError() << "host kernel '" << getKernel()
+                           << "' has no parameter '" << entry.getName().getValue()
+                           << "'";
+  // The kernel's In and Out regions, in table order.
+  SmallVector<abi::HostRegion> ins, outs;
+  for (const abi::ParamInfo &p : abi::kernelInfo(kernel).params) {
+    Attribute value = params.get(p.key);
+    if (!value) {
+      if (p.required)
+        return emitOpError() << "host kernel '" << getKernel()
+                             << "' needs parameter '" << p.key << "'";
+      continue;
+    }
+    SmallVector<abi::HostRegion> regions;
+    if (!matchesKind(p, value, regions))
+      return emitOpError() << "parameter '" << p.key << "' must be "
+                           << abi::paramKindName(p.kind);
+    for (const abi::HostRegion &r : regions) {
+      std::string why = r.check(int64_t(machine::host_window_words));
+      if (!why.empty())
+        return emitOpError() << "parameter '" << p.key << "' " << why;
+    }
+    if (p.role == abi::ParamRole::In)
+      ins.append(regions);
+    else if (p.role == abi::ParamRole::Out)
+      outs.append(regions);
+  }
+  // `inputs` / `outputs` state the spans the kernel reads and writes; they
+  // must be exactly those of its In and Out regions.
+  for (auto [name, regions, derived] :
+       {std::make_tuple("inputs", getInputs(), &ins),
+        std::make_tuple("outputs", getOutputs(), &outs)}) {
+    std::vector<std::pair<int64_t, int64_t>> stated, expected;
     for (Attribute a : regions) {
       auto pair = dyn_cast<ArrayAttr>(a);
       auto offset = pair && pair.size() == 2
@@ -305,14 +407,14 @@ LogicalResult HostKernelOp::verify() {
       if (!offset || !words)
         return emitOpError() << name
                              << " must hold [word offset, words] pairs";
-      if (offset.getInt() < 0 || words.getInt() <= 0 ||
-          uint64_t(offset.getInt() + words.getInt()) >
-              machine::host_window_words)
-        return emitOpError() << name << " region [" << offset.getInt() << ", +"
-                             << words.getInt()
-                             << ") is outside the host window of "
-                             << machine::host_window_words << " words";
+      stated.push_back({offset.getInt(), words.getInt()});
     }
+    for (const abi::HostRegion &r : *derived)
+      expected.push_back({r.offset, r.spanWords()});
+    if (stated != expected)
+      return emitOpError() << name << " must list the spans of the kernel's "
+                           << (derived == &ins ? "In" : "Out")
+                           << " regions (hw/abi/HostKernels.def), in order";
   }
   return success();
 }

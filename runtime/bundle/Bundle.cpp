@@ -234,6 +234,11 @@ struct BundleValidator {
                          b.formatVersion_, kFormatVersion));
     if (b.formatVersion_ == 0)
       return fail("bundle format version 0 is invalid");
+    if (b.formatVersion_ < kFormatVersion)
+      return fail(formatString("bundle format version %u is older than this "
+                               "reader (%u); recompile the model with "
+                               "pccx-compile",
+                               b.formatVersion_, kFormatVersion));
 
     uint32_t count = readU32(p + kOffSectionCount);
     if (count > kMaxSections)

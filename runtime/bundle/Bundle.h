@@ -33,8 +33,10 @@ namespace pccx::bundle {
 
 /// The first eight bytes of every bundle.
 constexpr char kMagic[8] = {'P', 'C', 'C', 'X', 'B', 'N', 'D', 'L'};
-/// The layout version this code reads and writes.
-constexpr uint32_t kFormatVersion = 1;
+/// The layout version this code reads and writes. Version 2: the manifest
+/// records scheduled syncs and host calls follow hw/abi/HostKernels.def;
+/// version 1 bundles are refused with a request to recompile.
+constexpr uint32_t kFormatVersion = 2;
 /// The ISA generation this build targets (v002).
 constexpr uint32_t kIsaVersion = 2;
 /// Every section starts at a multiple of this (mmap and DMA friendly).

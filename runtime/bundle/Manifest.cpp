@@ -1,7 +1,7 @@
 //===- Manifest.cpp - conventions of the bundle manifest --------*- C++ -*-===//
 
 #include "runtime/bundle/Manifest.h"
-#include "runtime/bundle/PatchSources.h"
+#include "hw/abi/PatchSources.h"
 
 #include "hw/isa/Isa.h"
 #include "runtime/bundle/Bundle.h"

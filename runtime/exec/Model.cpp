@@ -4,6 +4,8 @@
 
 #include "hw/isa/Isa.h"
 
+#include <algorithm>
+
 using nlohmann::json;
 
 namespace pccx::exec {
@@ -82,6 +84,7 @@ std::unique_ptr<Model> Model::load(const std::string &path,
 
   for (auto &[name, spec] : caches->items()) {
     CacheSpec c;
+    c.name = name;
     if (!integer(spec, "slots", &c.slots) || !integer(spec, "width", &c.width) ||
         c.slots <= 0 || c.width <= 0) {
       fail(error, path, "cache '" + name + "' has no valid slots and width");
@@ -95,7 +98,8 @@ std::unique_ptr<Model> Model::load(const std::string &path,
                             " (expected \"f32\", \"f16\" or \"int8\")");
       return nullptr;
     }
-    m->caches_[name] = c;
+    m->cacheIndex_[name] = int(m->caches_.size());
+    m->caches_.push_back(c);
   }
   for (auto &[name, spec] : tensors->items()) {
     int64_t offset, rows, cols;
@@ -160,6 +164,7 @@ std::unique_ptr<Model> Model::load(const std::string &path,
   if (!bundle::parsePatchPoints(manifest, allPatches, error) ||
       !bundle::checkPatchPoints(b, error))
     return nullptr;
+  const host::BindTables tables{&m->tensors_, &m->gathers_, &m->cacheIndex_};
 
   for (auto &[section, info] : programs->items()) {
     const bundle::SectionInfo *s = b.find(section);
@@ -174,7 +179,12 @@ std::unique_ptr<Model> Model::load(const std::string &path,
       fail(error, path, section + ": no valid 'rows'");
       return nullptr;
     }
-    for (size_t i = 0; i < bundle::Bundle::wordCount(*s); ++i) {
+    const size_t wordCount = bundle::Bundle::wordCount(*s);
+    if (wordCount > UINT32_MAX) {
+      fail(error, path, section + ": more words than a program may hold");
+      return nullptr;
+    }
+    for (size_t i = 0; i < wordCount; ++i) {
       uint64_t word = b.word(*s, i);
       isa::Instruction inst;
       std::string why;
@@ -184,6 +194,7 @@ std::unique_ptr<Model> Model::load(const std::string &path,
       }
       p->words.push_back(word);
     }
+    p->weights.resize(p->words.size());
     auto plan = info.find("weight_records");
     if (plan == info.end() || !plan->is_array()) {
       fail(error, path, section + ": no weight plan");
@@ -197,23 +208,23 @@ std::unique_ptr<Model> Model::load(const std::string &path,
                                     "not exist");
         return nullptr;
       }
-      WeightRecord rec;
+      WeightRef &ref = p->weights[size_t(index)];
       if (r.contains("dynamic")) {
-        rec.dynamic = true;
+        ref.kind = WeightRef::Kind::Dynamic;
       } else {
         int64_t offset, bytes;
         if (!integer(r, "offset", &offset) || !integer(r, "bytes", &bytes) ||
-            offset < 0 || bytes <= 0 ||
-            uint64_t(offset + bytes) > weightsSize) {
+            offset < 0 || bytes <= 0 || uint64_t(offset) > weightsSize ||
+            uint64_t(bytes) > weightsSize - uint64_t(offset)) {
           fail(error, path, section + ": weight record of word " +
                                 std::to_string(index) +
                                 " lies outside the weights section");
           return nullptr;
         }
-        rec.data = weights + offset;
-        rec.bytes = uint64_t(bytes);
+        ref.kind = WeightRef::Kind::Static;
+        ref.data = weights + offset;
+        ref.bytes = uint64_t(bytes);
       }
-      p->records[uint64_t(index)] = rec;
     }
     for (const json &seg : *segments) {
       if (seg.value("program", "") != section)
@@ -226,29 +237,105 @@ std::unique_ptr<Model> Model::load(const std::string &path,
         return nullptr;
       }
       sg.name = seg.value("name", "");
-      sg.begin = uint64_t(begin);
-      sg.end = uint64_t(end);
+      sg.begin = uint32_t(begin);
+      sg.end = uint32_t(end);
+      auto where = [&](const std::string &what) {
+        return section + " segment " + sg.name + ": " + what;
+      };
+      // Host ops (each after the sync scheduled right before it) and the
+      // other syncs, which follow the host ops of their word.
+      std::vector<std::pair<int64_t, Event>> events;
       auto ops = seg.find("host_ops");
-      if (ops != seg.end() && ops->is_array())
+      if (ops != seg.end() && !ops->is_array()) {
+        fail(error, path, where("'host_ops' is not a list"));
+        return nullptr;
+      }
+      if (ops != seg.end())
         for (const json &op : *ops) {
-          HostOp h;
           int64_t at;
           if (!integer(op, "at", &at) || at < begin || at > end ||
               !op.contains("kernel") || !op["kernel"].is_string()) {
-            fail(error, path, section + " segment " + sg.name +
-                                  ": a host op is malformed");
+            fail(error, path, where("a host op is malformed"));
             return nullptr;
           }
-          h.at = uint64_t(at);
-          h.kernel = op["kernel"].get<std::string>();
-          h.params = op.value("params", json::object());
-          sg.hostOps.push_back(std::move(h));
+          if (!events.empty() && at < events.back().first) {
+            fail(error, path, where("host ops are not in word order"));
+            return nullptr;
+          }
+          auto sync = op.find("sync");
+          if (sync != op.end() && !sync->is_boolean()) {
+            fail(error, path, where("a host op's 'sync' is not a boolean"));
+            return nullptr;
+          }
+          if (sync != op.end() && sync->get<bool>())
+            events.push_back({at, {Event::Kind::Sync, uint32_t(at), 0}});
+          host::BoundCall call;
+          std::string why;
+          const std::string kernel = op["kernel"].get<std::string>();
+          if (!host::bindCall(kernel, op.value("params", json::object()),
+                              tables, &call, &why)) {
+            fail(error, path, where(why));
+            return nullptr;
+          }
+          events.push_back({at,
+                            {Event::Kind::Host, uint32_t(at),
+                             uint32_t(p->calls.size())}});
+          p->calls.push_back(std::move(call));
+          p->callKernels.push_back(kernel);
         }
+      auto syncs = seg.find("syncs");
+      if (syncs != seg.end() && !syncs->is_array()) {
+        fail(error, path, where("'syncs' is not a list"));
+        return nullptr;
+      }
+      if (syncs != seg.end())
+        for (const json &at : *syncs) {
+          if (!at.is_number_integer() || at.get<int64_t>() < begin ||
+              at.get<int64_t>() > end) {
+            fail(error, path, where("a sync lies outside the segment"));
+            return nullptr;
+          }
+          const int64_t a = at.get<int64_t>();
+          // After the host ops of its word: stable insertion after every
+          // event at or before `a`.
+          auto pos = std::upper_bound(
+              events.begin(), events.end(), a,
+              [](int64_t v, const std::pair<int64_t, Event> &e) {
+                return v < e.first;
+              });
+          events.insert(pos, {a, {Event::Kind::Sync, uint32_t(a), 0}});
+        }
+      for (auto &e : events)
+        sg.events.push_back(e.second);
       p->segments.push_back(std::move(sg));
     }
-    for (const bundle::PatchPoint &pp : allPatches)
-      if (pp.program == section)
-        p->patches.push_back(pp);
+    for (const bundle::PatchPoint &pp : allPatches) {
+      if (pp.program != section)
+        continue;
+      PatchSite site;
+      isa::Instruction inst;
+      isa::Field field;
+      std::string why;
+      if (pp.index >= p->words.size() ||
+          !isa::decode(p->words[size_t(pp.index)], inst, &why) ||
+          !isa::lookupField(inst.format(), pp.field, field) ||
+          !bundle::parsePatchSource(pp.value.c_str(), &site.source) ||
+          pp.delta < 0 || pp.delta >= p->rows) {
+        fail(error, path, section + ": patch point of word " +
+                              std::to_string(pp.index) + " is invalid");
+        return nullptr;
+      }
+      const isa::FieldInfo &f = isa::fieldInfo(field);
+      site.word = uint32_t(pp.index);
+      site.lo = f.lo;
+      site.maxValue = f.maxValue();
+      site.scale = pp.scale;
+      site.offset = pp.offset;
+      site.delta = pp.delta;
+      site.window = pp.window;
+      site.field = field;
+      p->patches.push_back(site);
+    }
     if (p->rows == 1 && section == "program.decode")
       m->decode_ = std::move(p);
     else if (section == "program.prefill")

@@ -1,15 +1,18 @@
 //===- Model.h - a loaded bundle, ready to run ------------------*- C++ -*-===//
 //
-// Opens a .pccx bundle (mmap, checksums, version checks) and turns its
-// manifest into the structures the per-token driver needs: programs with
-// their segments, host operations, patch points and weight plan; KV caches;
-// host tensors and gather tables pointing into the mapped sections.
+// Opens a .pccx bundle (mmap, checksums, version checks) and prepares it
+// once for the per-token session: programs with their segments, bound host
+// calls, sync points, located patch fields and resolved weight records; KV
+// cache specs; host tensors and gather tables pointing into the mapped
+// sections. Everything a step needs is decided here; a step only executes.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PCCX_RUNTIME_EXEC_MODEL_H
 #define PCCX_RUNTIME_EXEC_MODEL_H
 
+#include "hw/abi/PatchSources.h"
+#include "hw/isa/Isa.h"
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/Manifest.h"
 #include "runtime/host/HostKernels.h"
@@ -21,34 +24,59 @@
 
 namespace pccx::exec {
 
-struct HostOp {
-  uint64_t at = 0; ///< runs before word `at` (after the segment if == end)
-  std::string kernel;
-  nlohmann::json params;
+/// A patch point with its field located in the word once, at open: the
+/// runtime only computes the value, checks it against the field's width and
+/// writes the bits.
+struct PatchSite {
+  uint32_t word = 0;
+  uint8_t lo = 0;            ///< first bit of the field
+  uint32_t maxValue = 0;     ///< the field's largest value
+  bundle::PatchSource source = bundle::PatchSource::Position;
+  int64_t scale = 1, offset = 0, delta = 0, window = 0;
+  isa::Field field = isa::Field(0); ///< for messages
+};
+
+/// What the runtime does at a word index besides issuing the word.
+struct Event {
+  enum class Kind : uint8_t {
+    Sync, ///< wait for every issued instruction (a pccx.host.sync)
+    Host, ///< run bound call `call`
+  };
+  Kind kind = Kind::Sync;
+  uint32_t at = 0;   ///< before word `at` (== segment end: after the last)
+  uint32_t call = 0; ///< index into Program::calls
 };
 
 struct Segment {
   std::string name;
-  uint64_t begin = 0, end = 0;
-  std::vector<HostOp> hostOps;
+  uint32_t begin = 0, end = 0;
+  std::vector<Event> events; ///< in execution order
 };
 
-struct WeightRecord {
-  bool dynamic = false;
-  const uint8_t *data = nullptr;
+/// The weight-stream bytes a GEMV/GEMM word consumes.
+struct WeightRef {
+  enum class Kind : uint8_t { None, Static, Dynamic };
+  Kind kind = Kind::None;
+  const uint8_t *data = nullptr; ///< Static: into the mapped weights section
   uint64_t bytes = 0;
 };
 
+/// A program prepared for execution when the bundle is opened: words
+/// decoded and checked, patch fields located, host calls bound, weight
+/// records resolved. Executing it allocates and parses nothing.
 struct Program {
   std::string section;
   int64_t rows = 1; ///< tokens per run
   std::vector<uint64_t> words;
   std::vector<Segment> segments;
-  std::vector<bundle::PatchPoint> patches;
-  std::map<uint64_t, WeightRecord> records; ///< by word index
+  std::vector<PatchSite> patches;
+  std::vector<WeightRef> weights; ///< one per word
+  std::vector<host::BoundCall> calls;
+  std::vector<std::string> callKernels; ///< kernel name of each call
 };
 
 struct CacheSpec {
+  std::string name;
   int64_t slots = 0, width = 0;
   host::KvDtype dtype = host::KvDtype::F16; ///< absent in the manifest: f16
 };
@@ -62,7 +90,8 @@ public:
   const nlohmann::json &config() const { return config_; }
   const Program *decode() const { return decode_.get(); }
   const Program *prefill() const { return prefill_.get(); }
-  const std::map<std::string, CacheSpec> &caches() const { return caches_; }
+  /// In the order host calls index them.
+  const std::vector<CacheSpec> &caches() const { return caches_; }
   const std::map<std::string, host::HostTensor> &tensors() const {
     return tensors_;
   }
@@ -82,7 +111,8 @@ private:
   std::unique_ptr<bundle::Bundle> bundle_;
   nlohmann::json config_;
   std::unique_ptr<Program> decode_, prefill_;
-  std::map<std::string, CacheSpec> caches_;
+  std::vector<CacheSpec> caches_;
+  std::map<std::string, int> cacheIndex_;
   std::map<std::string, host::HostTensor> tensors_;
   std::map<std::string, host::GatherTable> gathers_;
   int64_t vocab_ = 0, maxPositions_ = 0;

@@ -3,7 +3,7 @@
 #include "runtime/exec/Session.h"
 
 #include "hw/isa/Isa.h"
-#include "runtime/bundle/PatchSources.h"
+#include "hw/abi/PatchSources.h"
 
 #include <cmath>
 #include <limits>
@@ -13,15 +13,23 @@ namespace pccx::exec {
 Session::Session(const Model &model, std::unique_ptr<Device> device,
                  bool fp32Caches)
     : model_(model), device_(std::move(device)), fp32Caches_(fp32Caches) {
+  if (model_.decode())
+    decodeWords_ = model_.decode()->words;
+  if (model_.prefill())
+    prefillWords_ = model_.prefill()->words;
+  context_.window = device_->window();
+  context_.windowWords = int64_t(device_->windowWords());
+  context_.caches = &caches_;
+  context_.dynamicRecords = &dynamic_;
+  context_.vocab = model_.vocabSize();
   reset();
 }
 
 void Session::reset() {
   caches_.clear();
-  for (auto &[name, spec] : model_.caches())
-    caches_.emplace(name, host::KvCache(spec.slots, spec.width,
-                                        fp32Caches_ ? host::KvDtype::F32
-                                                    : spec.dtype));
+  for (const CacheSpec &spec : model_.caches())
+    caches_.emplace_back(spec.slots, spec.width,
+                         fp32Caches_ ? host::KvDtype::F32 : spec.dtype);
   position_ = 0;
 }
 
@@ -34,7 +42,7 @@ bool Session::consume(const std::vector<int32_t> &tokens, bool decodeOnly,
                std::to_string(model_.vocabSize()) + ")";
       return false;
     }
-  if (position_ + int64_t(tokens.size()) > model_.maxPositions()) {
+  if (int64_t(tokens.size()) > model_.maxPositions() - position_) {
     *error = "positions " + std::to_string(position_) + ".." +
              std::to_string(position_ + int64_t(tokens.size()) - 1) +
              " exceed the KV cache of " +
@@ -46,80 +54,62 @@ bool Session::consume(const std::vector<int32_t> &tokens, bool decodeOnly,
   const Program *prefill = decodeOnly ? nullptr : model_.prefill();
   while (next < tokens.size()) {
     const Program *p = model_.decode();
-    if (prefill && tokens.size() - next >= size_t(prefill->rows))
+    std::vector<uint64_t> *words = &decodeWords_;
+    if (prefill && tokens.size() - next >= size_t(prefill->rows)) {
       p = prefill;
-    if (!run(*p, tokens.data() + next, p->rows, logits, error))
+      words = &prefillWords_;
+    }
+    if (!run(*p, *words, tokens.data() + next, p->rows, logits, error))
       return false;
     next += size_t(p->rows);
   }
   return true;
 }
 
-bool Session::run(const Program &program, const int32_t *tokens,
-                  int64_t count, std::vector<float> *logits,
-                  std::string *error) {
+bool Session::run(const Program &program, std::vector<uint64_t> &words,
+                  const int32_t *tokens, int64_t count,
+                  std::vector<float> *logits, std::string *error) {
   auto where = [&](const std::string &what) {
     return program.section + " at position " + std::to_string(position_) +
            ": " + what;
   };
-  // Patch a copy of the words.
-  std::vector<uint64_t> words = program.words;
-  for (const bundle::PatchPoint &p : program.patches) {
-    bundle::PatchSource source;
-    if (!bundle::parsePatchSource(p.value.c_str(), &source) ||
-        p.delta < 0 || p.delta >= count) {
-      *error = where("patch point of word " + std::to_string(p.index) +
-                     " is invalid");
-      return false;
-    }
-    int64_t value =
-        bundle::patchSourceValue(source, position_ + p.delta,
+  // Patch fields in place: each site's field is located already.
+  for (const PatchSite &p : program.patches) {
+    const int64_t value =
+        bundle::patchSourceValue(p.source, position_ + p.delta,
                                  tokens[p.delta], p.window) *
             p.scale +
         p.offset;
-    isa::Instruction inst;
-    isa::Field field;
-    std::string why;
-    if (!isa::decode(words[p.index], inst, &why) ||
-        !isa::lookupField(inst.format(), p.field, field)) {
-      *error = where("patch point of word " + std::to_string(p.index) +
-                     " names no field '" + p.field + "'");
+    if (value < 0 || uint64_t(value) > p.maxValue) {
+      const std::string why =
+          value < 0 ? "negative" : isa::checkField(p.field, uint64_t(value));
+      *error = where("patching " +
+                     std::string(isa::fieldInfo(p.field).name) + " of word " +
+                     std::to_string(p.word) + " to " + std::to_string(value) +
+                     ": " + why);
       return false;
     }
-    why = value < 0 ? "negative" : isa::checkField(field, uint64_t(value));
-    if (!why.empty()) {
-      *error = where("patching " + p.field + " of word " +
-                     std::to_string(p.index) + " to " +
-                     std::to_string(value) + ": " + why);
-      return false;
-    }
-    inst.set(field, uint32_t(value));
-    if (!isa::encode(inst, words[p.index], &why)) {
-      *error = where(why);
-      return false;
-    }
+    const uint64_t mask = uint64_t(p.maxValue) << p.lo;
+    uint64_t &w = words[p.word];
+    w = (w & ~mask) | (uint64_t(value) << p.lo);
   }
 
-  host::HostContext ctx;
-  ctx.window = device_->window();
-  ctx.windowWords = int64_t(device_->windowWords());
-  ctx.tensors = model_.tensors();
-  ctx.gathers = model_.gathers();
-  ctx.caches = &caches_;
+  host::HostContext &ctx = context_;
   ctx.position = position_;
   ctx.tokens.assign(tokens, tokens + count);
+  ctx.emittedRows = 0;
   dynamic_.clear();
-  ctx.dynamicRecords = &dynamic_;
-  std::vector<float> stepLogits(size_t(count * model_.vocabSize()), 0.0f);
-  ctx.logits = &stepLogits;
-  ctx.vocab = model_.vocabSize();
-  std::deque<std::vector<uint8_t>> inFlight; // dynamic records being streamed
+  inFlight_.clear();
+  stepLogits_.assign(size_t(count * model_.vocabSize()), 0.0f);
+  ctx.logits = &stepLogits_;
 
-  auto runHostOp = [&](const HostOp &op) {
-    if (!device_->sync(error))
-      return false;
+  auto runEvent = [&](const Event &e) {
+    if (e.kind == Event::Kind::Sync) {
+      ++stats_.syncs;
+      return device_->sync(error);
+    }
     std::string why;
-    if (!host::runKernel(op.kernel, op.params, ctx, &why)) {
+    if (!host::runKernel(program.calls[e.call], ctx, &why)) {
       *error = where(why);
       return false;
     }
@@ -127,27 +117,25 @@ bool Session::run(const Program &program, const int32_t *tokens,
     return true;
   };
   for (const Segment &seg : program.segments) {
-    size_t nextOp = 0;
-    for (uint64_t i = seg.begin; i < seg.end; ++i) {
-      while (nextOp < seg.hostOps.size() && seg.hostOps[nextOp].at == i)
-        if (!runHostOp(seg.hostOps[nextOp++]))
+    size_t next = 0;
+    for (uint32_t i = seg.begin; i < seg.end; ++i) {
+      while (next < seg.events.size() && seg.events[next].at == i)
+        if (!runEvent(seg.events[next++]))
           return false;
-      auto rec = program.records.find(i);
-      if (rec != program.records.end()) {
-        if (rec->second.dynamic) {
-          if (dynamic_.empty()) {
-            *error = where("word " + std::to_string(i) +
-                           " needs a weight record no host kernel produced");
-            return false;
-          }
-          inFlight.push_back(std::move(dynamic_.front()));
-          dynamic_.pop_front();
-          device_->pushWeights(inFlight.back().data(), inFlight.back().size());
-          stats_.weightBytes += inFlight.back().size();
-        } else {
-          device_->pushWeights(rec->second.data, size_t(rec->second.bytes));
-          stats_.weightBytes += rec->second.bytes;
+      const WeightRef &rec = program.weights[i];
+      if (rec.kind == WeightRef::Kind::Dynamic) {
+        if (dynamic_.empty()) {
+          *error = where("word " + std::to_string(i) +
+                         " needs a weight record no host kernel produced");
+          return false;
         }
+        inFlight_.push_back(std::move(dynamic_.front()));
+        dynamic_.pop_front();
+        device_->pushWeights(inFlight_.back().data(), inFlight_.back().size());
+        stats_.weightBytes += inFlight_.back().size();
+      } else if (rec.kind == WeightRef::Kind::Static) {
+        device_->pushWeights(rec.data, size_t(rec.bytes));
+        stats_.weightBytes += rec.bytes;
       }
       std::string why;
       if (!device_->issue(words[i], i, &why)) {
@@ -156,15 +144,15 @@ bool Session::run(const Program &program, const int32_t *tokens,
       }
       ++stats_.instructions;
     }
-    while (nextOp < seg.hostOps.size())
-      if (!runHostOp(seg.hostOps[nextOp++]))
+    while (next < seg.events.size())
+      if (!runEvent(seg.events[next++]))
         return false;
     std::string why;
     if (!device_->sync(&why) || !device_->finishSegment(&why)) {
       *error = where("segment " + seg.name + ": " + why);
       return false;
     }
-    inFlight.clear();
+    inFlight_.clear();
   }
   if (!dynamic_.empty()) {
     *error = where(std::to_string(dynamic_.size()) +
@@ -178,7 +166,7 @@ bool Session::run(const Program &program, const int32_t *tokens,
     return false;
   }
   if (logits)
-    logits->insert(logits->end(), stepLogits.begin(), stepLogits.end());
+    logits->insert(logits->end(), stepLogits_.begin(), stepLogits_.end());
   position_ += count;
   ++stats_.steps;
   return true;

@@ -1,9 +1,10 @@
 //===- Session.h - the per-token driver -------------------------*- C++ -*-===//
 //
-// Runs a loaded model on a Device: applies patch points, feeds the weight
-// stream in consumption order, issues each segment's words, runs host
-// kernels at their places (after waiting for completion), and reads the
-// logits back. Prompts go through the prefill program in steps of its row
+// Runs a prepared model (Model.h) on a Device: writes the patch fields,
+// feeds the weight stream in consumption order, issues each segment's words,
+// waits where the compiler scheduled a pccx.host.sync (and at each segment
+// end), runs the bound host calls at their places, and reads the logits
+// back. Prompts go through the prefill program in steps of its row
 // count and the decode program for the rest (or token by token with
 // decodeOnly). The KV caches are rings with a hard cap: a step past the
 // positions the bundle was compiled for is refused.
@@ -24,7 +25,8 @@ namespace pccx::exec {
 using device::Device;
 
 struct SessionStats {
-  uint64_t instructions = 0, hostOps = 0, weightBytes = 0, steps = 0;
+  uint64_t instructions = 0, hostOps = 0, syncs = 0, weightBytes = 0,
+           steps = 0;
 };
 
 class Session {
@@ -47,14 +49,19 @@ public:
   Device &device() { return *device_; }
 
 private:
-  bool run(const Program &program, const int32_t *tokens, int64_t count,
-           std::vector<float> *logits, std::string *error);
+  bool run(const Program &program, std::vector<uint64_t> &words,
+           const int32_t *tokens, int64_t count, std::vector<float> *logits,
+           std::string *error);
 
   const Model &model_;
   std::unique_ptr<Device> device_;
   bool fp32Caches_;
-  std::map<std::string, host::KvCache> caches_;
-  std::deque<std::vector<uint8_t>> dynamic_;
+  std::vector<host::KvCache> caches_;
+  /// Each program's words as last patched (the unpatched bits never change).
+  std::vector<uint64_t> decodeWords_, prefillWords_;
+  std::deque<std::vector<uint8_t>> dynamic_, inFlight_;
+  host::HostContext context_;
+  std::vector<float> stepLogits_;
   int64_t position_ = 0;
   SessionStats stats_;
 };

@@ -11,6 +11,7 @@
 #include "hw/numerics/HalfFloat.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -55,15 +56,16 @@ void rope(float *head, int64_t d, int64_t position, double theta) {
   }
 }
 
-/// Parameter access with errors naming the kernel and the key.
+/// Access to a bound call's arguments, with errors naming the kernel and
+/// the parameter. Keys are those of hw/abi/HostKernels.def.
 class Call {
 public:
-  Call(const std::string &name, const json &params, HostContext &ctx,
-       std::string *error)
-      : name_(name), params_(params), ctx_(ctx), error_(error) {}
+  Call(const BoundCall &call, HostContext &ctx, std::string *error)
+      : call_(call), ctx_(ctx), error_(error) {}
 
   bool fail(const std::string &key, const std::string &why) {
-    *error_ = "host kernel '" + name_ + "': parameter '" + key + "' " + why;
+    *error_ = "host kernel '" + std::string(abi::kernelInfo(call_.kernel).name) +
+              "': parameter '" + key + "' " + why;
     return false;
   }
 
@@ -75,125 +77,105 @@ public:
 
   bool region(const char *key, Region *out, int64_t elems = -1,
               int64_t rows = -1) {
-    auto it = params_.find(key);
-    if (it == params_.end() || !it->is_array() || it->size() != 4)
-      return fail(key, "must be a region [offset, elems, rows, stride]");
-    return regionFrom(key, *it, out, elems, rows);
+    return regionFrom(key, arg(key).region, out, elems, rows);
   }
 
-  bool regionFrom(const std::string &key, const json &j, Region *out,
-                  int64_t elems, int64_t rows) {
-    for (const json &v : j)
-      if (!v.is_number_integer())
-        return fail(key, "must hold integers");
-    int64_t off = j[0].get<int64_t>(), e = j[1].get<int64_t>(),
-            r = j[2].get<int64_t>(), s = j[3].get<int64_t>();
-    if (off < 0 || e <= 0 || r <= 0 || s < 0 || s < e / 8 + (e % 8 != 0))
-      return fail(key, "is not a valid region (elems and rows positive, "
-                       "stride at least ceil(elems / 8))");
-    // Each term is bounded by the window before it is added, so the sum
-    // cannot overflow.
-    const int64_t w = ctx_.windowWords;
-    if (off > w || e / 8 > w || r > w || (r > 1 && s > w) ||
-        off + (r - 1) * s + e / 8 + (e % 8 != 0) > w)
-      return fail(key, "reaches past the host window of " +
-                           std::to_string(ctx_.windowWords) + " words");
-    if (elems >= 0 && e != elems)
-      return fail(key, "has " + std::to_string(e) + " elements per row, "
-                       "expected " + std::to_string(elems));
-    if (rows >= 0 && r != rows)
-      return fail(key, "has " + std::to_string(r) + " rows, expected " +
+  /// Regions of a RegionList parameter.
+  const std::vector<abi::HostRegion> &regions(const char *key) {
+    return arg(key).regions;
+  }
+
+  bool regionFrom(const std::string &key, const abi::HostRegion &r,
+                  Region *out, int64_t elems, int64_t rows) {
+    std::string why = r.check(ctx_.windowWords);
+    if (!why.empty())
+      return fail(key, why);
+    if (elems >= 0 && r.elems != elems)
+      return fail(key, "has " + std::to_string(r.elems) +
+                           " elements per row, expected " +
+                           std::to_string(elems));
+    if (rows >= 0 && r.rows != rows)
+      return fail(key, "has " + std::to_string(r.rows) + " rows, expected " +
                            std::to_string(rows));
-    *out = Region{ctx_.window + off * 8, e, r, s};
+    *out = Region{ctx_.window + r.offset * 8, r.elems, r.rows, r.stride};
     return true;
   }
 
   bool integer(const char *key, int64_t *out, bool required = true,
                int64_t dflt = 0) {
-    auto it = params_.find(key);
-    if (it == params_.end()) {
-      if (required)
-        return fail(key, "is missing");
-      *out = dflt;
-      return true;
-    }
-    if (!it->is_number_integer())
-      return fail(key, "must be an integer");
-    *out = it->get<int64_t>();
-    return true;
+    const BoundArg &a = arg(key);
+    *out = a.present ? a.integer : dflt;
+    return a.present || !required || fail(key, "is missing");
   }
 
   bool number(const char *key, double *out, bool required = true,
               double dflt = 0) {
-    auto it = params_.find(key);
-    if (it == params_.end()) {
-      if (required)
-        return fail(key, "is missing");
-      *out = dflt;
-      return true;
+    const BoundArg &a = arg(key);
+    *out = a.present ? a.number : dflt;
+    return a.present || !required || fail(key, "is missing");
+  }
+
+  bool has(const char *key) { return arg(key).present; }
+
+  /// A host tensor with the given shape.
+  bool tensor(const char *key, const HostTensor **out, int64_t rows,
+              int64_t cols) {
+    const BoundArg &a = arg(key);
+    if (!a.present || a.tensors.size() != 1)
+      return fail(key, "must name a host tensor");
+    return tensorShaped(key, a.names[0], a.tensors[0], out, rows, cols);
+  }
+
+  /// The host tensors of a TensorList parameter, each of shape [rows, cols].
+  bool tensorList(const char *key, size_t count, int64_t rows, int64_t cols,
+                  std::vector<const HostTensor *> *out) {
+    const BoundArg &a = arg(key);
+    if (a.tensors.size() != count)
+      return fail(key, "must list " + std::to_string(count) + " host tensors");
+    out->clear();
+    for (size_t i = 0; i < count; ++i) {
+      const HostTensor *t;
+      if (!tensorShaped(key, a.names[i], a.tensors[i], &t, rows, cols))
+        return false;
+      out->push_back(t);
     }
-    if (!it->is_number())
-      return fail(key, "must be a number");
-    *out = it->get<double>();
     return true;
   }
 
-  bool has(const char *key) const { return params_.contains(key); }
-
-  /// A host tensor with the given element count (rows * cols).
-  bool tensor(const char *key, const HostTensor **out, int64_t rows,
-              int64_t cols) {
-    auto it = params_.find(key);
-    if (it == params_.end() || !it->is_string())
-      return fail(key, "must name a host tensor");
-    return tensorNamed(key, it->get<std::string>(), out, rows, cols);
-  }
-
-  bool tensorNamed(const std::string &key, const std::string &name,
-                   const HostTensor **out, int64_t rows, int64_t cols) {
-    auto t = ctx_.tensors.find(name);
-    if (t == ctx_.tensors.end())
-      return fail(key, "names host tensor '" + name +
-                           "', which the bundle does not have");
-    if (t->second.rows != rows || t->second.cols != cols)
+  bool tensorShaped(const std::string &key, const std::string &name,
+                    const HostTensor *t, const HostTensor **out, int64_t rows,
+                    int64_t cols) {
+    if (t->rows != rows || t->cols != cols)
       return fail(key, "names host tensor '" + name + "' of shape [" +
-                           std::to_string(t->second.rows) + ", " +
-                           std::to_string(t->second.cols) + "], expected [" +
+                           std::to_string(t->rows) + ", " +
+                           std::to_string(t->cols) + "], expected [" +
                            std::to_string(rows) + ", " + std::to_string(cols) +
                            "]");
-    *out = &t->second;
+    *out = t;
     return true;
   }
 
   bool cache(const char *key, KvCache **out, int64_t width) {
-    auto it = params_.find(key);
-    if (it == params_.end() || !it->is_string() || !ctx_.caches)
-      return fail(key, "must name a KV cache");
-    auto c = ctx_.caches->find(it->get<std::string>());
-    if (c == ctx_.caches->end())
-      return fail(key, "names KV cache '" + it->get<std::string>() +
-                           "', which the manifest does not declare");
-    if (c->second.width() != width)
+    const BoundArg &a = arg(key);
+    if (!ctx_.caches || a.cache < 0 || size_t(a.cache) >= ctx_.caches->size())
+      return fail(key, "names KV cache '" + a.names[0] +
+                           "', which this session does not hold");
+    KvCache &c = (*ctx_.caches)[size_t(a.cache)];
+    if (c.width() != width)
       return fail(key, "names a KV cache of width " +
-                           std::to_string(c->second.width()) + ", expected " +
+                           std::to_string(c.width()) + ", expected " +
                            std::to_string(width));
-    *out = &c->second;
+    *out = &c;
     return true;
   }
 
   bool gather(const char *key, const GatherTable **out, int64_t cols) {
-    auto it = params_.find(key);
-    if (it == params_.end() || !it->is_string())
-      return fail(key, "must name a gather table");
-    auto g = ctx_.gathers.find(it->get<std::string>());
-    if (g == ctx_.gathers.end())
-      return fail(key, "names gather table '" + it->get<std::string>() +
-                           "', which the bundle does not have");
-    if (g->second.cols != cols)
+    const BoundArg &a = arg(key);
+    if (a.gather->cols != cols)
       return fail(key, "names a gather table of " +
-                           std::to_string(g->second.cols) +
+                           std::to_string(a.gather->cols) +
                            " columns, expected " + std::to_string(cols));
-    *out = &g->second;
+    *out = a.gather;
     return true;
   }
 
@@ -207,18 +189,23 @@ public:
   }
 
   HostContext &ctx() { return ctx_; }
-  const json &params() const { return params_; }
 
 private:
-  std::string name_;
-  const json &params_;
+  /// The argument of `key`, which the kernel's table declares.
+  const BoundArg &arg(const char *key) const {
+    const abi::ParamInfo *p = abi::lookupParam(call_.kernel, key);
+    assert(p && "kernel reads a parameter HostKernels.def does not declare");
+    return call_.args[p->slot];
+  }
+
+  const BoundCall &call_;
   HostContext &ctx_;
   std::string *error_;
 };
 
 using Region = Call::Region;
 
-bool embed(Call &c) {
+bool kernelEmbed(Call &c) {
   Region out;
   const GatherTable *table;
   double scale;
@@ -236,7 +223,7 @@ bool embed(Call &c) {
   return true;
 }
 
-bool perLayerInputs(Call &c) {
+bool kernelPerLayerInputs(Call &c) {
   Region proj, out;
   int64_t layers;
   double eps, projScale, embedScale, inputScale;
@@ -276,20 +263,10 @@ bool perLayerInputs(Call &c) {
   return true;
 }
 
-/// Projections named by the array `key`, each [h, h].
+/// Projections named by the list `key`, each [h, h].
 bool tensorList(Call &c, const char *key, int64_t count, int64_t h,
                 std::vector<const HostTensor *> *out) {
-  auto it = c.params().find(key);
-  if (it == c.params().end() || !it->is_array() ||
-      int64_t(it->size()) != count)
-    return c.fail(key, "must list " + std::to_string(count) + " host tensors");
-  for (const json &n : *it) {
-    const HostTensor *t;
-    if (!n.is_string() || !c.tensorNamed(key, n.get<std::string>(), &t, h, h))
-      return n.is_string() ? false : c.fail(key, "must hold tensor names");
-    out->push_back(t);
-  }
-  return true;
+  return c.tensorList(key, size_t(std::max<int64_t>(count, 0)), h, h, out);
 }
 
 void matvec(const HostTensor &w, const float *x, float *y) {
@@ -304,7 +281,7 @@ void matchMagnitude(float *u, int64_t n, float target) {
     u[i] *= scale;
 }
 
-bool altupInit(Call &c) {
+bool kernelAltUpInit(Call &c) {
   Region x0, out;
   if (!c.region("x0", &x0))
     return false;
@@ -369,7 +346,7 @@ bool altupParams(Call &c, const char *streamsKey, int64_t coefRows,
   return !p->hasClip || c.number("clip", &p->clip);
 }
 
-bool altupPredict(Call &c) {
+bool kernelAltUpPredict(Call &c) {
   AltUpParams p;
   if (!c.integer("num_inputs", &p.a) || p.a <= 0)
     return c.fail("num_inputs", "must be positive");
@@ -404,7 +381,7 @@ bool altupPredict(Call &c) {
   return true;
 }
 
-bool altupCorrect(Call &c) {
+bool kernelAltUpCorrect(Call &c) {
   AltUpParams p;
   Region output;
   if (!c.integer("num_inputs", &p.a) || p.a <= 0)
@@ -438,7 +415,7 @@ bool altupCorrect(Call &c) {
   return true;
 }
 
-bool altupCollapse(Call &c) {
+bool kernelAltUpCollapse(Call &c) {
   Region streams, out;
   if (!c.region("out", &out) || !c.region("streams", &streams, out.elems) ||
       streams.rows % out.rows)
@@ -464,7 +441,7 @@ bool altupCollapse(Call &c) {
   return true;
 }
 
-bool rmsNorm(Call &c) {
+bool kernelRmsNorm(Call &c) {
   Region in, out;
   double eps;
   const HostTensor *gain = nullptr;
@@ -478,7 +455,7 @@ bool rmsNorm(Call &c) {
   return true;
 }
 
-bool addRmsNorm(Call &c) {
+bool kernelAddRmsNorm(Call &c) {
   Region x, y, out;
   double eps;
   const HostTensor *gain = nullptr;
@@ -495,21 +472,18 @@ bool addRmsNorm(Call &c) {
   return true;
 }
 
-bool combine(Call &c) {
+bool kernelCombine(Call &c) {
   Region out;
   double scale;
   if (!c.region("out", &out) || !c.number("scale", &scale))
     return false;
-  auto it = c.params().find("inputs");
-  if (it == c.params().end() || !it->is_array() || it->empty())
+  const std::vector<abi::HostRegion> &list = c.regions("inputs");
+  if (list.empty())
     return c.fail("inputs", "must list regions");
-  std::vector<Region> inputs(it->size());
-  for (size_t i = 0; i < it->size(); ++i)
-    if (!(*it)[i].is_array() || (*it)[i].size() != 4 ||
-        !c.regionFrom("inputs", (*it)[i], &inputs[i], out.elems, out.rows))
-      return (*it)[i].is_array() && (*it)[i].size() == 4
-                 ? false
-                 : c.fail("inputs", "must list regions");
+  std::vector<Region> inputs(list.size());
+  for (size_t i = 0; i < list.size(); ++i)
+    if (!c.regionFrom("inputs", list[i], &inputs[i], out.elems, out.rows))
+      return false;
   std::vector<float> acc(size_t(out.elems));
   for (int64_t r = 0; r < out.rows; ++r) {
     std::fill(acc.begin(), acc.end(), 0.0f);
@@ -522,7 +496,7 @@ bool combine(Call &c) {
   return true;
 }
 
-bool mul(Call &c) {
+bool kernelMul(Call &c) {
   Region a, b, out;
   if (!c.region("a", &a) || !c.region("b", &b, a.elems, a.rows) ||
       !c.region("out", &out, a.elems, a.rows))
@@ -533,7 +507,7 @@ bool mul(Call &c) {
   return true;
 }
 
-bool mulTensor(Call &c) {
+bool kernelMulTensor(Call &c) {
   Region in, out;
   const HostTensor *t;
   if (!c.region("in", &in) || !c.region("out", &out, in.elems, in.rows) ||
@@ -545,7 +519,7 @@ bool mulTensor(Call &c) {
   return true;
 }
 
-bool gaussianTopK(Call &c) {
+bool kernelGaussianTopK(Call &c) {
   Region in, out;
   double multiplier;
   if (!c.region("in", &in) || !c.region("out", &out, in.elems, in.rows) ||
@@ -585,7 +559,7 @@ bool headParams(Call &c, HeadParams *p, bool needQueryHeads) {
   return true;
 }
 
-bool kvNormRope(Call &c) {
+bool kernelKvNormRope(Call &c) {
   HeadParams hp;
   Region k, v, kOut, vOut;
   const HostTensor *kNorm;
@@ -611,7 +585,7 @@ bool kvNormRope(Call &c) {
   return true;
 }
 
-bool cacheWrite(Call &c) {
+bool kernelCacheWrite(Call &c) {
   Region rows;
   KvCache *cache;
   if (!c.region("rows", &rows) || !c.stepRows("rows", rows.rows) ||
@@ -636,7 +610,7 @@ bool cacheCovers(Call &c, const KvCache &cache, int64_t q, int64_t window) {
   return true;
 }
 
-bool attentionScores(Call &c) {
+bool kernelAttentionScores(Call &c) {
   HeadParams hp;
   Region q;
   const HostTensor *qNorm;
@@ -695,7 +669,7 @@ bool attentionScores(Call &c) {
   return true;
 }
 
-bool attentionValues(Call &c) {
+bool kernelAttentionValues(Call &c) {
   HeadParams hp;
   Region probs, out;
   KvCache *values;
@@ -740,7 +714,7 @@ bool attentionValues(Call &c) {
   return true;
 }
 
-bool laurelResidual(Call &c) {
+bool kernelLaurelResidual(Call &c) {
   Region act, attn, xn, low, out;
   const HostTensor *attnGain, *laurelGain;
   double scale, eps;
@@ -764,7 +738,7 @@ bool laurelResidual(Call &c) {
   return true;
 }
 
-bool pleInject(Call &c) {
+bool kernelPleInject(Call &c) {
   Region streams, gate, pli, out;
   int64_t layer, a;
   const HostTensor *proj, *postNorm;
@@ -802,7 +776,7 @@ bool pleInject(Call &c) {
   return true;
 }
 
-bool fill(Call &c) {
+bool kernelFill(Call &c) {
   Region out;
   double value;
   if (!c.region("out", &out) || !c.number("value", &value))
@@ -812,7 +786,7 @@ bool fill(Call &c) {
   return true;
 }
 
-bool emitLogits(Call &c) {
+bool kernelEmitLogits(Call &c) {
   Region in;
   int64_t first;
   if (!c.region("in", &in) || !c.integer("first_row", &first))
@@ -833,7 +807,7 @@ bool emitLogits(Call &c) {
   return true;
 }
 
-bool softCap(Call &c) {
+bool kernelSoftCap(Call &c) {
   Region in, out;
   double cap;
   if (!c.region("in", &in) || !c.region("out", &out, in.elems, in.rows) ||
@@ -924,43 +898,160 @@ void KvCache::read(int64_t position, float *row) const {
     row[e] = at(position, e);
 }
 
-bool runKernel(const std::string &name, const json &params,
-               HostContext &context, std::string *error) {
-  using Fn = bool (*)(Call &);
-  static const std::map<std::string, Fn> kernels = {
-      {kernel::kEmbed, embed},
-      {kernel::kPerLayerInputs, perLayerInputs},
-      {kernel::kAltUpInit, altupInit},
-      {kernel::kAltUpPredict, altupPredict},
-      {kernel::kAltUpCorrect, altupCorrect},
-      {kernel::kAltUpCollapse, altupCollapse},
-      {kernel::kRmsNorm, rmsNorm},
-      {kernel::kAddRmsNorm, addRmsNorm},
-      {kernel::kCombine, combine},
-      {kernel::kMul, mul},
-      {kernel::kMulTensor, mulTensor},
-      {kernel::kGaussianTopK, gaussianTopK},
-      {kernel::kKvNormRope, kvNormRope},
-      {kernel::kCacheWrite, cacheWrite},
-      {kernel::kAttentionScores, attentionScores},
-      {kernel::kAttentionValues, attentionValues},
-      {kernel::kLaurelResidual, laurelResidual},
-      {kernel::kPleInject, pleInject},
-      {kernel::kSoftCap, softCap},
-      {kernel::kFill, fill},
-      {kernel::kEmitLogits, emitLogits},
+namespace {
+
+bool regionOf(const json &j, abi::HostRegion *out) {
+  if (!j.is_array() || j.size() != 4)
+    return false;
+  for (const json &v : j)
+    if (!v.is_number_integer())
+      return false;
+  *out = {j[0].get<int64_t>(), j[1].get<int64_t>(), j[2].get<int64_t>(),
+          j[3].get<int64_t>()};
+  return true;
+}
+
+} // namespace
+
+bool bindCall(const std::string &kernel, const json &params,
+              const BindTables &tables, BoundCall *out, std::string *error) {
+  abi::HostKernel id;
+  if (!abi::lookupKernel(kernel, id)) {
+    *error = "unknown host kernel '" + kernel + "' (known: " +
+             abi::kernelNames() + ")";
+    return false;
+  }
+  auto fail = [&](const std::string &key, const std::string &why) {
+    *error = "host kernel '" + kernel + "': parameter '" + key + "' " + why;
+    return false;
   };
-  auto it = kernels.find(name);
-  if (it == kernels.end()) {
-    *error = "unknown host kernel '" + name + "'";
-    return false;
-  }
   if (!params.is_object()) {
-    *error = "host kernel '" + name + "': parameters must be an object";
+    *error = "host kernel '" + kernel + "': parameters must be an object";
     return false;
   }
-  Call call(name, params, context, error);
-  return it->second(call);
+  for (auto &[key, value] : params.items())
+    if (!abi::lookupParam(id, key))
+      return fail(key, "is not a parameter of this kernel");
+  const abi::KernelInfo &info = abi::kernelInfo(id);
+  BoundCall call;
+  call.kernel = id;
+  call.args.resize(info.params.size());
+  for (const abi::ParamInfo &p : info.params) {
+    BoundArg &a = call.args[p.slot];
+    auto it = params.find(p.key);
+    if (it == params.end()) {
+      if (p.required)
+        return fail(p.key, "is missing");
+      continue;
+    }
+    const json &v = *it;
+    const std::string expected =
+        std::string("must be ") + abi::paramKindName(p.kind);
+    a.present = true;
+    switch (p.kind) {
+    case abi::ParamKind::Region:
+      if (!regionOf(v, &a.region))
+        return fail(p.key, expected);
+      break;
+    case abi::ParamKind::RegionList:
+      if (!v.is_array())
+        return fail(p.key, expected);
+      for (const json &r : v) {
+        abi::HostRegion region;
+        if (!regionOf(r, &region))
+          return fail(p.key, expected);
+        a.regions.push_back(region);
+      }
+      break;
+    case abi::ParamKind::Int:
+      if (!v.is_number_integer())
+        return fail(p.key, expected);
+      a.integer = v.get<int64_t>();
+      break;
+    case abi::ParamKind::Float:
+      if (!v.is_number())
+        return fail(p.key, expected);
+      a.number = v.get<double>();
+      break;
+    case abi::ParamKind::Tensor:
+    case abi::ParamKind::TensorList: {
+      std::vector<json> names;
+      if (p.kind == abi::ParamKind::Tensor)
+        names.push_back(v);
+      else if (v.is_array())
+        names.assign(v.begin(), v.end());
+      else
+        return fail(p.key, expected);
+      for (const json &n : names) {
+        if (!n.is_string())
+          return fail(p.key, expected);
+        auto t = tables.tensors ? tables.tensors->find(n.get<std::string>())
+                                : std::map<std::string, HostTensor>::const_iterator();
+        if (!tables.tensors || t == tables.tensors->end())
+          return fail(p.key, "names host tensor '" + n.get<std::string>() +
+                                 "', which the bundle does not have");
+        a.names.push_back(n.get<std::string>());
+        a.tensors.push_back(&t->second);
+      }
+      break;
+    }
+    case abi::ParamKind::Cache: {
+      if (!v.is_string())
+        return fail(p.key, expected);
+      const std::string name = v.get<std::string>();
+      auto c = tables.caches ? tables.caches->find(name)
+                             : std::map<std::string, int>::const_iterator();
+      if (!tables.caches || c == tables.caches->end())
+        return fail(p.key, "names KV cache '" + name +
+                               "', which the manifest does not declare");
+      a.names.push_back(name);
+      a.cache = c->second;
+      break;
+    }
+    case abi::ParamKind::Gather: {
+      if (!v.is_string())
+        return fail(p.key, expected);
+      const std::string name = v.get<std::string>();
+      auto g = tables.gathers ? tables.gathers->find(name)
+                              : std::map<std::string, GatherTable>::const_iterator();
+      if (!tables.gathers || g == tables.gathers->end())
+        return fail(p.key, "names gather table '" + name +
+                               "', which the bundle does not have");
+      a.names.push_back(name);
+      a.gather = &g->second;
+      break;
+    }
+    }
+    if (p.role != abi::ParamRole::Arg) {
+      std::vector<abi::HostRegion> &side =
+          p.role == abi::ParamRole::In ? call.inputs : call.outputs;
+      if (p.kind == abi::ParamKind::Region)
+        side.push_back(a.region);
+      else
+        side.insert(side.end(), a.regions.begin(), a.regions.end());
+    }
+  }
+  *out = std::move(call);
+  return true;
+}
+
+bool runKernel(const BoundCall &call, HostContext &context,
+               std::string *error) {
+  using Fn = bool (*)(Call &);
+  static const Fn kernels[] = {
+#define PCCX_HOST_KERNEL(Id, Name) kernel##Id,
+#include "hw/abi/HostKernels.def"
+  };
+  Call c(call, context, error);
+  return kernels[unsigned(call.kernel)](c);
+}
+
+bool runKernel(const std::string &name, const json &params,
+               const BindTables &tables, HostContext &context,
+               std::string *error) {
+  BoundCall call;
+  return bindCall(name, params, tables, &call, error) &&
+         runKernel(call, context, error);
 }
 
 } // namespace pccx::host

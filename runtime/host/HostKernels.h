@@ -26,6 +26,7 @@
 #ifndef PCCX_RUNTIME_HOST_HOSTKERNELS_H
 #define PCCX_RUNTIME_HOST_HOSTKERNELS_H
 
+#include "hw/abi/HostAbi.h"
 #include "hw/numerics/Quantize.h"
 
 #include <nlohmann/json.hpp>
@@ -37,31 +38,6 @@
 #include <vector>
 
 namespace pccx::host {
-
-/// Kernel names.
-namespace kernel {
-constexpr const char *kEmbed = "embed";
-constexpr const char *kPerLayerInputs = "per_layer_inputs";
-constexpr const char *kAltUpInit = "altup_init";
-constexpr const char *kAltUpPredict = "altup_predict";
-constexpr const char *kAltUpCorrect = "altup_correct";
-constexpr const char *kAltUpCollapse = "altup_collapse";
-constexpr const char *kRmsNorm = "rms_norm";
-constexpr const char *kAddRmsNorm = "add_rms_norm";
-constexpr const char *kCombine = "combine";
-constexpr const char *kMul = "mul";
-constexpr const char *kMulTensor = "mul_tensor";
-constexpr const char *kGaussianTopK = "gaussian_topk";
-constexpr const char *kKvNormRope = "kv_norm_rope";
-constexpr const char *kCacheWrite = "cache_write";
-constexpr const char *kAttentionScores = "attention_scores";
-constexpr const char *kAttentionValues = "attention_values";
-constexpr const char *kLaurelResidual = "laurel_residual";
-constexpr const char *kPleInject = "ple_inject";
-constexpr const char *kSoftCap = "softcap";
-constexpr const char *kFill = "fill";
-constexpr const char *kEmitLogits = "emit_logits";
-} // namespace kernel
 
 /// A float32 tensor kept on the host (norm gains, AltUp matrices, ...).
 struct HostTensor {
@@ -117,13 +93,48 @@ private:
   std::vector<int8_t> codes_;
 };
 
-/// What a kernel may touch.
+/// One argument of a bound call (which members are set depends on the
+/// parameter's kind in hw/abi/HostKernels.def).
+struct BoundArg {
+  bool present = false;
+  int64_t integer = 0;
+  double number = 0;
+  abi::HostRegion region;
+  std::vector<abi::HostRegion> regions;
+  std::vector<std::string> names;           ///< tensor/cache/gather names
+  std::vector<const HostTensor *> tensors;  ///< Tensor, TensorList
+  const GatherTable *gather = nullptr;
+  int cache = -1; ///< index into HostContext::caches
+};
+
+/// A kernel call with its parameters decoded and its names resolved, made
+/// once when a bundle is opened. `inputs` and `outputs` are its In and Out
+/// regions.
+struct BoundCall {
+  abi::HostKernel kernel = abi::HostKernel::Fill;
+  std::vector<BoundArg> args; ///< by parameter slot
+  std::vector<abi::HostRegion> inputs, outputs;
+};
+
+/// What names in a call resolve to.
+struct BindTables {
+  const std::map<std::string, HostTensor> *tensors = nullptr;
+  const std::map<std::string, GatherTable> *gathers = nullptr;
+  const std::map<std::string, int> *caches = nullptr; ///< name -> index
+};
+
+/// Decodes a call from its JSON parameters: the kernel must exist, every
+/// required parameter be present with its kind, no unknown parameter, and
+/// every name resolve. False with a message naming the kernel and the
+/// parameter otherwise.
+bool bindCall(const std::string &kernel, const nlohmann::json &params,
+              const BindTables &tables, BoundCall *out, std::string *error);
+
+/// What a kernel may touch while it runs.
 struct HostContext {
   float *window = nullptr; ///< lanes of the host window
   int64_t windowWords = 0;
-  std::map<std::string, HostTensor> tensors;
-  std::map<std::string, GatherTable> gathers;
-  std::map<std::string, KvCache> *caches = nullptr;
+  std::vector<KvCache> *caches = nullptr;
   int64_t position = 0;
   std::vector<int32_t> tokens; ///< one per row of the step
   /// Weight records produced for the NPU (attention scores), consumed in
@@ -136,12 +147,15 @@ struct HostContext {
   int64_t emittedRows = 0;
 };
 
-/// Runs one kernel call. False (with a message naming the kernel and the
+/// Runs one bound call. False (with a message naming the kernel and the
 /// offending parameter) on any invalid operand.
+bool runKernel(const BoundCall &call, HostContext &context,
+               std::string *error);
+
+/// Binds and runs in one go (tests and tools that run a single call).
 bool runKernel(const std::string &name, const nlohmann::json &params,
-               HostContext &context, std::string *error);
-
-
+               const BindTables &tables, HostContext &context,
+               std::string *error);
 
 } // namespace pccx::host
 

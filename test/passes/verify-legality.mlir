@@ -25,3 +25,27 @@ pccx.program @pending {
     pccx.gemv {dest_reg = 0, src_addr = 0, size_ptr_addr = 0, shape_ptr_addr = 0, weight_shape = [1, 1, 0]}
   }
 }
+
+// -----
+
+// A host kernel right after an instruction needs a sync in between.
+pccx.program @p {
+  pccx.segment @s {
+    // expected-note @+1 {{the instruction}}
+    pccx.memcpy {to_device, dest_addr = 0, src_addr = 0, aux_addr = 0, shape_ptr_addr = 0, async}
+    // expected-error @+1 {{runs after an instruction with no pccx.host.sync in between; run pccx-schedule-async}}
+    pccx.host.kernel "fill" {inputs = [], outputs = [[0, 1]], params = {out = [0, 8, 1, 1], value = 1.0}}
+  }
+}
+
+// -----
+
+// With the sync (and at the start of a segment) host work is legal.
+pccx.program @p {
+  pccx.segment @s {
+    pccx.host.kernel "fill" {inputs = [], outputs = [[0, 1]], params = {out = [0, 8, 1, 1], value = 1.0}}
+    pccx.memcpy {to_device, dest_addr = 0, src_addr = 0, aux_addr = 0, shape_ptr_addr = 0, async}
+    pccx.host.sync
+    pccx.host.kernel "fill" {inputs = [], outputs = [[0, 1]], params = {out = [0, 8, 1, 1], value = 1.0}}
+  }
+}

@@ -344,6 +344,7 @@ int main(int argc, char **argv) {
         {"stats",
          {{"instructions", stats.instructions},
           {"host_ops", stats.hostOps},
+          {"syncs", stats.syncs},
           {"weight_bytes", stats.weightBytes},
           {"steps", stats.steps}}}};
     if (tokenizer)

@@ -170,8 +170,8 @@ pccx.program @p {
 
 pccx.program @p {
   pccx.segment @s {
-    // expected-error @+1 {{outputs region [131000, +100) is outside the host window of 131072 words}}
-    pccx.host.kernel "k" {inputs = [], outputs = [[131000, 100]]}
+    // expected-error @+1 {{parameter 'out' reaches past the host window of 131072 words}}
+    pccx.host.kernel "fill" {inputs = [], outputs = [[131000, 100]], params = {out = [131000, 800, 1, 100], value = 1.0}}
   }
 }
 
@@ -180,7 +180,52 @@ pccx.program @p {
 pccx.program @p {
   pccx.segment @s {
     // expected-error @+1 {{inputs must hold [word offset, words] pairs}}
-    pccx.host.kernel "k" {inputs = [[1]], outputs = []}
+    pccx.host.kernel "emit_logits" {inputs = [[1]], outputs = [], params = {in = [1, 8, 1, 1], first_row = 0}}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{names no host kernel 'rms_square' (known: embed, per_layer_inputs,}}
+    pccx.host.kernel "rms_square" {inputs = [], outputs = []}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{host kernel 'fill' needs parameter 'value'}}
+    pccx.host.kernel "fill" {inputs = [], outputs = [[0, 1]], params = {out = [0, 8, 1, 1]}}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{host kernel 'fill' has no parameter 'colour'}}
+    pccx.host.kernel "fill" {inputs = [], outputs = [[0, 1]], params = {out = [0, 8, 1, 1], value = 1.0, colour = 2}}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{parameter 'cache' must be the name of a KV cache}}
+    pccx.host.kernel "cache_write" {inputs = [[0, 1]], outputs = [], params = {rows = [0, 8, 1, 1], cache = 3}}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{outputs must list the spans of the kernel's Out regions (hw/abi/HostKernels.def), in order}}
+    pccx.host.kernel "fill" {inputs = [], outputs = [[0, 2]], params = {out = [0, 8, 1, 1], value = 1.0}}
   }
 }
 

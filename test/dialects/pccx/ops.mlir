@@ -24,8 +24,8 @@ pccx.program @decode attributes {kind = "decode"} {
     pccx.memcpy {from_device, dest_addr = 0, src_addr = 0, aux_addr = 12, shape_ptr_addr = 3, patches = [{field = "aux_addr", source = "position", scale = 4, offset = 0}]}
     // CHECK: pccx.memcpy {aux_addr = 0 : i64, dest_addr = 0 : i64, shape_ptr_addr = 3 : i64, src_addr = @y, to_device}
     pccx.memcpy {to_device, dest_addr = 0, src_addr = @y, aux_addr = 0, shape_ptr_addr = 3}
-    // CHECK: pccx.host.kernel "rms_square" {inputs = {{\[\[}}0, 256]], outputs = {{\[\[}}256, 256]]}
-    pccx.host.kernel "rms_square" {inputs = [[0, 256]], outputs = [[256, 256]]}
+    // CHECK: pccx.host.kernel "mul" {inputs = {{\[\[}}0, 32], [32, 32]], outputs = {{\[\[}}256, 32]], params = {a = [0, 256, 1, 32], b = [32, 256, 1, 32], out = [256, 256, 1, 32]}}
+    pccx.host.kernel "mul" {inputs = [[0, 32], [32, 32]], outputs = [[256, 32]], params = {a = [0, 256, 1, 32], b = [32, 256, 1, 32], out = [256, 256, 1, 32]}}
     // CHECK: pccx.host.sync
     pccx.host.sync
   }

@@ -214,7 +214,7 @@ TEST_F(BundleTest, RoundTripsEverySectionKind) {
   std::string err;
   std::unique_ptr<Bundle> b = Bundle::open(p, &err);
   ASSERT_NE(b, nullptr) << err;
-  EXPECT_EQ(b->formatVersion(), 1u);
+  EXPECT_EQ(b->formatVersion(), 2u);
   EXPECT_EQ(b->isaVersion(), 2u);
   EXPECT_EQ(b->machineDigest(), machine::digest());
   EXPECT_TRUE(b->machineDigestMatches());
@@ -268,7 +268,7 @@ TEST_F(BundleTest, LayoutMatchesTheDocument) {
   Bytes f = readAll(writeSample());
   ASSERT_GE(f.size(), 4096u);
   EXPECT_EQ(0, std::memcmp(f.data(), "PCCXBNDL", 8));
-  EXPECT_EQ(getU32(f, kHdrFormatVersion), 1u);
+  EXPECT_EQ(getU32(f, kHdrFormatVersion), 2u);
   EXPECT_EQ(getU32(f, kHdrIsaVersion), 2u);
   EXPECT_EQ(getU64(f, kHdrDigest), machine::digest());
   EXPECT_EQ(getU32(f, kHdrCount), 6u);
@@ -602,7 +602,10 @@ TEST_F(BundleTest, RejectsNewerFormat) {
   putU32(f, kHdrFormatVersion, 7);
   // No reseal: the version is checked before anything it might change.
   EXPECT_HAS(openError(f),
-             "bundle format version 7 is newer than this reader (1)");
+             "bundle format version 7 is newer than this reader (2)");
+  putU32(f, kHdrFormatVersion, 1);
+  EXPECT_HAS(openError(f), "bundle format version 1 is older than this reader "
+                           "(2); recompile the model with pccx-compile");
   putU32(f, kHdrFormatVersion, 0);
   EXPECT_HAS(openError(f), "format version 0 is invalid");
 }

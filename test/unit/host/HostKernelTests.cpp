@@ -26,7 +26,10 @@ namespace {
 /// A 32-word host window and the tables a test adds.
 struct Host {
   std::vector<float> window = std::vector<float>(32 * 8, 0.0f);
-  std::map<std::string, KvCache> caches;
+  std::map<std::string, HostTensor> tensors;
+  std::map<std::string, GatherTable> gathers;
+  std::vector<KvCache> caches;
+  std::map<std::string, int> cacheIndex;
   HostContext ctx;
   std::string error;
   Host() {
@@ -36,8 +39,16 @@ struct Host {
     ctx.tokens = {0};
   }
   float *word(int64_t w) { return window.data() + w * 8; }
+  void addCache(const std::string &name, KvCache cache) {
+    cacheIndex[name] = int(caches.size());
+    caches.push_back(std::move(cache));
+  }
+  KvCache &cache(const std::string &name) {
+    return caches[size_t(cacheIndex.at(name))];
+  }
   bool run(const char *kernel, const json &params) {
-    return runKernel(kernel, params, ctx, &error);
+    BindTables tables{&tensors, &gathers, &cacheIndex};
+    return runKernel(kernel, params, tables, ctx, &error);
   }
 };
 
@@ -46,7 +57,7 @@ TEST(HostKernels, RmsNormWithAndWithoutGain) {
   const float x[5] = {1.0f, -2.0f, 3.0f, 0.5f, -0.25f};
   std::copy(x, x + 5, h.word(0));
   const float gain[5] = {1.0f, 0.5f, 2.0f, 1.5f, -1.0f};
-  h.ctx.tensors["g"] = {1, 5, gain};
+  h.tensors["g"] = {1, 5, gain};
   ASSERT_TRUE(h.run("rms_norm", {{"in", {0, 5, 1, 1}},
                                  {"out", {2, 5, 1, 1}},
                                  {"eps", 1e-6},
@@ -112,8 +123,8 @@ TEST(HostKernels, CombineSumsThenScales) {
   EXPECT_FALSE(h.run("combine", {{"inputs", {0, 3, 2, 1}},
                                  {"scale", 1.0},
                                  {"out", {4, 3, 2, 1}}}));
-  EXPECT_EQ(h.error, "host kernel 'combine': parameter 'inputs' must list "
-                     "regions");
+  EXPECT_EQ(h.error, "host kernel 'combine': parameter 'inputs' must be a list "
+                     "of regions");
 }
 
 TEST(HostKernels, AddRmsNormAndMulTensor) {
@@ -123,7 +134,7 @@ TEST(HostKernels, AddRmsNormAndMulTensor) {
   const float gain[4] = {2.0f, 1.0f, -1.0f, 4.0f};
   std::copy(x, x + 4, h.word(0));
   std::copy(y, y + 4, h.word(1));
-  h.ctx.tensors["g"] = {1, 4, gain};
+  h.tensors["g"] = {1, 4, gain};
   ASSERT_TRUE(h.run("add_rms_norm", {{"x", {0, 4, 1, 1}},
                                      {"y", {1, 4, 1, 1}},
                                      {"out", {2, 4, 1, 1}},
@@ -214,7 +225,7 @@ TEST(HostKernels, KvCacheRingAndStorage) {
 
 TEST(HostKernels, CacheWriteAtTheStepPositions) {
   Host h;
-  h.caches.emplace("kv", KvCache(8, 3, KvDtype::F32));
+  h.addCache("kv", KvCache(8, 3, KvDtype::F32));
   h.ctx.position = 6;
   h.ctx.tokens = {0, 0};
   const float rows[2][3] = {{1, 2, 3}, {4, 5, 6}};
@@ -222,15 +233,15 @@ TEST(HostKernels, CacheWriteAtTheStepPositions) {
   std::copy(rows[1], rows[1] + 3, h.word(1));
   ASSERT_TRUE(h.run("cache_write", {{"rows", {0, 3, 2, 1}}, {"cache", "kv"}}))
       << h.error;
-  EXPECT_EQ(h.caches.at("kv").at(6, 2), 3.0f);
-  EXPECT_EQ(h.caches.at("kv").at(7, 0), 4.0f);
+  EXPECT_EQ(h.cache("kv").at(6, 2), 3.0f);
+  EXPECT_EQ(h.cache("kv").at(7, 0), 4.0f);
 }
 
 TEST(HostKernels, CacheWriteWrapsAnFp16Ring) {
   Host h;
-  h.caches.emplace("k", KvCache(4, 3, KvDtype::F16));
+  h.addCache("k", KvCache(4, 3, KvDtype::F16));
   const float old[3] = {9, 9, 9};
-  h.caches.at("k").write(0, old);
+  h.cache("k").write(0, old);
   // Positions 3 and 4 of a 4-slot ring: slots 3 and 0.
   h.ctx.position = 3;
   h.ctx.tokens = {0, 0};
@@ -240,7 +251,7 @@ TEST(HostKernels, CacheWriteWrapsAnFp16Ring) {
   std::copy(rows[1], rows[1] + 3, h.word(2));
   ASSERT_TRUE(h.run("cache_write", {{"rows", {0, 3, 2, 2}}, {"cache", "k"}}))
       << h.error;
-  const KvCache &k = h.caches.at("k");
+  const KvCache &k = h.cache("k");
   // fp16 by hand: 0.1 -> 0x2E66 = 0.0999755859375; 65504 is the largest
   // finite value; 1e-8 is under half the smallest subnormal (2^-24) -> 0;
   // 70000 -> inf; 1/3 -> 0x3555 = 0.333251953125.
@@ -286,7 +297,7 @@ TEST(HostKernels, EmbedFromQuantizedTables) {
     g.format = format;
     g.codes = codes.data();
     g.scales = scales.data();
-    h.ctx.gathers["emb"] = g;
+    h.gathers["emb"] = g;
     h.ctx.tokens = {1};
     ASSERT_TRUE(h.run("embed",
                       {{"table", "emb"}, {"scale", 2.0}, {"out", {0, 4, 1, 1}}}))
@@ -336,7 +347,14 @@ TEST(HostKernels, EmitLogitsFillsItsRows) {
 TEST(HostKernels, ErrorsNameKernelAndParameter) {
   Host h;
   EXPECT_FALSE(h.run("no_such_kernel", json::object()));
-  EXPECT_EQ(h.error, "unknown host kernel 'no_such_kernel'");
+  EXPECT_EQ(h.error.rfind("unknown host kernel 'no_such_kernel' (known: embed, ",
+                          0),
+            0u)
+      << h.error;
+  EXPECT_FALSE(h.run("fill", {{"out", {0, 8, 1, 1}}, {"value", 0.0},
+                              {"colour", 1}}));
+  EXPECT_EQ(h.error, "host kernel 'fill': parameter 'colour' is not a "
+                     "parameter of this kernel");
 
   EXPECT_FALSE(h.run("softcap", {{"in", {30, 8, 4, 1}},
                                  {"out", {0, 8, 4, 1}},
@@ -369,7 +387,10 @@ TEST(HostKernels, ErrorsNameKernelAndParameter) {
 
   // A missing region, a malformed one and parameters that are not an object.
   EXPECT_FALSE(h.run("rms_norm", {{"in", {0, 8, 1, 1}}, {"eps", 1e-6}}));
-  EXPECT_EQ(h.error, "host kernel 'rms_norm': parameter 'out' must be a region "
+  EXPECT_EQ(h.error, "host kernel 'rms_norm': parameter 'out' is missing");
+  EXPECT_FALSE(h.run("rms_norm", {{"in", {0, 8, 1}}, {"out", {1, 8, 1, 1}},
+                                  {"eps", 1e-6}}));
+  EXPECT_EQ(h.error, "host kernel 'rms_norm': parameter 'in' must be a region "
                      "[offset, elems, rows, stride]");
   EXPECT_FALSE(h.run("fill", {{"out", {0, 9, 1, 1}}, {"value", 0.0}}));
   EXPECT_NE(h.error.find("host kernel 'fill': parameter 'out' is not a valid "

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PCCX_RUNTIME_BUNDLE_PATCHSOURCES_H
-#define PCCX_RUNTIME_BUNDLE_PATCHSOURCES_H
+#ifndef PCCX_HW_ABI_PATCHSOURCES_H
+#define PCCX_HW_ABI_PATCHSOURCES_H
 
 #include <algorithm>
 #include <cstdint>
