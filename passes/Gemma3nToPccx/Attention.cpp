@@ -1,0 +1,137 @@
+//===- Attention.cpp - attention over the KV cache =------------------------===//
+//
+// The cache write, the query projection, scores on the host as weight
+// records, softmax on the SFU and P.V on the host.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Gemma3nToPccx/LoweringState.h"
+
+namespace pccx::lowering {
+
+LogicalResult ProgramLowering::visit(KVCacheWriteOp w) {
+  const Place &cache = place(w.getCache());
+  if (cache.cache.empty())
+    return w.emitOpError("writes a cache that is not a cache argument");
+  if (failed(ensureHost(w.getRows())))
+    return failure();
+  Place result;
+  result.cache = cache.cache;
+  places_[w.getResult()] = result;
+  return hostKernel(kernelName(pccx::abi::HostKernel::CacheWrite), {w.getRows()}, {},
+                    {attr("rows", region(place(w.getRows()))),
+                     attr("cache", b_.getStringAttr(cache.cache))});
+}
+
+LogicalResult ProgramLowering::visit(AttentionOp a) {
+  const int64_t heads = int64_t(a.getNumHeads()),
+                kvHeads = int64_t(a.getNumKvHeads()),
+                headDim = int64_t(a.getHeadDim()),
+                window = a.getSlidingWindowAttr().getInt();
+  const Place &kc = place(a.getKCache()), &vc = place(a.getVCache());
+  if (kc.cache.empty() || vc.cache.empty())
+    return a.emitOpError("reads a cache that is not a cache argument");
+  const int64_t slots = caches_[kc.cache].first;
+  const int64_t capacity = window > 0 ? std::min(window, slots) : slots;
+  if (capacity > 65535)
+    return a.emitOpError() << "attends over up to " << capacity
+                           << " positions; the v002 length fields stop at "
+                              "65535 (lower --max-seq-len)";
+
+  // Q projection on the NPU, scores on the host into weight records.
+  auto qShape = cast<RankedTensorType>(a.getInput().getType()).getShape();
+  SmallVector<int64_t> shape(qShape.begin(), qShape.end());
+  shape.back() = heads * headDim;
+  Value qRaw = scratch(a, shape);
+  SmallVector<NamedAttribute> params;
+  FailureOr<std::string> qNorm = hostTensor(a.getQNorm());
+  if (failed(qNorm) || failed(matmul(a.getInput(), a.getQProj(), qRaw, "q")) ||
+      failed(ensureHost(qRaw)))
+    return failure();
+  const double theta = a.getRopeTheta().convertToDouble();
+  const double eps = a.getEps().convertToFloat();
+  if (failed(hostKernel(
+          kernelName(pccx::abi::HostKernel::AttentionScores), {qRaw}, {},
+          {attr("q", region(place(qRaw))),
+           attr("q_norm", b_.getStringAttr(*qNorm)),
+           attr("k_cache", b_.getStringAttr(kc.cache)),
+           attr("heads", i64(heads)), attr("kv_heads", i64(kvHeads)),
+           attr("head_dim", i64(headDim)),
+           attr("theta", b_.getF64FloatAttr(theta)),
+           attr("eps", b_.getF64FloatAttr(eps)), attr("window", i64(window))})))
+    return failure();
+  dropScratch(qRaw);
+
+  // Softmax of each (row, head) on the SFU, the row's probabilities to the
+  // host, then P . V for that row: one row of heads in the window at a time.
+  const int64_t rows = rows_, capWords = wordsFor(capacity);
+  const int64_t probs = window_.allocate(heads * capWords);
+  if (probs < 0)
+    return a.emitOpError("the host window is full");
+  std::string scores = newBuffer(capWords, "scores");
+  Value oRaw = scratch(a, shape);
+  Place &o = newHostValue(oRaw);
+  if (o.host < 0)
+    return a.emitOpError("the host window is full");
+  const Place oPlace = o;
+  for (int64_t r = 0; r < rows; ++r) {
+    auto patch = [&](StringRef field, StringRef bank) {
+      SmallVector<NamedAttribute> p = {
+          attr("field", b_.getStringAttr(field)),
+          attr("source", b_.getStringAttr(window > 0 ? "window_len"
+                                                     : "attn_len")),
+          attr("delta", i64(r))};
+      if (!bank.empty())
+        p.push_back(attr("bank", b_.getStringAttr(bank)));
+      if (window > 0)
+        p.push_back(attr("window", i64(window)));
+      return b_.getDictionaryAttr(p);
+    };
+    for (int64_t h = 0; h < heads; ++h) {
+      inst("pccx.gemv",
+           {attr("dest_reg", sym(scores)), attr("src_addr", sym(one_)),
+            attr("size_ptr_addr", i64(0)), attr("shape_ptr_addr", i64(0)),
+            attr("w_scale", b_.getUnitAttr()),
+            attr("findemax", b_.getUnitAttr()),
+            attr("weights", b_.getDictionaryAttr(
+                                {attr("dynamic", b_.getUnitAttr())})),
+            attr("weight_shape", triple(capacity, 1, 0)),
+            attr("fmap_shape", triple(1, 1, capWords)),
+            attr("shape_patches",
+                 b_.getArrayAttr({patch("a_value", "weight_shape")}))});
+      auto lengthPatch = b_.getArrayAttr({patch("length", "")});
+      for (auto [func, dst, flag] :
+           {std::make_tuple("exp", scores, "sub_emax"),
+            std::make_tuple("reduce_sum", sum_, ""),
+            std::make_tuple("scale", scores, "recip_scale")}) {
+        SmallVector<NamedAttribute> attrs = {
+            attr("cvo_func", b_.getStringAttr(func)),
+            attr("src_addr", sym(scores)), attr("dst_addr", sym(dst)),
+            attr("length", i64(capacity)), attr("patches", lengthPatch)};
+        if (*flag)
+          attrs.push_back(attr(flag, b_.getUnitAttr()));
+        inst("pccx.cvo", attrs);
+      }
+      memcpyToHost(Place(), scores, probs + h * capWords, capWords, 1,
+                   capWords);
+    }
+    b_.create<pd::HostKernelOp>(
+        loc(), b_.getStringAttr(kernelName(pccx::abi::HostKernel::AttentionValues)),
+        b_.getArrayAttr(
+            {b_.getArrayAttr({i64(probs), i64(heads * capWords)})}),
+        b_.getArrayAttr({span(oPlace)}),
+        b_.getDictionaryAttr(
+            {attr("probs", b_.getArrayAttr({i64(probs), i64(capacity),
+                                            i64(heads), i64(capWords)})),
+             attr("v_cache", b_.getStringAttr(vc.cache)),
+             attr("heads", i64(heads)), attr("kv_heads", i64(kvHeads)),
+             attr("head_dim", i64(headDim)), attr("window", i64(window)),
+             attr("row", i64(r)), attr("out", region(oPlace))}));
+  }
+  window_.release(probs, heads * capWords);
+  LogicalResult r = matmul(oRaw, a.getOProj(), a.getResult(), "attn");
+  dropScratch(oRaw);
+  return r;
+}
+
+} // namespace pccx::lowering

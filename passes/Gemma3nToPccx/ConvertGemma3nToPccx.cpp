@@ -1,0 +1,68 @@
+//===- ConvertGemma3nToPccx.cpp - NPU/host partition of gemma3n -----------===//
+//
+// Lowers each gemma3n function to a pccx.program (docs/lowering.md). The
+// work per op lives with its family in this folder; LoweringState.h is the
+// state they share.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Gemma3nToPccx/LoweringState.h"
+
+namespace pccx {
+#define GEN_PASS_DEF_CONVERTGEMMA3NTOPCCX
+#include "passes/Passes.h.inc"
+} // namespace pccx
+
+namespace {
+
+using namespace pccx::lowering;
+
+struct ConvertGemma3nToPccxPass
+    : pccx::impl::ConvertGemma3nToPccxBase<ConvertGemma3nToPccxPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto state = module->getAttrOfType<StringAttr>(pccx::kKvSharingAttr);
+    if (!state || state.getValue() != "resolved") {
+      module.emitError("KV sharing is not resolved; run "
+                       "gemma3n-resolve-kv-sharing before "
+                       "convert-gemma3n-to-pccx");
+      return signalPassFailure();
+    }
+    if (prefillRows < 1 || prefillRows > 65535) {
+      module.emitError() << "prefill-rows must be in [1, 65535], got "
+                         << int64_t(prefillRows);
+      return signalPassFailure();
+    }
+    pccx::import::Gemma3nTextConfig config;
+    std::string error;
+    if (!pccx::moduleConfig(module, &config, &error)) {
+      module.emitError() << error;
+      return signalPassFailure();
+    }
+    std::map<std::string, DictionaryAttr> hostTensors, gathers;
+    SmallVector<func::FuncOp> functions;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn->hasAttr(pccx::kFunctionKindAttr))
+        functions.push_back(fn);
+    for (func::FuncOp fn : functions) {
+      ProgramLowering lowering(module, fn, config, prefillRows, hostTensors,
+                               gathers);
+      if (failed(lowering.run()))
+        return signalPassFailure();
+    }
+    Builder b(module.getContext());
+    SmallVector<NamedAttribute> tensors, tables;
+    for (auto &[name, recipe] : hostTensors)
+      tensors.push_back(b.getNamedAttr(name, recipe));
+    for (auto &[name, recipe] : gathers)
+      tables.push_back(b.getNamedAttr(name, recipe));
+    module->setAttr("pccx.host_tensors", b.getDictionaryAttr(tensors));
+    module->setAttr("pccx.gather_tables", b.getDictionaryAttr(tables));
+    for (func::FuncOp fn : functions)
+      fn.erase();
+  }
+};
+
+} // namespace

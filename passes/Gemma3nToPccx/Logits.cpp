@@ -1,0 +1,99 @@
+//===- Logits.cpp - the LM head and logits =--------------------------------===//
+//
+// The LM head streamed row by row with its soft-cap, and the hand-off of
+// the logits to the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Gemma3nToPccx/LoweringState.h"
+
+namespace pccx::lowering {
+
+LogicalResult ProgramLowering::visit(LMHeadOp l) {
+  // Logits that only go (soft-capped) to the return are streamed.
+  Operation *user = l->hasOneUse() ? *l->getUsers().begin() : nullptr;
+  auto cap = dyn_cast_or_null<SoftCapOp>(user);
+  Operation *end = cap && cap->hasOneUse() ? *cap->getUsers().begin()
+                                           : user;
+  if (llvm::isa_and_nonnull<func::ReturnOp>(end))
+    return lowerLogits(l, cap);
+  return matmul(l.getInput(), l.getTable(), l.getResult(), "logits");
+}
+
+LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
+  Value input = head.getInput(), weight = head.getTable();
+  if (!weight.getDefiningOp<QuantizeOp>())
+    return matmul(input, weight, head.getResult(), "logits");
+  auto shape = cast<RankedTensorType>(weight.getType()).getShape();
+  const int64_t n = shape[0], k = shape[1];
+  if (k > 65535)
+    return head.emitOpError("input features exceed the 16-bit shape fields");
+  if (failed(ensureL2(input)))
+    return failure();
+  const Place in = place(input);
+  DictionaryAttr recipe = pccx::weightRecipe(weight);
+  pccx::hw::WeightFormat format;
+  if (!pccx::recipeFormat(recipe, &format))
+    return emitError(loc()) << "unknown quantization scheme on "
+                            << pccx::rootWeight(weight).getName();
+  const int64_t rowWords = wordsFor(n);
+  const int64_t row = window_.allocate(rowWords);
+  if (row < 0)
+    return head.emitOpError("the host window is full");
+  ArrayAttr rowRegion =
+      b_.getArrayAttr({i64(row), i64(n), i64(1), i64(rowWords)});
+  std::vector<std::pair<int64_t, std::string>> tiles;
+  for (int64_t first = 0; first < n; first += kMaxRows)
+    tiles.push_back({first, newBuffer(wordsFor(std::min(kMaxRows, n - first)),
+                                      "logits")});
+  for (int64_t r = 0; r < in.rows; ++r) {
+    for (auto &[first, buffer] : tiles) {
+      int64_t count = std::min(kMaxRows, n - first);
+      SmallVector<NamedAttribute> attrs = {
+          attr("dest_reg", sym(buffer)), attr("src_addr", sym(in.l2)),
+          attr("size_ptr_addr", i64(0)), attr("shape_ptr_addr", i64(0)),
+          attr("w_scale", b_.getUnitAttr()),
+          attr("weights", b_.getDictionaryAttr(
+                              {attr("recipe", recipe),
+                               attr("first_row", i64(first)),
+                               attr("num_rows", i64(count))})),
+          attr("weight_shape", triple(count, k, int64_t(format))),
+          attr("fmap_shape", triple(1, wordsFor(k), wordsFor(count)))};
+      if (r)
+        attrs.push_back(attr("src_addr_offset", i64(r * wordsFor(k))));
+      inst("pccx.gemv", attrs);
+      memcpyToHost(Place(), buffer, row + first / 8, rowWords, 1,
+                   wordsFor(count));
+    }
+    ArrayAttr span = b_.getArrayAttr({b_.getArrayAttr({i64(row), i64(rowWords)})});
+    if (cap)
+      b_.create<pd::HostKernelOp>(
+          loc(), b_.getStringAttr(kernelName(pccx::abi::HostKernel::SoftCap)), span, span,
+          b_.getDictionaryAttr(
+              {attr("in", rowRegion), attr("out", rowRegion),
+               attr("cap", b_.getF64FloatAttr(cap.getCap().convertToFloat()))}));
+    b_.create<pd::HostKernelOp>(
+        loc(), b_.getStringAttr(kernelName(pccx::abi::HostKernel::EmitLogits)), span, b_.getArrayAttr({}),
+        b_.getDictionaryAttr(
+            {attr("in", rowRegion), attr("first_row", i64(r))}));
+  }
+  window_.release(row, rowWords);
+  logitsEmitted_ = true;
+  handledSoftCap_ = cap;
+  return success();
+}
+
+LogicalResult ProgramLowering::visit(func::ReturnOp r) {
+  if (r.getNumOperands() == 0)
+    return r.emitOpError("returns no logits");
+  if (logitsEmitted_)
+    return success();
+  Value logits = r.getOperand(0);
+  if (failed(ensureHost(logits)))
+    return failure();
+  return hostKernel(kernelName(pccx::abi::HostKernel::EmitLogits), {logits}, {},
+                    {attr("in", region(place(logits))),
+                     attr("first_row", i64(0))});
+}
+
+} // namespace pccx::lowering

@@ -1,0 +1,348 @@
+//===- LoweringState.cpp - the lowering state =-----------------------------===//
+//
+// Structure (programs, segments, buffers), value placement and the
+// emission helpers every family uses; the walk over a function and the
+// dispatch to the per-op visits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Gemma3nToPccx/LoweringState.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace pccx::lowering {
+
+void ProgramLowering::startSegment(const std::string &name) {
+  if (segment_ && segmentName_ == name)
+    return;
+  b_.setInsertionPointToEnd(&program_.getBody().front());
+  segment_ = b_.create<pd::SegmentOp>(loc(), b_.getStringAttr(name),
+                                      IntegerAttr());
+  segment_.getBody().emplaceBlock();
+  segmentName_ = name;
+  b_.setInsertionPointToEnd(&segment_.getBody().front());
+}
+
+std::string ProgramLowering::newBuffer(int64_t words, const std::string &hint) {
+  std::string name = hint + "." + std::to_string(bufferCount_++);
+  OpBuilder::InsertionGuard guard(b_);
+  if (segment_)
+    b_.setInsertionPoint(segment_);
+  else
+    b_.setInsertionPointToEnd(&program_.getBody().front());
+  b_.create<pd::BufferOp>(loc(), b_.getStringAttr(name),
+                          b_.getI64IntegerAttr(words), IntegerAttr());
+  return name;
+}
+
+Operation *ProgramLowering::inst(StringRef name,
+                                 ArrayRef<NamedAttribute> attrs) {
+  OperationState state(loc(), name);
+  state.addAttributes(attrs);
+  return b_.create(state);
+}
+
+Place ProgramLowering::layoutOf(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  Place p;
+  p.elems = type.getShape().back();
+  p.rows = 1;
+  for (int64_t d : type.getShape().drop_back())
+    p.rows *= ShapedType::isDynamic(d) ? rows_ : d;
+  p.hostStride = wordsFor(p.elems);
+  return p;
+}
+
+Place &ProgramLowering::place(Value v) {
+  auto it = places_.find(v);
+  assert(it != places_.end() && "value used before it was lowered");
+  return it->second;
+}
+
+Place &ProgramLowering::newHostValue(Value v) {
+  Place p = layoutOf(v);
+  p.host = window_.allocate(p.rows * p.hostStride);
+  p.ownsHost = true;
+  return places_[v] = p;
+}
+
+Place &ProgramLowering::newL2Value(Value v, const std::string &hint) {
+  Place p = layoutOf(v);
+  p.l2 = newBuffer(p.rows * wordsFor(p.elems), hint);
+  return places_[v] = p;
+}
+
+LogicalResult ProgramLowering::ensureL2(Value v) {
+  Place &p = place(v);
+  if (!p.l2.empty())
+    return success();
+  if (p.host < 0)
+    return emitError(loc()) << "internal: value has no location";
+  p.l2 = newBuffer(p.rows * wordsFor(p.elems), "in");
+  inst("pccx.memcpy",
+       {attr("from_device", b_.getUnitAttr()), attr("dest_addr", sym(p.l2)),
+        attr("src_addr", i64(0)), attr("aux_addr", i64(p.host)),
+        attr("shape_ptr_addr", i64(0)),
+        attr("fmap_shape",
+             triple(wordsFor(p.elems), p.rows, p.hostStride))});
+  return success();
+}
+
+void ProgramLowering::memcpyToHost(const Place &p, const std::string &l2,
+                                   int64_t hostOffset, int64_t hostStride,
+                                   int64_t rows, int64_t words) {
+  (void)p;
+  inst("pccx.memcpy",
+       {attr("to_device", b_.getUnitAttr()), attr("dest_addr", i64(0)),
+        attr("src_addr", sym(l2)), attr("aux_addr", i64(hostOffset)),
+        attr("shape_ptr_addr", i64(0)),
+        attr("fmap_shape", triple(words, rows, hostStride))});
+}
+
+LogicalResult ProgramLowering::ensureHost(Value v) {
+  Place &p = place(v);
+  if (p.host >= 0)
+    return success();
+  if (p.l2.empty())
+    return emitError(loc()) << "internal: value has no location";
+  p.hostStride = wordsFor(p.elems);
+  p.host = window_.allocate(p.rows * p.hostStride);
+  p.ownsHost = true;
+  if (p.host < 0)
+    return emitError(loc()) << "the host window of " << window_.size()
+                            << " words is full";
+  memcpyToHost(p, p.l2, p.host, p.hostStride, p.rows, wordsFor(p.elems));
+  return success();
+}
+
+void ProgramLowering::releaseDead(Operation *op) {
+  auto it = dyingAt_.find(op);
+  if (it == dyingAt_.end())
+    return;
+  for (Value v : it->second) {
+    auto p = places_.find(v);
+    if (p != places_.end() && p->second.ownsHost && p->second.host >= 0) {
+      window_.release(p->second.host, p->second.rows * p->second.hostStride);
+      p->second.ownsHost = false;
+    }
+  }
+}
+
+LogicalResult ProgramLowering::hostKernel(StringRef kernel,
+                                          ArrayRef<Value> inputs,
+                                          ArrayRef<Value> outputs,
+                                          ArrayRef<NamedAttribute> params) {
+  SmallVector<Attribute> in, out;
+  for (Value v : inputs) {
+    if (failed(ensureHost(v)))
+      return failure();
+    in.push_back(span(place(v)));
+  }
+  for (Value v : outputs) {
+    if (place(v).host < 0)
+      return emitError(loc()) << "the host window of " << window_.size()
+                              << " words is full";
+    out.push_back(span(place(v)));
+  }
+  b_.create<pd::HostKernelOp>(loc(), b_.getStringAttr(kernel),
+                              b_.getArrayAttr(in), b_.getArrayAttr(out),
+                              b_.getDictionaryAttr(params));
+  return success();
+}
+
+FailureOr<std::string> ProgramLowering::hostTensor(Value weight) {
+  DictionaryAttr recipe = pccx::weightRecipe(weight);
+  WeightOp root = pccx::rootWeight(weight);
+  if (!recipe || !root)
+    return emitError(loc()) << "operand is not a weight expression",
+           failure();
+  std::string base = root.getName().str(), name = base;
+  for (int n = 1;; ++n) {
+    auto it = hostTensors_.find(name);
+    if (it == hostTensors_.end()) {
+      hostTensors_[name] = recipe;
+      return name;
+    }
+    if (it->second == recipe)
+      return name;
+    name = base + "#" + std::to_string(n);
+  }
+}
+
+FailureOr<std::string> ProgramLowering::gatherTable(Value weight) {
+  DictionaryAttr recipe = pccx::weightRecipe(weight);
+  WeightOp root = pccx::rootWeight(weight);
+  if (!recipe || !root)
+    return emitError(loc()) << "table is not a weight expression", failure();
+  std::string base = root.getName().str(), name = base;
+  for (int n = 1;; ++n) {
+    auto it = gathers_.find(name);
+    if (it == gathers_.end()) {
+      gathers_[name] = recipe;
+      return name;
+    }
+    if (it->second == recipe)
+      return name;
+    name = base + "#" + std::to_string(n);
+  }
+}
+
+LogicalResult ProgramLowering::cvo(StringRef func, const Place &src,
+                                   const std::string &dst,
+                                   ArrayRef<NamedAttribute> extra) {
+  // One CVO per row: rows are word aligned, and the 16-bit length field
+  // caps a single vector.
+  if (src.elems > 65535)
+    return emitError(loc()) << "vector of " << src.elems
+                            << " elements exceeds the 16-bit CVO length";
+  for (int64_t r = 0; r < src.rows; ++r) {
+    SmallVector<NamedAttribute> attrs = {
+        attr("cvo_func", b_.getStringAttr(func)),
+        attr("src_addr", sym(src.l2)), attr("dst_addr", sym(dst)),
+        attr("length", i64(src.elems))};
+    if (r) {
+      // Symbolic address plus a word offset, resolved by L2 allocation.
+      attrs.push_back(attr("src_addr_offset", i64(r * wordsFor(src.elems))));
+      attrs.push_back(attr("dst_addr_offset", i64(r * wordsFor(src.elems))));
+    }
+    attrs.append(extra.begin(), extra.end());
+    inst("pccx.cvo", attrs);
+  }
+  return success();
+}
+
+LogicalResult ProgramLowering::run() {
+  // Segment per decoder layer: an op belongs to the layer its location or
+  // its weights name ("...layers.N..."); -2 for model-level weights, -1
+  // when nothing tells (the op stays in the current segment).
+  auto layerIn = [](StringRef s) -> int64_t {
+    size_t at = s.find("layers.");
+    if (at == StringRef::npos)
+      return -2;
+    int64_t layer = 0;
+    StringRef rest = s.substr(at + 7);
+    return rest.consumeInteger(10, layer) ? -2 : layer;
+  };
+  auto layerOf = [&](Operation &op) -> int64_t {
+    if (auto name = dyn_cast<NameLoc>(op.getLoc()))
+      return layerIn(name.getName().getValue());
+    int64_t found = -1;
+    for (Value operand : op.getOperands())
+      if (WeightOp w = pccx::rootWeight(operand)) {
+        int64_t l = layerIn(w.getName());
+        if (l >= 0)
+          return l;
+        found = -2;
+      }
+    return found;
+  };
+
+  // Last uses (views extend their parent's lifetime).
+  Block &body = fn_.getBody().front();
+  llvm::DenseMap<Value, Value> viewParent;
+  for (Operation &op : body) {
+    if (auto s = dyn_cast<StreamOp>(op))
+      viewParent[s.getResult()] = s.getStreams();
+    for (Value operand : op.getOperands()) {
+      Value v = operand;
+      lastUse_[v] = &op;
+      while (viewParent.count(v)) {
+        v = viewParent[v];
+        lastUse_[v] = &op;
+      }
+    }
+  }
+  for (auto &[v, op] : lastUse_)
+    dyingAt_[op].push_back(v);
+
+  b_.setInsertionPointToEnd(module_.getBody());
+  program_ = b_.create<pd::ProgramOp>(
+      fn_.getLoc(), b_.getStringAttr(prefill_ ? "prefill" : "decode"),
+      b_.getStringAttr(prefill_ ? "prefill" : "decode"));
+  program_.getBody().emplaceBlock();
+  program_->setAttr("rows", b_.getI64IntegerAttr(rows_));
+
+  currentLoc_ = fn_.getLoc();
+  startSegment("prologue");
+  // Constants every step needs: 1.0 (the attention-score GEMV input) and a
+  // REDUCE_SUM target.
+  {
+    one_ = newBuffer(1, "one");
+    sum_ = newBuffer(1, "sum");
+    int64_t at = window_.allocate(1);
+    b_.create<pd::HostKernelOp>(
+        loc(), b_.getStringAttr(kernelName(pccx::abi::HostKernel::Fill)), b_.getArrayAttr({}),
+        b_.getArrayAttr({b_.getArrayAttr({i64(at), i64(1)})}),
+        b_.getDictionaryAttr(
+            {attr("out", b_.getArrayAttr({i64(at), i64(1), i64(1), i64(1)})),
+             attr("value", b_.getF64FloatAttr(1.0))}));
+    inst("pccx.memcpy",
+         {attr("from_device", b_.getUnitAttr()), attr("dest_addr", sym(one_)),
+          attr("src_addr", i64(0)), attr("aux_addr", i64(at)),
+          attr("shape_ptr_addr", i64(0)), attr("fmap_shape", triple(1, 1, 1))});
+    window_.release(at, 1);
+  }
+
+  // Cache arguments.
+  for (BlockArgument arg : body.getArguments()) {
+    auto kind = fn_.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                 pccx::kCacheKindAttr);
+    auto layer = fn_.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                                   pccx::kCacheLayerAttr);
+    if (!kind || !layer)
+      continue;
+    auto shape = cast<RankedTensorType>(arg.getType()).getShape();
+    std::string name = "kv." + std::to_string(layer.getInt()) + "." +
+                       kind.getValue().str();
+    // Sliding layers keep only what a step can see: the window plus the
+    // rows a prefill step writes before its first row reads (a ring).
+    int64_t slots = shape[0];
+    if (config_.layer_types[size_t(layer.getInt())] ==
+        pccx::import::LayerType::Sliding)
+      slots = std::min(slots, config_.sliding_window + prefillRows_ - 1);
+    caches_[name] = {slots, shape[1]};
+    Place p;
+    p.cache = name;
+    places_[arg] = p;
+  }
+
+  int64_t currentLayer = -1;
+  for (Operation &op : body) {
+    currentLoc_ = op.getLoc();
+    if (llvm::isa<WeightOp, ScaleWeightOp, QuantizeOp>(op))
+      continue;
+    int64_t layer = layerOf(op);
+    if (layer >= 0 && layer != currentLayer) {
+      startSegment("layer." + std::to_string(layer));
+      currentLayer = layer;
+    } else if (layer == -2 && currentLayer >= 0) {
+      startSegment("epilogue");
+    }
+    if (failed(lower(&op)))
+      return failure();
+    releaseDead(&op);
+  }
+
+  // What the runtime needs besides the words.
+  SmallVector<NamedAttribute> caches;
+  for (auto &[name, dims] : caches_)
+    caches.push_back(attr(name, b_.getArrayAttr({i64(dims.first),
+                                                 i64(dims.second)})));
+  program_->setAttr("caches", b_.getDictionaryAttr(caches));
+  program_->setAttr("window_words", i64(window_.highWater()));
+  return success();
+}
+
+LogicalResult ProgramLowering::lower(Operation *op) {
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<EmbedOp, PerLayerInputsOp, PLEInjectOp, AltUpInitOp,
+            AltUpPredictOp, AltUpCorrectOp, AltUpCollapseOp, StreamOp,
+            RMSNormOp, CombineOp, SoftCapOp, LaurelOp, LaurelResidualOp,
+            KVProjectOp, KVCacheWriteOp, AttentionOp, FFNOp, LMHeadOp,
+            func::ReturnOp>([&](auto typed) { return visit(typed); })
+      .Default([&](Operation *other) {
+        return other->emitOpError("has no lowering to the pccx dialect");
+      });
+}
+
+} // namespace pccx::lowering

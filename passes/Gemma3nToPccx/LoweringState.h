@@ -1,0 +1,273 @@
+//===- LoweringState.h - gemma3n -> pccx lowering state ---------*- C++ -*-===//
+//
+// The state shared by the per-family lowerings of ConvertGemma3nToPccx
+// (docs/lowering.md). Every activation value gets a row layout: the product
+// of all but its last dimension rows (the token dimension counting the
+// step's rows) of last-dimension elements, each row starting on a 128-bit
+// word. A value may live in L2 (a symbolic pccx.buffer, rows contiguous)
+// and/or in the host window (a region, rows at a word stride); MEMCPYs are
+// inserted when an NPU instruction needs a host value or a host kernel an
+// L2 value.
+//
+// To lower a new gemma3n op: declare `visit(NewOp)` below in its family,
+// define it in that family's file, and add NewOp to the dispatch in
+// LoweringState.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_PASSES_GEMMA3NTOPCCX_LOWERINGSTATE_H
+#define PCCX_PASSES_GEMMA3NTOPCCX_LOWERINGSTATE_H
+
+#include "passes/FirstFitAllocator.h"
+#include "passes/Passes.h"
+
+#include "compiler/model/ModelInfo.h"
+#include "compiler/model/WeightEvaluator.h"
+#include "hw/abi/HostAbi.h"
+#include "hw/machine/MachineModel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+#include <string>
+#include <unordered_map>
+
+namespace pccx::lowering {
+
+using namespace mlir;
+using namespace pccx::gemma3n;
+namespace pd = pccx::dialect;
+
+/// Kernel names come from the host-kernel ABI (hw/abi/HostKernels.def).
+inline StringRef kernelName(abi::HostKernel kernel) {
+  return abi::kernelInfo(kernel).name;
+}
+
+/// GEMV/GEMM output features per instruction: the 16-bit shape limit,
+/// rounded down to whole words.
+constexpr int64_t kMaxRows = 65528;
+
+inline int64_t wordsFor(int64_t elems) { return (elems + 7) / 8; }
+
+
+/// Where a value lives.
+struct Place {
+  int64_t rows = 0, elems = 0;
+  std::string l2;       ///< buffer symbol, or empty
+  int64_t host = -1;    ///< window word offset, or -1
+  int64_t hostStride = 0;
+  bool ownsHost = false; ///< false for views of another value's region
+  std::string cache;    ///< KV cache name (cache values only)
+};
+
+/// The lowering of one gemma3n function into one pccx.program: where each
+/// value lives, the segment being filled, the host window in use, and the
+/// tables shared by the module's programs.
+class ProgramLowering {
+public:
+  ProgramLowering(ModuleOp module, func::FuncOp fn,
+                  const pccx::import::Gemma3nTextConfig &config,
+                  int64_t prefillRows,
+                  std::map<std::string, DictionaryAttr> &hostTensors,
+                  std::map<std::string, DictionaryAttr> &gathers)
+      : module_(module), fn_(fn), config_(config), b_(module.getContext()),
+        window_(int64_t(pccx::machine::host_window_words)),
+        hostTensors_(hostTensors), gathers_(gathers) {
+    auto kind = fn->getAttrOfType<StringAttr>(pccx::kFunctionKindAttr);
+    prefill_ = kind && kind.getValue() == "prefill";
+    rows_ = prefill_ ? prefillRows : 1;
+    prefillRows_ = prefillRows;
+  }
+
+  LogicalResult run();
+
+private:
+  // ---- structure ---------------------------------------------------------
+  Location loc() const { return currentLoc_; }
+  void startSegment(const std::string &name);
+  std::string newBuffer(int64_t words, const std::string &hint);
+  Operation *inst(StringRef name, ArrayRef<NamedAttribute> attrs);
+  NamedAttribute attr(StringRef name, Attribute value) {
+    return b_.getNamedAttr(name, value);
+  }
+  Attribute i64(int64_t v) { return b_.getI64IntegerAttr(v); }
+  Attribute sym(const std::string &s) {
+    return FlatSymbolRefAttr::get(b_.getContext(), s);
+  }
+  ArrayAttr triple(int64_t a, int64_t b, int64_t c) {
+    return b_.getArrayAttr({i64(a), i64(b), i64(c)});
+  }
+
+  // ---- values ------------------------------------------------------------
+  Place layoutOf(Value v);
+  Place &place(Value v);
+  LogicalResult ensureL2(Value v);
+  LogicalResult ensureHost(Value v);
+  Place &newHostValue(Value v);
+  Place &newL2Value(Value v, const std::string &hint);
+  ArrayAttr region(const Place &p) {
+    return b_.getArrayAttr(
+        {i64(p.host), i64(p.elems), i64(p.rows), i64(p.hostStride)});
+  }
+  ArrayAttr span(const Place &p) {
+    return b_.getArrayAttr(
+        {i64(p.host), i64((p.rows - 1) * p.hostStride + wordsFor(p.elems))});
+  }
+  void releaseDead(Operation *op);
+  /// For an op marked `in_place`: the result takes over the input's host
+  /// region (the input has no later reader).
+  Place &reuseHost(Value input, Value result) {
+    Place &in = place(input);
+    Place out = layoutOf(result);
+    out.host = in.host;
+    out.hostStride = in.hostStride;
+    out.ownsHost = in.ownsHost;
+    in.ownsHost = false;
+    return places_[result] = out;
+  }
+  /// Frees a temporary's window region as soon as the instructions that
+  /// read it are emitted (program order makes reuse safe).
+  void dropHost(Value v) {
+    auto it = places_.find(v);
+    if (it != places_.end() && it->second.ownsHost) {
+      window_.release(it->second.host, it->second.rows * it->second.hostStride);
+      it->second.ownsHost = false;
+      it->second.host = -1;
+    }
+  }
+
+  /// A value for an intermediate the gemma3n op does not name: an
+  /// operand-less combine stands in for it until dropScratch erases it.
+  Value scratch(Operation *at, ArrayRef<int64_t> shape) {
+    OpBuilder tmp(at);
+    return tmp
+        .create<CombineOp>(at->getLoc(),
+                           RankedTensorType::get(shape, b_.getF32Type()),
+                           ValueRange{}, tmp.getF32FloatAttr(1))
+        .getResult();
+  }
+  /// LAuReL's low-rank branch R . (L . xn) on the NPU: `rank` holds L . xn,
+  /// `low` the result (both scratch values, shaped like xn but for the
+  /// last dimension of `rank`).
+  LogicalResult laurelProjection(Operation *at, Value xn, Value left,
+                                 Value right, Value &low, Value &rank) {
+    auto shape = cast<RankedTensorType>(xn.getType()).getShape();
+    SmallVector<int64_t> rankShape(shape.begin(), shape.end());
+    rankShape.back() = cast<RankedTensorType>(left.getType()).getShape()[0];
+    low = scratch(at, shape);
+    rank = scratch(at, rankShape);
+    return failure(failed(matmul(xn, left, rank, "laurel_l")) ||
+                   failed(matmul(rank, right, low, "laurel_r")));
+  }
+  /// Frees a scratch value's window region and erases it.
+  void dropScratch(Value v) {
+    dropHost(v);
+    places_.erase(v);
+    v.getDefiningOp()->erase();
+  }
+
+  // ---- emission helpers --------------------------------------------------
+  LogicalResult hostKernel(StringRef kernel, ArrayRef<Value> inputs,
+                           ArrayRef<Value> outputs,
+                           ArrayRef<NamedAttribute> params);
+  FailureOr<std::string> hostTensor(Value weight);
+  /// hostTensor() of each weight, as an array of names.
+  FailureOr<ArrayAttr> hostTensors(ValueRange weights) {
+    SmallVector<Attribute> names;
+    for (Value w : weights) {
+      FailureOr<std::string> n = hostTensor(w);
+      if (failed(n))
+        return failure();
+      names.push_back(b_.getStringAttr(*n));
+    }
+    return b_.getArrayAttr(names);
+  }
+  FailureOr<std::string> gatherTable(Value weight);
+  /// GEMV/GEMM of `input` by the quantized weight; result in L2 (or, for
+  /// weights too tall for one instruction, straight in the host window).
+  LogicalResult matmul(Value input, Value weight, Value result,
+                       const std::string &hint);
+  void memcpyToHost(const Place &p, const std::string &l2, int64_t hostOffset,
+                    int64_t hostStride, int64_t rows, int64_t words);
+  LogicalResult cvo(StringRef func, const Place &src, const std::string &dst,
+                    ArrayRef<NamedAttribute> extra = {});
+
+  // ---- ops: one visit per gemma3n op, in the file of its family -------
+  /// Dispatches `op` to its visit method.
+  LogicalResult lower(Operation *op);
+  // PLE.cpp: the embedding, per-layer inputs and their injection.
+  LogicalResult visit(EmbedOp op);
+  LogicalResult visit(PerLayerInputsOp op);
+  LogicalResult visit(PLEInjectOp op);
+  // AltUp.cpp: the stream stack.
+  LogicalResult visit(AltUpInitOp op);
+  LogicalResult visit(AltUpPredictOp op);
+  LogicalResult visit(AltUpCorrectOp op);
+  LogicalResult visit(AltUpCollapseOp op);
+  LogicalResult visit(StreamOp op);
+  // Norms.cpp: norms, sums and the soft-cap.
+  LogicalResult visit(RMSNormOp op);
+  LogicalResult visit(CombineOp op);
+  LogicalResult visit(SoftCapOp op);
+  // Projections.cpp: GEMV/GEMM tiling, LAuReL and the K/V projections.
+  LogicalResult visit(LaurelOp op);
+  LogicalResult visit(LaurelResidualOp op);
+  LogicalResult visit(KVProjectOp op);
+  // Attention.cpp: the cache write and attention over the cache.
+  LogicalResult visit(KVCacheWriteOp op);
+  LogicalResult visit(AttentionOp op);
+  // FFN.cpp: gate, up, sparsity, GELU, product, down.
+  LogicalResult visit(FFNOp op);
+  // Logits.cpp: the LM head, soft-cap and the logits hand-off.
+  LogicalResult visit(LMHeadOp op);
+  LogicalResult visit(func::ReturnOp op);
+  /// The LM head (and soft-cap) one row at a time into a reused host row,
+  /// each row handed to the runtime by "emit_logits": a vocabulary of
+  /// 262k logits for several prefill rows fits neither L2 nor the window.
+  LogicalResult lowerLogits(LMHeadOp head, SoftCapOp cap);
+
+  // ---- parameter helpers ---------------------------------------------------
+  FloatAttr f64(double v) { return b_.getF64FloatAttr(v); }
+  /// Adds `key` = the host-tensor name of weight `w` to `params`.
+  LogicalResult tensorParam(Value w, StringRef key,
+                            SmallVectorImpl<NamedAttribute> &params) {
+    FailureOr<std::string> name = hostTensor(w);
+    if (failed(name))
+      return failure();
+    params.push_back(attr(key, b_.getStringAttr(*name)));
+    return success();
+  }
+  bool logitsEmitted_ = false;
+  Operation *handledSoftCap_ = nullptr;
+
+  ModuleOp module_;
+  func::FuncOp fn_;
+  const pccx::import::Gemma3nTextConfig &config_;
+  OpBuilder b_;
+  bool prefill_ = false;
+  int64_t rows_ = 1, prefillRows_ = 1;
+  Location currentLoc_ = UnknownLoc::get(module_.getContext());
+  pd::ProgramOp program_;
+  pd::SegmentOp segment_;
+  std::string segmentName_;
+  int bufferCount_ = 0;
+  pccx::FirstFitAllocator window_;
+  /// std::unordered_map: references to places stay valid as values are
+  /// added.
+  struct ValueHash {
+    size_t operator()(Value v) const { return hash_value(v); }
+  };
+  std::unordered_map<Value, Place, ValueHash> places_;
+  llvm::DenseMap<Value, Operation *> lastUse_;
+  llvm::DenseMap<Operation *, SmallVector<Value>> dyingAt_;
+  std::map<std::string, DictionaryAttr> &hostTensors_;
+  std::map<std::string, DictionaryAttr> &gathers_;
+  std::string one_, sum_; ///< L2: the constant 1.0, a REDUCE_SUM target
+  std::map<std::string, std::pair<int64_t, int64_t>> caches_;
+};
+
+} // namespace pccx::lowering
+
+#endif

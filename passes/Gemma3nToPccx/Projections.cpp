@@ -1,0 +1,145 @@
+//===- Projections.cpp - projections on the NPU =---------------------------===//
+//
+// GEMV/GEMM of INT4/INT8 weights (tiled past the 16-bit shape limit),
+// LAuReL's low-rank branch and the K/V projections with their norm and
+// RoPE.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Gemma3nToPccx/LoweringState.h"
+
+namespace pccx::lowering {
+
+LogicalResult ProgramLowering::matmul(Value input, Value weight, Value result,
+                                      const std::string &hint) {
+  auto q = weight.getDefiningOp<QuantizeOp>();
+  if (!q)
+    return emitError(loc())
+           << "the NPU multiplies INT4 weights only, but this weight ("
+           << (pccx::rootWeight(weight) ? pccx::rootWeight(weight).getName()
+                                        : StringRef("?"))
+           << ") is not quantized; run gemma3n-quantize-int4 first";
+  auto shape = cast<RankedTensorType>(weight.getType()).getShape();
+  const int64_t n = shape[0], k = shape[1];
+  if (k > 65535)
+    return emitError(loc()) << "weight has " << k
+                            << " input features; the v002 shape fields stop "
+                               "at 65535";
+  if (failed(ensureL2(input)))
+    return failure();
+  const Place &in = place(input);
+  if (in.elems != k)
+    return emitError(loc()) << "internal: input width " << in.elems
+                            << " does not match weight " << k;
+  DictionaryAttr recipe = pccx::weightRecipe(weight);
+  pccx::hw::WeightFormat format;
+  if (!pccx::recipeFormat(recipe, &format))
+    return emitError(loc()) << "unknown quantization scheme on "
+                            << pccx::rootWeight(weight).getName();
+  const bool gemm = in.rows > 1;
+  auto emitTile = [&](const std::string &dest, int64_t first, int64_t count) {
+    DictionaryAttr record = b_.getDictionaryAttr(
+        {attr("recipe", recipe), attr("first_row", i64(first)),
+         attr("num_rows", i64(count))});
+    inst(gemm ? "pccx.gemm" : "pccx.gemv",
+         {attr("dest_reg", sym(dest)), attr("src_addr", sym(in.l2)),
+          attr("size_ptr_addr", i64(0)), attr("shape_ptr_addr", i64(0)),
+          attr("w_scale", b_.getUnitAttr()), attr("weights", record),
+          attr("weight_shape", triple(count, k, int64_t(format))),
+          attr("fmap_shape", triple(in.rows, wordsFor(k), wordsFor(count)))});
+  };
+  if (n <= kMaxRows) {
+    Place &out = newL2Value(result, hint);
+    emitTile(out.l2, 0, n);
+    return success();
+  }
+  // Too tall for one instruction (the LM head): tiles, each copied into
+  // its columns of the host-window result.
+  Place &out = newHostValue(result);
+  if (out.host < 0)
+    return emitError(loc()) << "the host window is full";
+  for (int64_t first = 0; first < n; first += kMaxRows) {
+    int64_t count = std::min(kMaxRows, n - first);
+    std::string tile = newBuffer(in.rows * wordsFor(count), hint + ".tile");
+    emitTile(tile, first, count);
+    memcpyToHost(out, tile, out.host + first / 8, out.hostStride, in.rows,
+                 wordsFor(count));
+  }
+  return success();
+}
+
+LogicalResult ProgramLowering::visit(LaurelOp l) {
+  Value lowT, rankT;
+  SmallVector<NamedAttribute> params;
+  if (failed(laurelProjection(l, l.getInput(), l.getLeft(),
+                              l.getRight(), lowT, rankT)) ||
+      failed(tensorParam(l.getNorm(), "gain", params)) ||
+      failed(ensureHost(l.getInput())) || failed(ensureHost(lowT)))
+    return failure();
+  Place &out = newHostValue(l.getResult());
+  params.append({attr("x", region(place(l.getInput()))),
+                 attr("y", region(place(lowT))),
+                 attr("out", region(out)),
+                 attr("eps", f64(l.getEps().convertToFloat()))});
+  LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::AddRmsNorm), {l.getInput(), lowT},
+                               {l.getResult()}, params);
+  dropScratch(lowT);
+  dropScratch(rankT);
+  return r;
+}
+
+LogicalResult ProgramLowering::visit(LaurelResidualOp l) {
+  Value lowT, rankT;
+  SmallVector<NamedAttribute> params;
+  if (failed(laurelProjection(l, l.getXn(), l.getLeft(), l.getRight(),
+                              lowT, rankT)) ||
+      failed(tensorParam(l.getAttnGain(), "attn_gain", params)) ||
+      failed(tensorParam(l.getLaurelGain(), "laurel_gain", params)))
+    return failure();
+  const Value hostInputs[] = {l.getAct(), l.getAttn(), l.getXn(), lowT};
+  for (Value v : hostInputs)
+    if (failed(ensureHost(v)))
+      return failure();
+  Place &out = newHostValue(l.getResult());
+  params.append(
+      {attr("act", region(place(l.getAct()))),
+       attr("attn", region(place(l.getAttn()))),
+       attr("xn", region(place(l.getXn()))),
+       attr("low", region(place(lowT))), attr("out", region(out)),
+       attr("residual_scale",
+            f64(l.getResidualScale().convertToFloat())),
+       attr("eps", f64(l.getEps().convertToFloat()))});
+  LogicalResult r = hostKernel(
+      kernelName(pccx::abi::HostKernel::LaurelResidual), {l.getAct(), l.getAttn(), l.getXn(), lowT},
+      {l.getResult()}, params);
+  dropScratch(lowT);
+  dropScratch(rankT);
+  return r;
+}
+
+LogicalResult ProgramLowering::visit(KVProjectOp kv) {
+  auto shape = cast<RankedTensorType>(kv.getK().getType()).getShape();
+  Value kRaw = scratch(kv, shape), vRaw = scratch(kv, shape);
+  SmallVector<NamedAttribute> params;
+  if (failed(matmul(kv.getInput(), kv.getKProj(), kRaw, "k")) ||
+      failed(matmul(kv.getInput(), kv.getVProj(), vRaw, "v")) ||
+      failed(tensorParam(kv.getKNorm(), "k_norm", params)) ||
+      failed(ensureHost(kRaw)) || failed(ensureHost(vRaw)))
+    return failure();
+  Place &k = newHostValue(kv.getK());
+  Place &v = newHostValue(kv.getV());
+  params.append({attr("k", region(place(kRaw))),
+                 attr("v", region(place(vRaw))),
+                 attr("k_out", region(k)), attr("v_out", region(v)),
+                 attr("kv_heads", i64(int64_t(kv.getNumKvHeads()))),
+                 attr("head_dim", i64(int64_t(kv.getHeadDim()))),
+                 attr("theta", f64(kv.getRopeTheta().convertToDouble())),
+                 attr("eps", f64(kv.getEps().convertToFloat()))});
+  LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::KvNormRope), {kRaw, vRaw},
+                               {kv.getK(), kv.getV()}, params);
+  dropScratch(kRaw);
+  dropScratch(vRaw);
+  return r;
+}
+
+} // namespace pccx::lowering
