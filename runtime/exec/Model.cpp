@@ -3,6 +3,7 @@
 #include "runtime/exec/Model.h"
 
 #include "hw/isa/Isa.h"
+#include "runtime/bundle/ModelManifest.h"
 
 #include <algorithm>
 
@@ -18,14 +19,6 @@ bool fail(std::string *error, const std::string &path,
   return false;
 }
 
-bool integer(const json &j, const char *key, int64_t *out) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number_integer())
-    return false;
-  *out = it->get<int64_t>();
-  return true;
-}
-
 } // namespace
 
 std::unique_ptr<Model> Model::load(const std::string &path,
@@ -35,150 +28,55 @@ std::unique_ptr<Model> Model::load(const std::string &path,
   if (!m->bundle_)
     return nullptr;
   const bundle::Bundle &b = *m->bundle_;
-  const json &manifest = b.manifest();
-  auto need = [&](const char *key, json::value_t type) -> const json * {
-    auto it = manifest.find(key);
-    if (it == manifest.end() || it->type() != type) {
-      fail(error, path, std::string("manifest has no valid '") + key +
-                            "' (is this a model bundle from pccx-compile?)");
-      return nullptr;
-    }
-    return &*it;
-  };
-  const json *config = need("config", json::value_t::object);
-  const json *programs = need("programs", json::value_t::object);
-  const json *caches = need("caches", json::value_t::object);
-  const json *tensors = need("host_tensors", json::value_t::object);
-  const json *gathers = need("gather_tables", json::value_t::object);
-  const json *segments = need("segments", json::value_t::array);
-  if (!config || !programs || !caches || !tensors || !gathers || !segments)
+  bundle::ModelManifest manifest;
+  if (!bundle::readModelManifest(b, &manifest, error))
     return nullptr;
-  m->config_ = *config;
-  if (!integer(*config, "vocab_size", &m->vocab_) || m->vocab_ <= 0) {
-    fail(error, path, "manifest config has no vocab_size");
-    return nullptr;
-  }
-  int64_t maxSeq = 0;
-  auto options = manifest.find("compile_options");
-  if (options == manifest.end() ||
-      !integer(*options, "max_seq_len", &maxSeq) || maxSeq <= 0) {
-    fail(error, path, "manifest compile_options has no max_seq_len");
-    return nullptr;
-  }
-  m->maxPositions_ = maxSeq;
+  m->config_ = manifest.config;
+  m->vocab_ = manifest.vocabSize;
+  m->maxPositions_ = manifest.maxPositions;
 
-  // Sections the tables point into.
-  auto sectionBytes = [&](const char *name, uint64_t *size) -> const uint8_t * {
+  // Sections the tables point into (readModelManifest checked every range).
+  auto sectionData = [&](const char *name) -> const uint8_t * {
     const bundle::SectionInfo *s = b.find(name);
-    if (!s) {
-      *size = 0;
-      return nullptr;
-    }
-    *size = s->size;
-    return b.data(*s);
+    return s ? b.data(*s) : nullptr;
   };
-  uint64_t weightsSize, hostSize, gatherSize;
-  const uint8_t *weights = sectionBytes("weights", &weightsSize);
-  const uint8_t *hostData = sectionBytes("host_tensors", &hostSize);
-  const uint8_t *gatherData = sectionBytes("gather", &gatherSize);
+  const uint8_t *weights = sectionData("weights");
+  const uint8_t *hostData = sectionData("host_tensors");
+  const uint8_t *gatherData = sectionData("gather");
 
-  for (auto &[name, spec] : caches->items()) {
-    CacheSpec c;
-    c.name = name;
-    if (!integer(spec, "slots", &c.slots) || !integer(spec, "width", &c.width) ||
-        c.slots <= 0 || c.width <= 0) {
-      fail(error, path, "cache '" + name + "' has no valid slots and width");
-      return nullptr;
-    }
-    auto dtype = spec.find("dtype");
-    if (dtype != spec.end() &&
-        (!dtype->is_string() ||
-         !host::parseKvDtype(dtype->get<std::string>(), &c.dtype))) {
-      fail(error, path, "cache '" + name + "' has dtype " + dtype->dump() +
-                            " (expected \"f32\", \"f16\" or \"int8\")");
-      return nullptr;
-    }
-    m->cacheIndex_[name] = int(m->caches_.size());
-    m->caches_.push_back(c);
+  for (const bundle::CacheEntry &c : manifest.caches) {
+    CacheSpec spec;
+    spec.name = c.name;
+    spec.slots = c.slots;
+    spec.width = c.width;
+    host::parseKvDtype(c.dtype, &spec.dtype);
+    m->cacheIndex_[c.name] = int(m->caches_.size());
+    m->caches_.push_back(spec);
   }
-  for (auto &[name, spec] : tensors->items()) {
-    int64_t offset, rows, cols;
-    if (!integer(spec, "offset", &offset) || !integer(spec, "rows", &rows) ||
-        !integer(spec, "cols", &cols) || offset < 0 || rows <= 0 ||
-        cols <= 0 || offset % 4 ||
-        uint64_t(offset) + uint64_t(rows * cols) * 4 > hostSize) {
-      fail(error, path, "host tensor '" + name +
-                            "' lies outside the host_tensors section");
-      return nullptr;
-    }
-    host::HostTensor t;
-    t.rows = rows;
-    t.cols = cols;
-    t.data = reinterpret_cast<const float *>(hostData + offset);
-    m->tensors_[name] = t;
-  }
-  for (auto &[name, spec] : gathers->items()) {
-    int64_t offset, rows, cols;
+  for (const bundle::HostTensorEntry &t : manifest.hostTensors)
+    m->tensors_[t.name] = {t.rows, t.cols,
+                           reinterpret_cast<const float *>(hostData + t.offset)};
+  for (const bundle::GatherEntry &e : manifest.gathers) {
     host::GatherTable g;
-    auto format = spec.find("format");
-    if (!integer(spec, "offset", &offset) || !integer(spec, "rows", &rows) ||
-        !integer(spec, "cols", &cols) || offset < 0 || rows <= 0 ||
-        cols <= 0 || format == spec.end() || !format->is_string()) {
-      fail(error, path, "gather table '" + name + "' is malformed");
-      return nullptr;
-    }
-    g.rows = rows;
-    g.cols = cols;
-    const std::string formatText = format->get<std::string>();
-    g.quantized = hw::parseFormatName(formatText, &g.format);
-    if (!g.quantized && formatText != "f32") {
-      fail(error, path, "gather table '" + name + "' has format '" +
-                            formatText + "' (expected int4, int8 or f32)");
-      return nullptr;
-    }
+    g.rows = e.rows;
+    g.cols = e.cols;
+    g.quantized = hw::parseFormatName(e.format, &g.format);
     if (g.quantized) {
-      int64_t scales;
-      const uint64_t rowBytes = hw::packedRowBytes(g.format, size_t(cols));
-      if (!integer(spec, "scales_offset", &scales) || scales % 4 ||
-          uint64_t(offset) + uint64_t(rows) * rowBytes > gatherSize ||
-          uint64_t(scales) + uint64_t(rows) * 4 > gatherSize) {
-        fail(error, path, "gather table '" + name +
-                              "' lies outside the gather section");
-        return nullptr;
-      }
-      g.codes = gatherData + offset;
-      g.scales = reinterpret_cast<const float *>(gatherData + scales);
+      g.codes = gatherData + e.offset;
+      g.scales = reinterpret_cast<const float *>(gatherData + e.scalesOffset);
     } else {
-      if (offset % 4 ||
-          uint64_t(offset) + uint64_t(rows * cols) * 4 > gatherSize) {
-        fail(error, path, "gather table '" + name +
-                              "' lies outside the gather section");
-        return nullptr;
-      }
-      g.values = reinterpret_cast<const float *>(gatherData + offset);
+      g.values = reinterpret_cast<const float *>(gatherData + e.offset);
     }
-    m->gathers_[name] = g;
+    m->gathers_[e.name] = g;
   }
-
-  std::vector<bundle::PatchPoint> allPatches;
-  if (!bundle::parsePatchPoints(manifest, allPatches, error) ||
-      !bundle::checkPatchPoints(b, error))
-    return nullptr;
   const host::BindTables tables{&m->tensors_, &m->gathers_, &m->cacheIndex_};
 
-  for (auto &[section, info] : programs->items()) {
+  for (const bundle::ProgramEntry &entry : manifest.programs) {
+    const std::string &section = entry.section;
     const bundle::SectionInfo *s = b.find(section);
-    if (!s || s->kind != bundle::SectionKind::Program) {
-      fail(error, path, "manifest names program '" + section +
-                            "', which has no program section");
-      return nullptr;
-    }
     auto p = std::make_unique<Program>();
     p->section = section;
-    if (!integer(info, "rows", &p->rows) || p->rows <= 0) {
-      fail(error, path, section + ": no valid 'rows'");
-      return nullptr;
-    }
+    p->rows = entry.rows;
     const size_t wordCount = bundle::Bundle::wordCount(*s);
     if (wordCount > UINT32_MAX) {
       fail(error, path, section + ": more words than a program may hold");
@@ -195,121 +93,48 @@ std::unique_ptr<Model> Model::load(const std::string &path,
       p->words.push_back(word);
     }
     p->weights.resize(p->words.size());
-    auto plan = info.find("weight_records");
-    if (plan == info.end() || !plan->is_array()) {
-      fail(error, path, section + ": no weight plan");
-      return nullptr;
-    }
-    for (const json &r : *plan) {
-      int64_t index;
-      if (!integer(r, "index", &index) || index < 0 ||
-          uint64_t(index) >= p->words.size()) {
-        fail(error, path, section + ": weight record for a word that does "
-                                    "not exist");
-        return nullptr;
-      }
-      WeightRef &ref = p->weights[size_t(index)];
-      if (r.contains("dynamic")) {
+    for (const bundle::WeightUse &u : entry.weights) {
+      WeightRef &ref = p->weights[size_t(u.index)];
+      if (u.dynamic) {
         ref.kind = WeightRef::Kind::Dynamic;
       } else {
-        int64_t offset, bytes;
-        if (!integer(r, "offset", &offset) || !integer(r, "bytes", &bytes) ||
-            offset < 0 || bytes <= 0 || uint64_t(offset) > weightsSize ||
-            uint64_t(bytes) > weightsSize - uint64_t(offset)) {
-          fail(error, path, section + ": weight record of word " +
-                                std::to_string(index) +
-                                " lies outside the weights section");
-          return nullptr;
-        }
         ref.kind = WeightRef::Kind::Static;
-        ref.data = weights + offset;
-        ref.bytes = uint64_t(bytes);
+        ref.data = weights + u.offset;
+        ref.bytes = u.bytes;
       }
     }
-    for (const json &seg : *segments) {
-      if (seg.value("program", "") != section)
+    for (const bundle::SegmentEntry &seg : manifest.segments) {
+      if (seg.program != section)
         continue;
       Segment sg;
-      int64_t begin, end;
-      if (!integer(seg, "begin", &begin) || !integer(seg, "end", &end) ||
-          begin < 0 || end < begin || uint64_t(end) > p->words.size()) {
-        fail(error, path, section + ": a segment's word range is invalid");
-        return nullptr;
-      }
-      sg.name = seg.value("name", "");
-      sg.begin = uint32_t(begin);
-      sg.end = uint32_t(end);
-      auto where = [&](const std::string &what) {
-        return section + " segment " + sg.name + ": " + what;
-      };
-      // Host ops (each after the sync scheduled right before it) and the
+      sg.name = seg.name;
+      sg.begin = uint32_t(seg.begin);
+      sg.end = uint32_t(seg.end);
+      // Host ops (each after the sync scheduled right before it), then the
       // other syncs, which follow the host ops of their word.
-      std::vector<std::pair<int64_t, Event>> events;
-      auto ops = seg.find("host_ops");
-      if (ops != seg.end() && !ops->is_array()) {
-        fail(error, path, where("'host_ops' is not a list"));
-        return nullptr;
-      }
-      if (ops != seg.end())
-        for (const json &op : *ops) {
-          int64_t at;
-          if (!integer(op, "at", &at) || at < begin || at > end ||
-              !op.contains("kernel") || !op["kernel"].is_string()) {
-            fail(error, path, where("a host op is malformed"));
-            return nullptr;
-          }
-          if (!events.empty() && at < events.back().first) {
-            fail(error, path, where("host ops are not in word order"));
-            return nullptr;
-          }
-          auto sync = op.find("sync");
-          if (sync != op.end() && !sync->is_boolean()) {
-            fail(error, path, where("a host op's 'sync' is not a boolean"));
-            return nullptr;
-          }
-          if (sync != op.end() && sync->get<bool>())
-            events.push_back({at, {Event::Kind::Sync, uint32_t(at), 0}});
-          host::BoundCall call;
-          std::string why;
-          const std::string kernel = op["kernel"].get<std::string>();
-          if (!host::bindCall(kernel, op.value("params", json::object()),
-                              tables, &call, &why)) {
-            fail(error, path, where(why));
-            return nullptr;
-          }
-          events.push_back({at,
-                            {Event::Kind::Host, uint32_t(at),
-                             uint32_t(p->calls.size())}});
-          p->calls.push_back(std::move(call));
-          p->callKernels.push_back(kernel);
+      for (const bundle::HostOpEntry &op : seg.hostOps) {
+        if (op.sync)
+          sg.events.push_back({Event::Kind::Sync, uint32_t(op.at), 0});
+        host::BoundCall call;
+        std::string why;
+        if (!host::bindCall(op.kernel, op.params, tables, &call, &why)) {
+          fail(error, path, section + " segment " + seg.name + ": " + why);
+          return nullptr;
         }
-      auto syncs = seg.find("syncs");
-      if (syncs != seg.end() && !syncs->is_array()) {
-        fail(error, path, where("'syncs' is not a list"));
-        return nullptr;
+        sg.events.push_back(
+            {Event::Kind::Host, uint32_t(op.at), uint32_t(p->calls.size())});
+        p->calls.push_back(std::move(call));
+        p->callKernels.push_back(op.kernel);
       }
-      if (syncs != seg.end())
-        for (const json &at : *syncs) {
-          if (!at.is_number_integer() || at.get<int64_t>() < begin ||
-              at.get<int64_t>() > end) {
-            fail(error, path, where("a sync lies outside the segment"));
-            return nullptr;
-          }
-          const int64_t a = at.get<int64_t>();
-          // After the host ops of its word: stable insertion after every
-          // event at or before `a`.
-          auto pos = std::upper_bound(
-              events.begin(), events.end(), a,
-              [](int64_t v, const std::pair<int64_t, Event> &e) {
-                return v < e.first;
-              });
-          events.insert(pos, {a, {Event::Kind::Sync, uint32_t(a), 0}});
-        }
-      for (auto &e : events)
-        sg.events.push_back(e.second);
+      for (uint64_t at : seg.syncs) {
+        auto pos = std::upper_bound(
+            sg.events.begin(), sg.events.end(), uint32_t(at),
+            [](uint32_t v, const Event &e) { return v < e.at; });
+        sg.events.insert(pos, {Event::Kind::Sync, uint32_t(at), 0});
+      }
       p->segments.push_back(std::move(sg));
     }
-    for (const bundle::PatchPoint &pp : allPatches) {
+    for (const bundle::PatchPoint &pp : manifest.patchPoints) {
       if (pp.program != section)
         continue;
       PatchSite site;

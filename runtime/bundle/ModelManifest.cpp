@@ -1,0 +1,514 @@
+//===- ModelManifest.cpp - the typed manifest of a model bundle ----------===//
+
+#include "runtime/bundle/ModelManifest.h"
+
+#include "hw/numerics/Quantize.h"
+#include "runtime/bundle/Bundle.h"
+
+#include <limits>
+
+namespace pccx::bundle {
+
+using nlohmann::json;
+
+namespace {
+
+/// Largest count or size any table may state: far beyond a real model, and
+/// small enough that sums and products of two such values fit in 64 bits.
+constexpr int64_t kMaxCount = int64_t(1) << 40;
+
+json recipeJson(const WeightRecipe &r) { return r.json; }
+
+/// Accessors that record the first error with the path of the entry.
+class Reader {
+public:
+  Reader(const std::string &file, std::string *error)
+      : file_(file), error_(error) {}
+
+  bool fail(const std::string &where, const std::string &what) {
+    *error_ = file_ + ": manifest " + where + ": " + what;
+    return false;
+  }
+
+  const json *member(const json &j, const char *key) {
+    if (!j.is_object())
+      return nullptr;
+    auto it = j.find(key);
+    return it == j.end() ? nullptr : &*it;
+  }
+
+  /// An integer in [lo, hi].
+  bool integer(const json &j, const char *key, const std::string &where,
+               int64_t *out, int64_t lo = 0, int64_t hi = kMaxCount) {
+    const json *v = member(j, key);
+    if (!v || !v->is_number_integer())
+      return fail(where, std::string("'") + key + "' must be an integer");
+    // Unsigned values above INT64_MAX read as negative and are refused.
+    int64_t x = v->is_number_unsigned() &&
+                        v->get<uint64_t>() > uint64_t(INT64_MAX)
+                    ? -1
+                    : v->get<int64_t>();
+    if (x < lo || x > hi)
+      return fail(where, std::string("'") + key + "' is " + v->dump() +
+                             ", outside [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "]");
+    *out = x;
+    return true;
+  }
+
+  bool optionalInteger(const json &j, const char *key,
+                       const std::string &where, int64_t *out, int64_t dflt) {
+    if (!member(j, key)) {
+      *out = dflt;
+      return true;
+    }
+    return integer(j, key, where, out);
+  }
+
+  bool string(const json &j, const char *key, const std::string &where,
+              std::string *out) {
+    const json *v = member(j, key);
+    if (!v || !v->is_string())
+      return fail(where, std::string("'") + key + "' must be a string");
+    *out = v->get<std::string>();
+    return true;
+  }
+
+  bool boolean(const json &j, const char *key, const std::string &where,
+               bool *out) {
+    const json *v = member(j, key);
+    if (!v) {
+      *out = false;
+      return true;
+    }
+    if (!v->is_boolean())
+      return fail(where, std::string("'") + key + "' must be true or false");
+    *out = v->get<bool>();
+    return true;
+  }
+
+  bool recipe(const json &j, const std::string &where, WeightRecipe *out) {
+    const json *v = member(j, "recipe");
+    if (!v || !parseWeightRecipe(*v, out))
+      return fail(where, "'recipe' is not a weight recipe");
+    return true;
+  }
+
+  /// [offset, offset + bytes) inside a section of `size` bytes.
+  bool inside(uint64_t offset, uint64_t bytes, uint64_t size,
+              const std::string &where, const std::string &section) {
+    if (offset > size || bytes > size - offset)
+      return fail(where, "bytes [" + std::to_string(offset) + ", +" +
+                             std::to_string(bytes) + ") lie outside the " +
+                             section + " section of " + std::to_string(size) +
+                             " bytes");
+    return true;
+  }
+
+private:
+  std::string file_;
+  std::string *error_;
+};
+
+uint64_t sectionSize(const Bundle &b, const char *name) {
+  const SectionInfo *s = b.find(name);
+  return s ? s->size : 0;
+}
+
+} // namespace
+
+bool parseWeightRecipe(const json &j, WeightRecipe *out) {
+  WeightRecipe r;
+  r.json = j;
+  if (!j.is_object())
+    return false;
+  const json *body = &j;
+  auto q = j.find("quantize");
+  if (q != j.end()) {
+    auto scheme = j.find("scheme");
+    if (!q->is_object() || scheme == j.end() || !scheme->is_string())
+      return false;
+    r.scheme = scheme->get<std::string>();
+    body = &*q;
+  }
+  auto leaf = [](const json &t, std::string *name) {
+    auto it = t.find("tensor");
+    if (!t.is_object() || it == t.end() || !it->is_string())
+      return false;
+    *name = it->get<std::string>();
+    return true;
+  };
+  if (body->contains("tensor")) {
+    if (!leaf(*body, &r.tensor))
+      return false;
+  } else {
+    auto s = body->find("scale");
+    if (s == body->end() || !leaf(*s, &r.tensor))
+      return false;
+    r.scaled = true;
+    auto by = body->find("by");
+    if (by != body->end() && !leaf(*by, &r.scaledBy))
+      return false;
+    auto f = body->find("factor");
+    if (f != body->end()) {
+      if (!f->is_number())
+        return false;
+      r.factor = f->get<float>();
+    }
+  }
+  *out = std::move(r);
+  return true;
+}
+
+const ProgramEntry *ModelManifest::program(const std::string &section) const {
+  for (const ProgramEntry &p : programs)
+    if (p.section == section)
+      return &p;
+  return nullptr;
+}
+
+json toJson(const ModelManifest &m) {
+  json out = json::object();
+  out[manifest_keys::kProducer] = m.producer;
+  out["config"] = m.config;
+  out["compile_options"] = m.compileOptions;
+  json programs = json::object();
+  for (const ProgramEntry &p : m.programs) {
+    json uses = json::array();
+    for (const WeightUse &u : p.weights)
+      uses.push_back(u.dynamic ? json{{"index", u.index}, {"dynamic", true}}
+                               : json{{"index", u.index},
+                                      {"offset", u.offset},
+                                      {"bytes", u.bytes}});
+    json info = {{"rows", p.rows}, {"weight_records", uses}};
+    if (p.windowWords)
+      info["window_words"] = p.windowWords;
+    programs[p.section] = info;
+  }
+  out["programs"] = programs;
+  json segments = json::array();
+  for (const SegmentEntry &s : m.segments) {
+    json ops = json::array();
+    for (const HostOpEntry &h : s.hostOps) {
+      json op = {{"at", h.at}, {"kernel", h.kernel}, {"params", h.params}};
+      if (h.sync)
+        op["sync"] = true;
+      ops.push_back(std::move(op));
+    }
+    segments.push_back({{"name", s.name},
+                        {"program", s.program},
+                        {"begin", s.begin},
+                        {"end", s.end},
+                        {"host_ops", ops},
+                        {"syncs", s.syncs}});
+  }
+  out[manifest_keys::kSegments] = segments;
+  json patches = json::array();
+  for (const PatchPoint &p : m.patchPoints)
+    patches.push_back(toJson(p));
+  out[manifest_keys::kPatchPoints] = patches;
+  json map = json::array();
+  for (const MemoryRegion &r : m.memoryMap)
+    map.push_back({{"name", r.name},
+                   {"space", r.space},
+                   {"program", r.program},
+                   {"offset", r.offset},
+                   {"size", r.size}});
+  out[manifest_keys::kMemoryMap] = map;
+  if (!m.annotations.empty())
+    out[manifest_keys::kAnnotations] = m.annotations;
+  json caches = json::object();
+  for (const CacheEntry &c : m.caches)
+    caches[c.name] = {{"slots", c.slots}, {"width", c.width}, {"dtype", c.dtype}};
+  out["caches"] = caches;
+  json tensors = json::object();
+  for (const HostTensorEntry &t : m.hostTensors)
+    tensors[t.name] = {{"offset", t.offset},
+                       {"rows", t.rows},
+                       {"cols", t.cols},
+                       {"recipe", recipeJson(t.recipe)}};
+  out["host_tensors"] = tensors;
+  json gathers = json::object();
+  for (const GatherEntry &g : m.gathers) {
+    json info = {{"rows", g.rows},
+                 {"cols", g.cols},
+                 {"format", g.format},
+                 {"offset", g.offset},
+                 {"recipe", recipeJson(g.recipe)}};
+    if (g.format != "f32")
+      info["scales_offset"] = g.scalesOffset;
+    gathers[g.name] = info;
+  }
+  out["gather_tables"] = gathers;
+  out["weights_bytes"] = m.weightsBytes;
+  json table = json::array();
+  for (const WeightRecordEntry &r : m.weightTable)
+    table.push_back({{"offset", r.offset},
+                     {"bytes", r.bytes},
+                     {"first_row", r.firstRow},
+                     {"rows", r.rows},
+                     {"cols", r.cols},
+                     {"recipe", recipeJson(r.recipe)}});
+  out["weight_table"] = table;
+  if (m.tokenizer)
+    out["tokenizer"] = {{"section", "tokenizer"}, {"format", "sentencepiece"}};
+  return out;
+}
+
+bool readModelManifest(const Bundle &bundle, ModelManifest *out,
+                       std::string *error) {
+  Reader rd(bundle.path(), error);
+  const json &j = bundle.manifest();
+  ModelManifest m;
+  for (const char *key : {"config", "programs", "caches", "host_tensors",
+                          "gather_tables"})
+    if (!rd.member(j, key) || !rd.member(j, key)->is_object())
+      return rd.fail(std::string("'") + key + "'",
+                     "missing or not an object (is this a model bundle from "
+                     "pccx-compile?)");
+  for (const char *key : {"segments", "weight_table"})
+    if (!rd.member(j, key) || !rd.member(j, key)->is_array())
+      return rd.fail(std::string("'") + key + "'",
+                     "missing or not a list (is this a model bundle from "
+                     "pccx-compile?)");
+  if (const json *p = rd.member(j, manifest_keys::kProducer))
+    m.producer = p->is_string() ? p->get<std::string>() : "";
+  m.config = j["config"];
+  if (!rd.integer(m.config, "vocab_size", "config", &m.vocabSize, 1,
+                  int64_t(1) << 31))
+    return false;
+  const json *options = rd.member(j, "compile_options");
+  if (!options || !options->is_object())
+    return rd.fail("'compile_options'", "missing or not an object");
+  m.compileOptions = *options;
+  if (!rd.integer(*options, "max_seq_len", "compile_options", &m.maxPositions,
+                  1, int64_t(1) << 31))
+    return false;
+
+  const uint64_t weightsSize = sectionSize(bundle, "weights"),
+                 hostSize = sectionSize(bundle, "host_tensors"),
+                 gatherSize = sectionSize(bundle, "gather");
+
+  for (auto &[name, spec] : j["caches"].items()) {
+    CacheEntry c;
+    c.name = name;
+    const std::string where = "cache '" + name + "'";
+    if (!rd.integer(spec, "slots", where, &c.slots, 1, int64_t(1) << 24) ||
+        !rd.integer(spec, "width", where, &c.width, 1, int64_t(1) << 20))
+      return false;
+    if (rd.member(spec, "dtype") && !rd.string(spec, "dtype", where, &c.dtype))
+      return false;
+    if (c.dtype != "f32" && c.dtype != "f16" && c.dtype != "int8")
+      return rd.fail(where, "dtype '" + c.dtype +
+                                "' is not one of f32, f16, int8");
+    m.caches.push_back(c);
+  }
+  for (auto &[name, spec] : j["host_tensors"].items()) {
+    HostTensorEntry t;
+    t.name = name;
+    const std::string where = "host tensor '" + name + "'";
+    int64_t offset;
+    if (!rd.integer(spec, "offset", where, &offset) ||
+        !rd.integer(spec, "rows", where, &t.rows, 1) ||
+        !rd.integer(spec, "cols", where, &t.cols, 1) ||
+        !rd.recipe(spec, where, &t.recipe))
+      return false;
+    t.offset = uint64_t(offset);
+    if (t.offset % 4)
+      return rd.fail(where, "offset is not a multiple of 4");
+    if (t.rows > kMaxCount / t.cols ||
+        !rd.inside(t.offset, uint64_t(t.rows * t.cols) * 4, hostSize, where,
+                   "host_tensors"))
+      return rd.fail(where, "does not fit in the host_tensors section");
+    m.hostTensors.push_back(std::move(t));
+  }
+  for (auto &[name, spec] : j["gather_tables"].items()) {
+    GatherEntry g;
+    g.name = name;
+    const std::string where = "gather table '" + name + "'";
+    int64_t offset;
+    if (!rd.integer(spec, "offset", where, &offset) ||
+        !rd.integer(spec, "rows", where, &g.rows, 1) ||
+        !rd.integer(spec, "cols", where, &g.cols, 1) ||
+        !rd.string(spec, "format", where, &g.format) ||
+        !rd.recipe(spec, where, &g.recipe))
+      return false;
+    g.offset = uint64_t(offset);
+    hw::WeightFormat format;
+    if (hw::parseFormatName(g.format, &format)) {
+      int64_t scales;
+      if (!rd.integer(spec, "scales_offset", where, &scales))
+        return false;
+      g.scalesOffset = uint64_t(scales);
+      const uint64_t rowBytes = hw::packedRowBytes(format, size_t(g.cols));
+      if (g.scalesOffset % 4)
+        return rd.fail(where, "scales_offset is not a multiple of 4");
+      if (!rd.inside(g.offset, uint64_t(g.rows) * rowBytes, gatherSize, where,
+                     "gather") ||
+          !rd.inside(g.scalesOffset, uint64_t(g.rows) * 4, gatherSize, where,
+                     "gather"))
+        return false;
+    } else if (g.format == "f32") {
+      if (g.offset % 4)
+        return rd.fail(where, "offset is not a multiple of 4");
+      if (g.rows > kMaxCount / g.cols ||
+          !rd.inside(g.offset, uint64_t(g.rows * g.cols) * 4, gatherSize,
+                     where, "gather"))
+        return false;
+    } else {
+      return rd.fail(where, "format '" + g.format +
+                                "' is not one of int4, int8, f32");
+    }
+    m.gathers.push_back(std::move(g));
+  }
+  size_t index = 0;
+  for (const json &r : j["weight_table"]) {
+    WeightRecordEntry e;
+    const std::string where = "weight_table[" + std::to_string(index++) + "]";
+    int64_t offset, bytes;
+    if (!rd.integer(r, "offset", where, &offset) ||
+        !rd.integer(r, "bytes", where, &bytes, 1) ||
+        !rd.integer(r, "first_row", where, &e.firstRow) ||
+        !rd.integer(r, "rows", where, &e.rows, 1, 65535) ||
+        !rd.integer(r, "cols", where, &e.cols, 1, 65535) ||
+        !rd.recipe(r, where, &e.recipe))
+      return false;
+    e.offset = uint64_t(offset);
+    e.bytes = uint64_t(bytes);
+    hw::WeightFormat format;
+    if (!hw::parseScheme(e.recipe.scheme, &format))
+      return rd.fail(where, "the recipe is not quantized with a known scheme");
+    if (uint64_t(hw::recordBytes(format, e.rows, e.cols)) != e.bytes)
+      return rd.fail(where, "'bytes' does not match rows and cols");
+    if (!rd.inside(e.offset, e.bytes, weightsSize, where, "weights"))
+      return false;
+    m.weightTable.push_back(std::move(e));
+  }
+
+  for (auto &[section, info] : j["programs"].items()) {
+    ProgramEntry p;
+    p.section = section;
+    const std::string where = "program '" + section + "'";
+    const SectionInfo *s = bundle.find(section);
+    if (!s || s->kind != SectionKind::Program)
+      return rd.fail(where, "has no program section");
+    const uint64_t words = Bundle::wordCount(*s);
+    if (!rd.integer(info, "rows", where, &p.rows, 1, 65535) ||
+        !rd.optionalInteger(info, "window_words", where, &p.windowWords, 0))
+      return false;
+    const json *uses = rd.member(info, "weight_records");
+    if (!uses || !uses->is_array())
+      return rd.fail(where, "'weight_records' must be a list");
+    for (const json &u : *uses) {
+      WeightUse w;
+      int64_t at;
+      if (!rd.integer(u, "index", where + " weight record", &at) ||
+          uint64_t(at) >= words)
+        return rd.fail(where, "a weight record names a word the program "
+                              "does not have");
+      w.index = uint64_t(at);
+      if (!rd.boolean(u, "dynamic", where + " weight record", &w.dynamic))
+        return false;
+      if (!w.dynamic) {
+        int64_t offset, bytes;
+        const std::string rw =
+            where + " weight record of word " + std::to_string(at);
+        if (!rd.integer(u, "offset", rw, &offset) ||
+            !rd.integer(u, "bytes", rw, &bytes, 1) ||
+            !rd.inside(uint64_t(offset), uint64_t(bytes), weightsSize, rw,
+                       "weights"))
+          return false;
+        w.offset = uint64_t(offset);
+        w.bytes = uint64_t(bytes);
+      }
+      p.weights.push_back(w);
+    }
+    m.programs.push_back(std::move(p));
+  }
+
+  index = 0;
+  for (const json &seg : j[manifest_keys::kSegments]) {
+    SegmentEntry s;
+    std::string where = "segments[" + std::to_string(index++) + "]";
+    int64_t begin, end;
+    if (!rd.string(seg, "program", where, &s.program) ||
+        !rd.integer(seg, "begin", where, &begin) ||
+        !rd.integer(seg, "end", where, &end))
+      return false;
+    if (rd.member(seg, "name") && !rd.string(seg, "name", where, &s.name))
+      return false;
+    where = "segment '" + s.name + "' of " + s.program;
+    const SectionInfo *sec = bundle.find(s.program);
+    if (!m.program(s.program) || !sec)
+      return rd.fail(where, "names a program the manifest does not list");
+    if (end < begin || uint64_t(end) > Bundle::wordCount(*sec))
+      return rd.fail(where, "word range [" + std::to_string(begin) + ", " +
+                                std::to_string(end) + ") is invalid");
+    s.begin = uint64_t(begin);
+    s.end = uint64_t(end);
+    if (const json *ops = rd.member(seg, "host_ops")) {
+      if (!ops->is_array())
+        return rd.fail(where, "'host_ops' must be a list");
+      for (const json &op : *ops) {
+        HostOpEntry h;
+        int64_t at;
+        if (!rd.integer(op, "at", where + " host op", &at, begin, end) ||
+            !rd.string(op, "kernel", where + " host op", &h.kernel) ||
+            !rd.boolean(op, "sync", where + " host op", &h.sync))
+          return false;
+        if (!s.hostOps.empty() && uint64_t(at) < s.hostOps.back().at)
+          return rd.fail(where, "host ops are not in word order");
+        h.at = uint64_t(at);
+        const json *params = rd.member(op, "params");
+        h.params = params ? *params : json::object();
+        if (!h.params.is_object())
+          return rd.fail(where, "host op '" + h.kernel +
+                                    "' has parameters that are not an object");
+        s.hostOps.push_back(std::move(h));
+      }
+    }
+    if (const json *syncs = rd.member(seg, "syncs")) {
+      if (!syncs->is_array())
+        return rd.fail(where, "'syncs' must be a list");
+      for (const json &at : *syncs) {
+        if (!at.is_number_integer() || at.get<int64_t>() < begin ||
+            at.get<int64_t>() > end)
+          return rd.fail(where, "a sync lies outside the segment");
+        s.syncs.push_back(at.get<uint64_t>());
+      }
+    }
+    m.segments.push_back(std::move(s));
+  }
+
+  std::string why;
+  if (!parsePatchPoints(j, m.patchPoints, &why) ||
+      !checkPatchPoints(bundle, &why)) {
+    *error = bundle.path() + ": " + why;
+    return false;
+  }
+  if (const json *mm = rd.member(j, manifest_keys::kMemoryMap))
+    if (mm->is_array())
+      for (const json &r : *mm) {
+        MemoryRegion region;
+        region.name = r.value("name", "");
+        region.space = r.value("space", "");
+        region.program = r.value("program", "");
+        region.offset = r.value("offset", int64_t(0));
+        region.size = r.value("size", int64_t(0));
+        m.memoryMap.push_back(region);
+      }
+  if (const json *a = rd.member(j, manifest_keys::kAnnotations))
+    if (a->is_object())
+      for (auto &[program, list] : a->items())
+        m.annotations[program] = annotationsOf(j, program);
+  uint64_t wb = 0;
+  if (const json *v = rd.member(j, "weights_bytes"))
+    if (v->is_number_unsigned())
+      wb = v->get<uint64_t>();
+  m.weightsBytes = wb;
+  m.tokenizer = rd.member(j, "tokenizer") && bundle.find("tokenizer");
+  *out = std::move(m);
+  return true;
+}
+
+} // namespace pccx::bundle
