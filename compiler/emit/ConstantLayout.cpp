@@ -1,0 +1,136 @@
+//===- ConstantLayout.cpp - host tensors and gather tables ----------------===//
+
+#include "compiler/emit/ConstantLayout.h"
+
+#include "compiler/emit/AttrJson.h"
+#include "hw/numerics/Quantize.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace pccx {
+
+bool ConstantLayout::plan(ModuleOp module, std::string *error) {
+  if (auto t = module->getAttrOfType<DictionaryAttr>("pccx.host_tensors"))
+    for (NamedAttribute entry : t) {
+      auto recipe = cast<DictionaryAttr>(entry.getValue());
+      bundle::HostTensorEntry e;
+      e.name = entry.getName().str();
+      if (!evaluator_.shape(recipe, &e.rows, &e.cols, error))
+        return false;
+      e.offset = hostBytes_;
+      bundle::parseWeightRecipe(attrToJson(recipe), &e.recipe);
+      hostBytes_ += hw::pad16(uint64_t(e.rows * e.cols) * 4);
+      hostTensors_.push_back(std::move(e));
+      hostRecipes_.push_back(recipe);
+    }
+  if (auto t = module->getAttrOfType<DictionaryAttr>("pccx.gather_tables"))
+    for (NamedAttribute entry : t) {
+      auto recipe = cast<DictionaryAttr>(entry.getValue());
+      Gather g{recipe, false, hw::WeightFormat::Int4};
+      g.quantized = recipeFormat(recipe, &g.format);
+      if (!g.quantized && recipe.getAs<DictionaryAttr>("quantize")) {
+        *error = "gather table " + entry.getName().str() +
+                 " is quantized with an unknown scheme";
+        return false;
+      }
+      bundle::GatherEntry e;
+      e.name = entry.getName().str();
+      if (!evaluator_.shape(recipe, &e.rows, &e.cols, error))
+        return false;
+      e.format = g.quantized ? hw::formatName(g.format) : "f32";
+      e.offset = gatherBytes_;
+      bundle::parseWeightRecipe(attrToJson(recipe), &e.recipe);
+      uint64_t bytes;
+      if (g.quantized) {
+        uint64_t codes = hw::pad16(
+            uint64_t(e.rows) *
+            uint64_t(hw::packedRowBytes(g.format, size_t(e.cols))));
+        e.scalesOffset = gatherBytes_ + codes;
+        bytes = codes + hw::pad16(uint64_t(e.rows) * 4);
+      } else {
+        bytes = hw::pad16(uint64_t(e.rows * e.cols) * 4);
+      }
+      gatherBytes_ += bytes;
+      gathers_.push_back(std::move(e));
+      gatherRecipes_.push_back(g);
+    }
+  return true;
+}
+
+bool ConstantLayout::streamHostTensors(bundle::SectionSink &sink,
+                                       std::string *error) const {
+  std::vector<float> data;
+  for (size_t i = 0; i < hostTensors_.size(); ++i) {
+    const bundle::HostTensorEntry &e = hostTensors_[i];
+    data.assign(size_t(e.rows * e.cols), 0.0f);
+    if (!evaluator_.readRows(hostRecipes_[i], 0, e.rows, data.data(), error))
+      return false;
+    size_t bytes = data.size() * 4;
+    std::vector<uint8_t> out(hw::pad16(bytes), 0);
+    std::memcpy(out.data(), data.data(), bytes);
+    if (!sink.write(out))
+      return false;
+  }
+  return true;
+}
+
+bool ConstantLayout::streamGathers(
+    bundle::SectionSink &sink, const std::function<void(uint64_t)> &progress,
+    std::string *error) const {
+  uint64_t done = 0;
+  for (size_t t = 0; t < gathers_.size(); ++t) {
+    const bundle::GatherEntry &e = gathers_[t];
+    const Gather &g = gatherRecipes_[t];
+    const int64_t block = std::max<int64_t>(1, (int64_t(1) << 20) / e.cols);
+    std::vector<float> buf(size_t(std::min(block, e.rows) * e.cols));
+    if (!g.quantized) {
+      uint64_t written = 0;
+      for (int64_t row = 0; row < e.rows; row += block) {
+        int64_t n = std::min(block, e.rows - row);
+        if (!evaluator_.readRows(g.recipe, row, n, buf.data(), error) ||
+            !sink.write(buf.data(), size_t(n * e.cols) * 4))
+          return false;
+        written += uint64_t(n * e.cols) * 4;
+      }
+      std::vector<uint8_t> pad(hw::pad16(written) - written, 0);
+      if (!sink.write(pad))
+        return false;
+      done += written + pad.size();
+      progress(done);
+      continue;
+    }
+    DictionaryAttr inner = g.recipe.getAs<DictionaryAttr>("quantize");
+    const int64_t rowBytes =
+        int64_t(hw::packedRowBytes(g.format, size_t(e.cols)));
+    std::vector<float> scales(size_t(e.rows));
+    std::vector<int8_t> q(size_t(e.cols));
+    std::vector<uint8_t> packed(static_cast<size_t>(rowBytes));
+    uint64_t written = 0;
+    for (int64_t row = 0; row < e.rows; row += block) {
+      int64_t n = std::min(block, e.rows - row);
+      if (!evaluator_.readRows(inner, row, n, buf.data(), error))
+        return false;
+      for (int64_t i = 0; i < n; ++i) {
+        scales[size_t(row + i)] = hw::quantizeRow(
+            g.format, buf.data() + i * e.cols, size_t(e.cols), q.data());
+        hw::packRow(g.format, q.data(), size_t(e.cols), packed.data());
+        if (!sink.write(packed))
+          return false;
+        written += packed.size();
+      }
+      done += uint64_t(n * rowBytes);
+      progress(done);
+    }
+    std::vector<uint8_t> pad(hw::pad16(written) - written, 0);
+    size_t scaleBytes = scales.size() * 4;
+    std::vector<uint8_t> scalePad(hw::pad16(scaleBytes) - scaleBytes, 0);
+    if (!sink.write(pad) || !sink.write(scales.data(), scaleBytes) ||
+        !sink.write(scalePad))
+      return false;
+  }
+  return true;
+}
+
+} // namespace pccx

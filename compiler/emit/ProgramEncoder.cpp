@@ -1,0 +1,176 @@
+//===- ProgramEncoder.cpp - pccx.program to words and tables --------------===//
+
+#include "compiler/emit/ProgramEncoder.h"
+
+#include "compiler/emit/AttrJson.h"
+#include "hw/isa/Isa.h"
+
+using namespace mlir;
+
+namespace pccx {
+
+namespace {
+
+namespace pd = dialect;
+
+bool failAt(Operation *op, const std::string &message, std::string *error) {
+  std::string loc;
+  llvm::raw_string_ostream os(loc);
+  os << op->getLoc();
+  *error = loc + ": '" + op->getName().getStringRef().str() + "': " + message;
+  return false;
+}
+
+/// Short description of a recipe for annotations ("layers.3.mlp.up_proj").
+std::string recipeName(DictionaryAttr recipe) {
+  while (recipe) {
+    if (auto t = recipe.getAs<StringAttr>("tensor"))
+      return t.str();
+    DictionaryAttr inner = recipe.getAs<DictionaryAttr>("quantize");
+    recipe = inner ? inner : recipe.getAs<DictionaryAttr>("scale");
+  }
+  return "?";
+}
+
+bundle::PatchPoint patchPoint(DictionaryAttr d, const std::string &section,
+                              uint64_t index) {
+  bundle::PatchPoint point;
+  point.program = section;
+  point.index = index;
+  point.field = d.getAs<StringAttr>("field").str();
+  point.value = d.getAs<StringAttr>("source").str();
+  if (auto v = d.getAs<IntegerAttr>("scale"))
+    point.scale = v.getInt();
+  if (auto v = d.getAs<IntegerAttr>("offset"))
+    point.offset = v.getInt();
+  if (auto v = d.getAs<IntegerAttr>("delta"))
+    point.delta = v.getInt();
+  if (auto v = d.getAs<IntegerAttr>("window"))
+    point.window = v.getInt();
+  return point;
+}
+
+} // namespace
+
+bool encodeProgram(pd::ProgramOp program, WeightPlan &weights,
+                   const std::string &kvDtype, bundle::ModelManifest &manifest,
+                   std::vector<uint64_t> &words, std::string *error) {
+  const std::string section = "program." + program.getSymName().str();
+  bundle::ProgramEntry entry;
+  entry.section = section;
+  if (auto rows = program->getAttrOfType<IntegerAttr>("rows"))
+    entry.rows = rows.getInt();
+  if (auto w = program->getAttrOfType<IntegerAttr>("window_words"))
+    entry.windowWords = w.getInt();
+  std::vector<std::string> annotations;
+  words.clear();
+
+  for (auto buffer : program.getBody().getOps<pd::BufferOp>()) {
+    if (!buffer.getAddress())
+      return failAt(buffer, "has no address; run pccx-allocate-l2", error);
+    manifest.memoryMap.push_back({buffer.getSymName().str(), "l2", section,
+                                  int64_t(*buffer.getAddress()),
+                                  int64_t(buffer.getWords())});
+  }
+
+  for (auto segment : program.getBody().getOps<pd::SegmentOp>()) {
+    bundle::SegmentEntry seg;
+    seg.name = segment.getSymName().str();
+    seg.program = section;
+    seg.begin = words.size();
+    // A pccx.host.sync directly before a host kernel travels with it; any
+    // other sync is listed by the word it precedes.
+    bool pendingSync = false;
+    for (Operation &op : segment.getBody().front()) {
+      if (llvm::isa<pd::HostSyncOp>(op)) {
+        if (pendingSync)
+          seg.syncs.push_back(words.size());
+        pendingSync = true;
+        continue;
+      }
+      if (auto kernel = dyn_cast<pd::HostKernelOp>(op)) {
+        bundle::HostOpEntry h;
+        h.at = words.size();
+        h.kernel = kernel.getKernel().str();
+        h.params = kernel.getParams() ? attrToJson(*kernel.getParams())
+                                      : nlohmann::json::object();
+        h.sync = pendingSync;
+        pendingSync = false;
+        seg.hostOps.push_back(std::move(h));
+        continue;
+      }
+      if (pendingSync)
+        seg.syncs.push_back(words.size());
+      pendingSync = false;
+      if (!pd::opcodeOf(&op))
+        continue;
+      FailureOr<isa::Instruction> inst = pd::toInstruction(&op);
+      if (failed(inst))
+        return failAt(&op, "cannot be encoded", error);
+      uint64_t word = 0;
+      std::string encodeError;
+      if (!isa::encode(*inst, word, &encodeError))
+        return failAt(&op, encodeError, error);
+      const uint64_t index = words.size();
+      words.push_back(word);
+      std::string note = seg.name;
+      if (auto patchList = op.getAttrOfType<ArrayAttr>("patches"))
+        for (Attribute p : patchList)
+          manifest.patchPoints.push_back(
+              patchPoint(cast<DictionaryAttr>(p), section, index));
+      if (auto w = op.getAttrOfType<DictionaryAttr>("weights")) {
+        bundle::WeightUse use;
+        use.index = index;
+        if (w.get("dynamic")) {
+          use.dynamic = true;
+          note += ": attention scores";
+        } else {
+          auto recipe = w.getAs<DictionaryAttr>("recipe");
+          auto first = w.getAs<IntegerAttr>("first_row");
+          auto count = w.getAs<IntegerAttr>("num_rows");
+          if (!recipe || !first || !count)
+            return failAt(&op, "has a malformed 'weights' attribute", error);
+          std::string why;
+          const WeightPlan::Record *r =
+              weights.use(recipe, first.getInt(), count.getInt(), &why);
+          if (!r)
+            return failAt(&op, why, error);
+          use.offset = r->offset;
+          use.bytes = r->bytes;
+          note += ": " + recipeName(recipe);
+          if (r->firstRow || count.getInt() != 0)
+            note += " rows " + std::to_string(r->firstRow) + ".." +
+                    std::to_string(r->firstRow + r->rows - 1);
+        }
+        entry.weights.push_back(use);
+      }
+      annotations.push_back(note);
+    }
+    if (pendingSync)
+      seg.syncs.push_back(words.size());
+    seg.end = words.size();
+    manifest.segments.push_back(std::move(seg));
+  }
+
+  if (auto c = program->getAttrOfType<DictionaryAttr>("caches"))
+    for (NamedAttribute e : c) {
+      auto dims = cast<ArrayAttr>(e.getValue());
+      bundle::CacheEntry cache{e.getName().str(),
+                               cast<IntegerAttr>(dims[0]).getInt(),
+                               cast<IntegerAttr>(dims[1]).getInt(), kvDtype};
+      bool known = false;
+      for (const bundle::CacheEntry &other : manifest.caches)
+        known |= other.name == cache.name;
+      if (!known)
+        manifest.caches.push_back(cache);
+    }
+  if (manifest.annotations.count(section)) {
+    *error = "the module has two programs named " + section;
+    return false;
+  }
+  manifest.annotations[section] = annotations;
+  manifest.programs.push_back(std::move(entry));
+  return true;
+}
+
+} // namespace pccx

@@ -1,0 +1,67 @@
+//===- WeightPlan.h - the weights section of a bundle -----------*- C++ -*-===//
+//
+// The weight records the programs' GEMV/GEMM words consume, in first-use
+// order, each stored once: two words that multiply by the same rows of the
+// same weight expression share a record. Records are keyed on the recipe
+// attribute itself (attributes are uniqued, so equal expressions are the
+// same attribute). The section is streamed from the checkpoint, quantized
+// on the way, never held whole.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_COMPILER_EMIT_WEIGHTPLAN_H
+#define PCCX_COMPILER_EMIT_WEIGHTPLAN_H
+
+#include "compiler/model/WeightEvaluator.h"
+#include "hw/numerics/Quantize.h"
+#include "runtime/bundle/Bundle.h"
+#include "runtime/bundle/ModelManifest.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <functional>
+#include <tuple>
+#include <vector>
+
+namespace pccx {
+
+class WeightPlan {
+public:
+  struct Record {
+    mlir::DictionaryAttr recipe; ///< {quantize = ..., scheme}
+    hw::WeightFormat format = hw::WeightFormat::Int4;
+    int64_t firstRow = 0, rows = 0, cols = 0;
+    uint64_t offset = 0, bytes = 0;
+  };
+
+  explicit WeightPlan(const WeightEvaluator &evaluator)
+      : evaluator_(evaluator) {}
+
+  /// The record of rows [firstRow, firstRow + rows) of `recipe`, added at
+  /// the end of the section if it is new. Null with `*error` set when the
+  /// recipe is not quantized with a known scheme or the rows do not exist.
+  const Record *use(mlir::DictionaryAttr recipe, int64_t firstRow,
+                    int64_t rows, std::string *error);
+
+  uint64_t bytes() const { return bytes_; }
+  const std::vector<Record> &records() const { return records_; }
+  /// The weight table of the manifest.
+  std::vector<bundle::WeightRecordEntry> table() const;
+
+  /// Writes every record: scales, then packed rows.
+  bool stream(bundle::SectionSink &sink,
+              const std::function<void(uint64_t)> &progress,
+              std::string *error) const;
+
+private:
+  const WeightEvaluator &evaluator_;
+  std::vector<Record> records_;
+  llvm::DenseMap<std::tuple<mlir::Attribute, int64_t, int64_t>, size_t>
+      index_;
+  uint64_t bytes_ = 0;
+};
+
+} // namespace pccx
+
+#endif
