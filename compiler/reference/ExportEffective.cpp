@@ -2,6 +2,8 @@
 
 #include "compiler/reference/ExportEffective.h"
 
+#include "runtime/bundle/ModelManifest.h"
+
 #include "compiler/import/Gemma3nConfig.h"
 #include "compiler/import/Safetensors.h"
 #include "compiler/reference/BundleWeights.h"
@@ -36,30 +38,6 @@ struct Source {
   float divide = 1.0f;
 };
 
-/// The checkpoint tensor at the root of a recipe, the folded gain (if the
-/// recipe is quantize(scale(T by G))) and the constant factor.
-bool recipeParts(const json &recipe, std::string *tensor, std::string *by,
-                 float *factor) {
-  const json *r = &recipe;
-  if (r->contains("quantize"))
-    r = &(*r)["quantize"];
-  if (r->contains("tensor") && (*r)["tensor"].is_string()) {
-    *tensor = (*r)["tensor"].get<std::string>();
-    return true;
-  }
-  if (!r->contains("scale") || !(*r)["scale"].contains("tensor"))
-    return false;
-  *tensor = (*r)["scale"]["tensor"].get<std::string>();
-  if (r->contains("factor"))
-    *factor = (*r)["factor"].get<float>();
-  if (r->contains("by")) {
-    if (!(*r)["by"].contains("tensor"))
-      return false;
-    *by = (*r)["by"]["tensor"].get<std::string>();
-  }
-  return true;
-}
-
 bool writeText(const std::string &path, const std::string &text,
                std::string *error) {
   std::string tmp = path + ".tmp";
@@ -78,17 +56,14 @@ bool writeText(const std::string &path, const std::string &text,
 
 bool exportEffectiveWeights(const bundle::Bundle &bundle,
                             const std::string &dir, std::string *error) {
-  const json &m = bundle.manifest();
-  if (!m.contains("config") || !m.contains("weight_table") ||
-      !m.contains("host_tensors") || !m.contains("gather_tables")) {
-    *error = bundle.path() + ": not a model bundle (no config and weight "
-                             "tables in the manifest)";
+  bundle::ModelManifest m;
+  if (!bundle::readModelManifest(bundle, &m, error))
     return false;
-  }
   import::Gemma3nTextConfig config;
-  if (!import::parseGemma3nConfig(m["config"].dump(), &config, error,
+  if (!import::parseGemma3nConfig(m.config.dump(), &config, error,
                                   bundle.path() + ": manifest config"))
     return false;
+  // readModelManifest checked that every entry lies inside its section.
   const bundle::SectionInfo *weights = bundle.find("weights");
   const bundle::SectionInfo *gather = bundle.find("gather");
   const bundle::SectionInfo *host = bundle.find("host_tensors");
@@ -97,90 +72,50 @@ bool exportEffectiveWeights(const bundle::Bundle &bundle,
   // any recipe.
   std::map<std::string, std::vector<Source>> sources; // full name -> parts
   std::set<std::string> ones;
-  auto addRecord = [&](const json &recipe, Source s, int64_t rows) {
-    std::string tensor, by;
-    float factor = 1.0f;
-    if (!recipeParts(recipe, &tensor, &by, &factor))
-      return false;
-    if (!by.empty())
-      ones.insert(by);
-    (void)rows;
-    sources[tensor].push_back(s);
-    return true;
-  };
-  for (const json &r : m["weight_table"]) {
+  for (const bundle::WeightRecordEntry &r : m.weightTable) {
     Source s;
     s.kind = Source::Record;
-    int64_t rows = r.value("rows", int64_t(0)), cols = r.value("cols", int64_t(0));
-    uint64_t offset = r.value("offset", uint64_t(0));
-    if (!r.contains("recipe") || !recipeFormat(r["recipe"], &s.format)) {
+    if (!hw::parseScheme(r.recipe.scheme, &s.format)) {
       *error = bundle.path() + ": weight_table entry with an unknown recipe";
       return false;
     }
-    const int64_t scaleBytes = hw::recordScaleBytes(rows);
-    s.rowStride = hw::recordRowStride(s.format, cols);
-    if (!weights || rows <= 0 || cols <= 0 ||
-        offset + uint64_t(scaleBytes + rows * s.rowStride) > weights->size) {
-      *error = bundle.path() + ": weight_table entry outside the weights";
-      return false;
-    }
-    s.scales = reinterpret_cast<const float *>(bundle.data(*weights) + offset);
-    s.codes = bundle.data(*weights) + offset + scaleBytes;
-    s.firstRow = r.value("first_row", int64_t(0));
-    s.rows = rows;
-    if (!r.contains("recipe") || !addRecord(r["recipe"], s, rows)) {
-      *error = bundle.path() + ": weight_table entry with an unknown recipe";
-      return false;
-    }
+    const int64_t scaleBytes = hw::recordScaleBytes(r.rows);
+    s.rowStride = hw::recordRowStride(s.format, r.cols);
+    s.scales =
+        reinterpret_cast<const float *>(bundle.data(*weights) + r.offset);
+    s.codes = bundle.data(*weights) + r.offset + scaleBytes;
+    s.firstRow = r.firstRow;
+    s.rows = r.rows;
+    if (!r.recipe.scaledBy.empty())
+      ones.insert(r.recipe.scaledBy);
+    sources[r.recipe.tensor].push_back(s);
   }
-  for (auto &[name, info] : m["gather_tables"].items()) {
-    std::string tensor, by;
-    float factor = 1.0f;
-    if (!info.contains("recipe") ||
-        !recipeParts(info["recipe"], &tensor, &by, &factor) || !gather)
-      continue;
-    if (sources.count(tensor))
+  for (const bundle::GatherEntry &g : m.gathers) {
+    if (sources.count(g.recipe.tensor))
       continue; // the LM head's records already give the tied table
     Source s;
-    s.rows = info.value("rows", int64_t(0));
-    const int64_t cols = info.value("cols", int64_t(0));
-    const uint64_t offset = info.value("offset", uint64_t(0));
-    uint64_t end;
-    if (hw::parseFormatName(info.value("format", ""), &s.format)) {
+    s.rows = g.rows;
+    if (hw::parseFormatName(g.format, &s.format)) {
       s.kind = Source::Gather;
-      const uint64_t scales = info.value("scales_offset", uint64_t(0));
-      s.codes = bundle.data(*gather) + offset;
-      s.scales = reinterpret_cast<const float *>(bundle.data(*gather) + scales);
-      s.rowStride = int64_t(hw::packedRowBytes(s.format, size_t(cols)));
-      end = std::max(offset + uint64_t(s.rows * s.rowStride),
-                     scales + uint64_t(s.rows) * 4);
+      s.codes = bundle.data(*gather) + g.offset;
+      s.scales = reinterpret_cast<const float *>(bundle.data(*gather) +
+                                                 g.scalesOffset);
+      s.rowStride = int64_t(hw::packedRowBytes(s.format, size_t(g.cols)));
     } else {
       s.kind = Source::HostTensor;
-      s.values = reinterpret_cast<const float *>(bundle.data(*gather) + offset);
-      end = offset + uint64_t(s.rows * cols) * 4;
+      s.values =
+          reinterpret_cast<const float *>(bundle.data(*gather) + g.offset);
     }
-    if (s.rows <= 0 || cols <= 0 || end > gather->size) {
-      *error = bundle.path() + ": gather table '" + name +
-               "' outside its section";
-      return false;
-    }
-    sources[tensor].push_back(s);
+    sources[g.recipe.tensor].push_back(s);
   }
-  for (auto &[name, info] : m["host_tensors"].items()) {
-    std::string tensor, by;
-    float factor = 1.0f;
-    if (!info.contains("recipe") ||
-        !recipeParts(info["recipe"], &tensor, &by, &factor) || !host ||
-        !by.empty())
-      continue;
-    if (sources.count(tensor))
+  for (const bundle::HostTensorEntry &t : m.hostTensors) {
+    if (!t.recipe.scaledBy.empty() || sources.count(t.recipe.tensor))
       continue;
     Source s;
     s.kind = Source::HostTensor;
-    s.values = reinterpret_cast<const float *>(
-        bundle.data(*host) + info.value("offset", uint64_t(0)));
-    s.divide = factor;
-    sources[tensor].push_back(s);
+    s.values = reinterpret_cast<const float *>(bundle.data(*host) + t.offset);
+    s.divide = t.recipe.factor;
+    sources[t.recipe.tensor].push_back(s);
   }
 
   // The prefix: the one that makes the embedding table's name known.
