@@ -29,12 +29,27 @@ namespace {
 
 using namespace pccx::gemma3n;
 
+/// Stamps every op inserted while a layer is being built with its layer
+/// (kLayerAttr); weight ops stay unstamped (they are shared expressions).
+struct LayerStamp : public OpBuilder::Listener {
+  int64_t layer = -1;
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint) override {
+    if (layer >= 0 && !isa<WeightOp>(op))
+      op->setAttr(kLayerAttr,
+                  IntegerAttr::get(IntegerType::get(op->getContext(), 64),
+                                   layer));
+  }
+};
+
 class FunctionImporter {
 public:
   FunctionImporter(MLIRContext &ctx, const LoadedCheckpoint &ckpt,
                    const ImportOptions &options, bool prefill)
       : ctx(ctx), b(&ctx), ckpt(ckpt), cfg(ckpt.config), options(options),
-        prefill(prefill) {}
+        prefill(prefill) {
+    b.setListener(&stamp);
+  }
 
   func::FuncOp build(ModuleOp module);
 
@@ -87,6 +102,7 @@ private:
   }
 
   MLIRContext &ctx;
+  LayerStamp stamp;
   OpBuilder b;
   const LoadedCheckpoint &ckpt;
   const import::Gemma3nTextConfig &cfg;
@@ -167,6 +183,7 @@ func::FuncOp FunctionImporter::build(ModuleOp module) {
       cfg.altup_coef_clip ? b.getF32FloatAttr(float(*cfg.altup_coef_clip))
                           : FloatAttr();
   for (int64_t i = 0; i < L; ++i) {
+    stamp.layer = i;
     auto w = [&](const char *suffix) { return layerWeight(i, suffix); };
     const bool sliding = cfg.layer_types[size_t(i)] == import::LayerType::Sliding;
     Value pred = b.create<AltUpPredictOp>(
@@ -242,6 +259,7 @@ func::FuncOp FunctionImporter::build(ModuleOp module) {
         epsAttr());
   }
 
+  stamp.layer = -1;
   SmallVector<Value> unembed;
   for (int64_t k = 0; k + 1 < A; ++k)
     unembed.push_back(

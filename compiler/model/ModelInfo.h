@@ -33,6 +33,16 @@ constexpr const char kFunctionKindAttr[] = "gemma3n.kind";
 /// Argument attributes of KV-cache arguments: "k" / "v", and the layer.
 constexpr const char kCacheKindAttr[] = "gemma3n.cache";
 constexpr const char kCacheLayerAttr[] = "gemma3n.layer";
+/// Op attribute: the decoder layer an op belongs to, set by the importer
+/// (passes that replace layer ops carry it over). Ops without it are
+/// model-level (embedding, final norm, LM head).
+constexpr const char kLayerAttr[] = "gemma3n.layer";
+
+/// The layer of `op` (kLayerAttr), or -1 for a model-level op.
+inline int64_t layerOf(mlir::Operation *op) {
+  auto layer = op->getAttrOfType<mlir::IntegerAttr>(kLayerAttr);
+  return layer ? layer.getInt() : -1;
+}
 
 
 /// An opened and validated checkpoint directory.

@@ -10,6 +10,8 @@
 
 #include "passes/Passes.h"
 
+#include "compiler/model/ModelInfo.h"
+
 #include "mlir/IR/Builders.h"
 
 using namespace mlir;
@@ -71,6 +73,8 @@ struct FuseLaurelPass : pccx::impl::FuseLaurelBase<FuseLaurelPass> {
         sum.getType(), act, attnNorm.getInput(), laurel.getInput(),
         laurel.getLeft(), laurel.getRight(), attnGain, laurelGain, scale,
         laurel.getEpsAttr());
+    if (Attribute layer = sum->getAttr(pccx::kLayerAttr))
+      fused->setAttr(pccx::kLayerAttr, layer);
     sum.replaceAllUsesWith(fused.getResult());
     sum.erase();
     laurel.erase();

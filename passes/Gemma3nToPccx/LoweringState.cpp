@@ -212,31 +212,6 @@ LogicalResult ProgramLowering::cvo(StringRef func, const Place &src,
 }
 
 LogicalResult ProgramLowering::run() {
-  // Segment per decoder layer: an op belongs to the layer its location or
-  // its weights name ("...layers.N..."); -2 for model-level weights, -1
-  // when nothing tells (the op stays in the current segment).
-  auto layerIn = [](StringRef s) -> int64_t {
-    size_t at = s.find("layers.");
-    if (at == StringRef::npos)
-      return -2;
-    int64_t layer = 0;
-    StringRef rest = s.substr(at + 7);
-    return rest.consumeInteger(10, layer) ? -2 : layer;
-  };
-  auto layerOf = [&](Operation &op) -> int64_t {
-    if (auto name = dyn_cast<NameLoc>(op.getLoc()))
-      return layerIn(name.getName().getValue());
-    int64_t found = -1;
-    for (Value operand : op.getOperands())
-      if (WeightOp w = pccx::rootWeight(operand)) {
-        int64_t l = layerIn(w.getName());
-        if (l >= 0)
-          return l;
-        found = -2;
-      }
-    return found;
-  };
-
   // Last uses (views extend their parent's lifetime).
   Block &body = fn_.getBody().front();
   llvm::DenseMap<Value, Value> viewParent;
@@ -311,11 +286,13 @@ LogicalResult ProgramLowering::run() {
     currentLoc_ = op.getLoc();
     if (llvm::isa<WeightOp, ScaleWeightOp, QuantizeOp>(op))
       continue;
-    int64_t layer = layerOf(op);
+    // A segment per decoder layer (the importer's layer attribute);
+    // model-level ops after the layers form the epilogue.
+    int64_t layer = pccx::layerOf(&op);
     if (layer >= 0 && layer != currentLayer) {
       startSegment("layer." + std::to_string(layer));
       currentLayer = layer;
-    } else if (layer == -2 && currentLayer >= 0) {
+    } else if (layer < 0 && currentLayer >= 0) {
       startSegment("epilogue");
     }
     if (failed(lower(&op)))
