@@ -28,6 +28,7 @@ void buildLoweringPipeline(OpPassManager &pm, const PipelineOptions &o) {
   ConvertGemma3nToPccxOptions convert;
   convert.prefillRows = o.prefillRows;
   pm.addPass(createConvertGemma3nToPccx(convert));
+  pm.addPass(createPlaceHostBuffers());
   pm.addPass(createAllocateConstants());
   pm.addPass(createAllocateL2());
   pm.addPass(createScheduleAsync());

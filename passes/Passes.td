@@ -95,9 +95,11 @@ def ConvertGemma3nToPccx
     INT4 projections run as GEMV (one token) or GEMM (prefill rows), the
     attention softmax as findemax GEMV / EXP / REDUCE_SUM / SCALE, GELU on
     the SFU; everything the v002 ISA cannot express becomes a
-    pccx.host.kernel with the MEMCPY round trips it costs. Buffers stay
-    symbolic and constant-cache entries unassigned (the machine passes
-    allocate them). docs/lowering.md describes the partition. Requires
+    pccx.host.kernel with the MEMCPY round trips it costs. L2 buffers and
+    host-window buffers stay symbolic and constant-cache entries unassigned
+    (the machine passes place them). Ops are lowered by family
+    (passes/Gemma3nToPccx/) and grouped into one segment per decoder layer
+    by their gemma3n.layer attribute. docs/lowering.md describes the partition. Requires
     resolved KV sharing and quantized projection weights.
   }];
   let options = [
@@ -105,6 +107,20 @@ def ConvertGemma3nToPccx
            "Tokens per prefill step (GEMM rows)">,
   ];
   let dependentDialects = ["pccx::dialect::PccxDialect"];
+}
+
+def PlaceHostBuffers : Pass<"pccx-place-host-buffers", "mlir::ModuleOp"> {
+  let summary = "Assign host-window words to pccx.host.buffer ops";
+  let description = [{
+    Replays each program's allocation events (every host buffer's `alloc`
+    and `free` ordinals) in order, first fit over the host window (hw/machine
+    host_window_words), and sets each buffer's `address`; buffers whose
+    lifetimes do not overlap share words. A program that cannot fit is an
+    error naming the buffer and the words live at that point. Afterwards
+    MEMCPY `aux_addr` fields and the #pccx.region parameters of host
+    kernels are window words, and the program's `window_words` attribute
+    holds the high-water mark.
+  }];
 }
 
 def AllocateConstants : Pass<"pccx-allocate-constants", "mlir::ModuleOp"> {

@@ -2,6 +2,8 @@
 
 #include "compiler/emit/AttrJson.h"
 
+#include "dialects/Pccx/PccxOps.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 
 using namespace mlir;
@@ -34,6 +36,12 @@ json attrToJson(Attribute attr) {
     return true;
   if (auto s = dyn_cast<FlatSymbolRefAttr>(attr))
     return s.getValue().str();
+  // A placed host region: [word offset, elems, rows, stride] (the form of
+  // hw/abi/HostKernels.def). Symbolic ones have no JSON form.
+  if (auto r = dyn_cast<dialect::HostRegionAttr>(attr))
+    return r.getBuffer() ? json(nullptr)
+                         : json::array({r.getOffset(), r.getElems(),
+                                        r.getRows(), r.getStride()});
   return nullptr;
 }
 

@@ -73,6 +73,15 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights,
                                   int64_t(buffer.getWords())});
   }
 
+  for (auto buffer : program.getBody().getOps<pd::HostBufferOp>()) {
+    if (!buffer.getAddress())
+      return failAt(buffer, "has no address; run pccx-place-host-buffers",
+                    error);
+    manifest.memoryMap.push_back({buffer.getSymName().str(), "host", section,
+                                  int64_t(*buffer.getAddress()),
+                                  int64_t(buffer.getWords())});
+  }
+
   for (auto segment : program.getBody().getOps<pd::SegmentOp>()) {
     bundle::SegmentEntry seg;
     seg.name = segment.getSymName().str();
@@ -92,6 +101,14 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights,
         bundle::HostOpEntry h;
         h.at = words.size();
         h.kernel = kernel.getKernel().str();
+        for (bool outputs : {false, true})
+          for (pd::HostRegionAttr r : kernel.getRegions(outputs))
+            if (r.getBuffer())
+              return failAt(kernel,
+                            "reads or writes the unplaced host buffer " +
+                                r.getBuffer().getValue().str() +
+                                "; run pccx-place-host-buffers",
+                            error);
         h.params = kernel.getParams() ? attrToJson(*kernel.getParams())
                                       : nlohmann::json::object();
         h.sync = pendingSync;

@@ -18,8 +18,11 @@ def Pccx_Dialect : Dialect {
     declarations and ordered `pccx.segment`s; a segment is a run of
     instructions issued together, and `pccx.host.*` ops stand for work the
     ISA cannot express, executed by the runtime between instructions.
+    Host-window space is symbolic too (`pccx.host.buffer`, `#pccx.region`)
+    until host-buffer placement assigns words.
   }];
   let cppNamespace = "::pccx::dialect";
+  let useDefaultAttributePrinterParser = 1;
 }
 
 class Pccx_Op<string mnemonic, list<Trait> traits = []>

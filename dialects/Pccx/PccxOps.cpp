@@ -13,6 +13,7 @@
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace pccx;
@@ -20,7 +21,14 @@ using namespace pccx::dialect;
 
 #include "dialects/Pccx/PccxOpsDialect.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Pccx/PccxAttrs.cpp.inc"
+
 void PccxDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/Pccx/PccxAttrs.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/Pccx/PccxOps.cpp.inc"
@@ -56,6 +64,14 @@ BufferOp lookupBuffer(Operation *user, FlatSymbolRefAttr sym) {
       SymbolTable::lookupSymbolIn(program, sym.getAttr()));
 }
 
+HostBufferOp lookupHostBuffer(Operation *user, FlatSymbolRefAttr sym) {
+  ProgramOp program = enclosingProgram(user);
+  if (!program)
+    return {};
+  return dyn_cast_or_null<HostBufferOp>(
+      SymbolTable::lookupSymbolIn(program, sym.getAttr()));
+}
+
 // Checks one field attribute of an instruction op. `value` receives the
 // encoded value for non-symbolic fields.
 LogicalResult verifyField(Operation *op, isa::Field field) {
@@ -80,8 +96,14 @@ LogicalResult verifyField(Operation *op, isa::Field field) {
     break;
   }
   if (auto sym = dyn_cast_or_null<FlatSymbolRefAttr>(attr)) {
+    if (info.kind == isa::FieldKind::HostAddr) {
+      if (!lookupHostBuffer(op, sym))
+        return fieldError("'" + sym.getValue().str() +
+                          "' does not name a pccx.host.buffer of the program");
+      return success();
+    }
     if (info.kind != isa::FieldKind::L2Addr)
-      return fieldError("only L2 addresses may be symbolic");
+      return fieldError("only L2 and host-window addresses may be symbolic");
     if (!lookupBuffer(op, sym))
       return fieldError("'" + sym.getValue().str() +
                         "' does not name a pccx.buffer of the program");
@@ -211,7 +233,11 @@ FailureOr<isa::Instruction> pccx::dialect::toInstruction(Operation *op,
         if (!address)
           return op->emitOpError()
                  << "field '" << info.name << "' is the unallocated buffer "
-                 << sym << "; run L2 allocation before encoding";
+                 << sym << "; run "
+                 << (info.kind == isa::FieldKind::HostAddr
+                         ? "host-buffer placement"
+                         : "L2 allocation")
+                 << " before encoding";
         value = uint64_t(*address);
       } else if (auto intAttr = dyn_cast_or_null<IntegerAttr>(attr)) {
         if (intAttr.getInt() < 0)
@@ -238,7 +264,7 @@ FailureOr<isa::Instruction> pccx::dialect::toInstruction(Operation *op,
 
 LogicalResult ProgramOp::verify() {
   for (Operation &op : getBody().front())
-    if (!llvm::isa<BufferOp, SegmentOp>(op))
+    if (!llvm::isa<BufferOp, HostBufferOp, SegmentOp>(op))
       return op.emitOpError("is not allowed directly in a pccx.program; "
                             "instructions belong in a pccx.segment");
   return success();
@@ -295,25 +321,10 @@ LogicalResult CvoOp::verify() {
 
 namespace {
 
-/// [offset, elems, rows, stride] as a region, or nothing.
-std::optional<abi::HostRegion> regionAttr(Attribute a) {
-  auto list = dyn_cast<ArrayAttr>(a);
-  if (!list || list.size() != 4)
-    return std::nullopt;
-  int64_t v[4];
-  for (int i = 0; i < 4; ++i) {
-    auto n = dyn_cast<IntegerAttr>(list[i]);
-    if (!n)
-      return std::nullopt;
-    v[i] = n.getInt();
-  }
-  return abi::HostRegion{v[0], v[1], v[2], v[3]};
-}
-
 /// Whether `value` has the kind the ABI gives the parameter; regions are
 /// appended to `regions`.
 bool matchesKind(const abi::ParamInfo &p, Attribute value,
-                 SmallVectorImpl<abi::HostRegion> &regions) {
+                 SmallVectorImpl<HostRegionAttr> &regions) {
   auto names = [](Attribute a) {
     auto list = dyn_cast<ArrayAttr>(a);
     return list && llvm::all_of(list, [](Attribute n) {
@@ -322,8 +333,8 @@ bool matchesKind(const abi::ParamInfo &p, Attribute value,
   };
   switch (p.kind) {
   case abi::ParamKind::Region:
-    if (auto r = regionAttr(value)) {
-      regions.push_back(*r);
+    if (auto r = dyn_cast<HostRegionAttr>(value)) {
+      regions.push_back(r);
       return true;
     }
     return false;
@@ -332,10 +343,10 @@ bool matchesKind(const abi::ParamInfo &p, Attribute value,
     if (!list)
       return false;
     for (Attribute a : list) {
-      auto r = regionAttr(a);
+      auto r = dyn_cast<HostRegionAttr>(a);
       if (!r)
         return false;
-      regions.push_back(*r);
+      regions.push_back(r);
     }
     return true;
   }
@@ -355,6 +366,46 @@ bool matchesKind(const abi::ParamInfo &p, Attribute value,
 
 } // namespace
 
+LogicalResult
+HostRegionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       FlatSymbolRefAttr buffer, int64_t offset, int64_t elems,
+                       int64_t rows, int64_t stride) {
+  abi::HostRegion r{offset, elems, rows, stride};
+  // A symbolic region is checked against its buffer by its user.
+  std::string why = r.check(buffer ? int64_t(1) << 40
+                                   : int64_t(machine::host_window_words));
+  if (!why.empty())
+    return emitError() << "region " << why;
+  return success();
+}
+
+LogicalResult HostBufferOp::verify() {
+  if (getAlloc() < 0 || getFree() <= getAlloc())
+    return emitOpError() << "lifetime [" << getAlloc() << ", " << getFree()
+                         << ") must have 0 <= alloc < free";
+  if (std::optional<uint64_t> address = getAddress())
+    if (*address + uint64_t(getWords()) > machine::host_window_words)
+      return emitOpError() << "occupies words [" << *address << ", "
+                           << *address + uint64_t(getWords())
+                           << ") but the host window has "
+                           << machine::host_window_words << " words";
+  return success();
+}
+
+SmallVector<HostRegionAttr> HostKernelOp::getRegions(bool outputs) {
+  SmallVector<HostRegionAttr> out;
+  abi::HostKernel kernel;
+  if (!getParams() || !abi::lookupKernel(getKernel(), kernel))
+    return out;
+  const abi::ParamRole role =
+      outputs ? abi::ParamRole::Out : abi::ParamRole::In;
+  for (const abi::ParamInfo &p : abi::kernelInfo(kernel).params)
+    if (p.role == role)
+      if (Attribute value = getParams()->get(p.key))
+        matchesKind(p, value, out);
+  return out;
+}
+
 LogicalResult HostKernelOp::verify() {
   abi::HostKernel kernel;
   if (!abi::lookupKernel(getKernel(), kernel))
@@ -365,10 +416,8 @@ LogicalResult HostKernelOp::verify() {
   for (NamedAttribute entry : params)
     if (!abi::lookupParam(kernel, entry.getName().getValue()))
       return emitOpError() << "host kernel '" << getKernel()
-                           << "' has no parameter '" << entry.getName().getValue()
-                           << "'";
-  // The kernel's In and Out regions, in table order.
-  SmallVector<abi::HostRegion> ins, outs;
+                           << "' has no parameter '"
+                           << entry.getName().getValue() << "'";
   for (const abi::ParamInfo &p : abi::kernelInfo(kernel).params) {
     Attribute value = params.get(p.key);
     if (!value) {
@@ -377,44 +426,30 @@ LogicalResult HostKernelOp::verify() {
                              << "' needs parameter '" << p.key << "'";
       continue;
     }
-    SmallVector<abi::HostRegion> regions;
+    SmallVector<HostRegionAttr> regions;
     if (!matchesKind(p, value, regions))
       return emitOpError() << "parameter '" << p.key << "' must be "
-                           << abi::paramKindName(p.kind);
-    for (const abi::HostRegion &r : regions) {
-      std::string why = r.check(int64_t(machine::host_window_words));
-      if (!why.empty())
-        return emitOpError() << "parameter '" << p.key << "' " << why;
+                           << (p.kind == abi::ParamKind::Region
+                                   ? "a #pccx.region"
+                                   : p.kind == abi::ParamKind::RegionList
+                                         ? "a list of #pccx.region"
+                                         : abi::paramKindName(p.kind));
+    // A symbolic region must lie inside the host buffer it names.
+    for (HostRegionAttr r : regions) {
+      if (!r.getBuffer())
+        continue;
+      HostBufferOp buffer = lookupHostBuffer(*this, r.getBuffer());
+      if (!buffer)
+        return emitOpError() << "parameter '" << p.key << "' names "
+                             << r.getBuffer()
+                             << ", which is not a pccx.host.buffer of the "
+                                "program";
+      if (r.getOffset() + r.getSpanWords() > buffer.getWords())
+        return emitOpError() << "parameter '" << p.key << "' reaches word "
+                             << r.getOffset() + r.getSpanWords() << " of "
+                             << r.getBuffer() << ", which has "
+                             << buffer.getWords() << " words";
     }
-    if (p.role == abi::ParamRole::In)
-      ins.append(regions);
-    else if (p.role == abi::ParamRole::Out)
-      outs.append(regions);
-  }
-  // `inputs` / `outputs` state the spans the kernel reads and writes; they
-  // must be exactly those of its In and Out regions.
-  for (auto [name, regions, derived] :
-       {std::make_tuple("inputs", getInputs(), &ins),
-        std::make_tuple("outputs", getOutputs(), &outs)}) {
-    std::vector<std::pair<int64_t, int64_t>> stated, expected;
-    for (Attribute a : regions) {
-      auto pair = dyn_cast<ArrayAttr>(a);
-      auto offset = pair && pair.size() == 2
-                        ? dyn_cast<IntegerAttr>(pair[0])
-                        : IntegerAttr();
-      auto words = pair && pair.size() == 2 ? dyn_cast<IntegerAttr>(pair[1])
-                                            : IntegerAttr();
-      if (!offset || !words)
-        return emitOpError() << name
-                             << " must hold [word offset, words] pairs";
-      stated.push_back({offset.getInt(), words.getInt()});
-    }
-    for (const abi::HostRegion &r : *derived)
-      expected.push_back({r.offset, r.spanWords()});
-    if (stated != expected)
-      return emitOpError() << name << " must list the spans of the kernel's "
-                           << (derived == &ins ? "In" : "Out")
-                           << " regions (hw/abi/HostKernels.def), in order";
   }
   return success();
 }

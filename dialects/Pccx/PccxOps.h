@@ -15,6 +15,9 @@
 
 #include "dialects/Pccx/PccxOpsDialect.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Pccx/PccxAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/Pccx/PccxOps.h.inc"
 

@@ -9,11 +9,15 @@
 #define PCCX_OPS_TD
 
 include "PccxDialect.td"
+include "PccxAttrs.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 // An L2 word address: an integer once allocated, or a buffer symbol.
 def Pccx_L2AddrAttr : AnyAttrOf<[I64Attr, FlatSymbolRefAttr]>;
+// A host-window word: an integer once placed, or a pccx.host.buffer symbol
+// (plus `aux_addr_offset` words).
+def Pccx_HostAddrAttr : AnyAttrOf<[I64Attr, FlatSymbolRefAttr]>;
 
 //===----------------------------------------------------------------------===//
 // Structure
@@ -26,7 +30,8 @@ def Pccx_ProgramOp : Pccx_Op<"program", [
   let description = [{
     A program is what the runtime issues for one model step (`kind` is
     "decode" or "prefill", or any name for hand-written programs). It holds
-    `pccx.buffer` declarations and `pccx.segment`s; nothing else.
+    `pccx.buffer` (L2) and `pccx.host.buffer` (host window) declarations
+    and `pccx.segment`s; nothing else.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, OptionalAttr<StrAttr>:$kind);
   let regions = (region SizedRegion<1>:$body);
@@ -43,6 +48,23 @@ def Pccx_BufferOp : Pccx_Op<"buffer", [Symbol, HasParent<"ProgramOp">]> {
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        ConfinedAttr<I64Attr, [IntPositive]>:$words,
+                       OptionalAttr<I64Attr>:$address);
+  let assemblyFormat = "$sym_name attr-dict";
+  let hasVerifier = 1;
+}
+
+def Pccx_HostBufferOp : Pccx_Op<"host.buffer", [Symbol, HasParent<"ProgramOp">]> {
+  let summary = "A named region of `words` words of the host window";
+  let description = [{
+    Host-window space the conversion asked for. Its lifetime is stated as
+    two ordinals of the program's allocation events, `alloc` < `free`: the
+    placement pass replays the events in order over the window (first fit),
+    so buffers whose lifetimes do not overlap share words. `address` is the
+    first word once placed.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$words,
+                       I64Attr:$alloc, I64Attr:$free,
                        OptionalAttr<I64Attr>:$address);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
@@ -103,11 +125,12 @@ def Pccx_MemcpyOp : Pccx_InstOp<"memcpy"> {
   let description = [{
     `from_device` / `to_device` present mean the host side (1), absent the
     NPU (0). Host addresses (`aux_addr`) are word offsets into the host
-    window; `shape_ptr_addr` names an fmap_shape entry holding the extent.
+    window, or a pccx.host.buffer until placement; `shape_ptr_addr` names an
+    fmap_shape entry holding the extent.
   }];
   let arguments = (ins UnitAttr:$from_device, UnitAttr:$to_device,
                        Pccx_L2AddrAttr:$dest_addr, Pccx_L2AddrAttr:$src_addr,
-                       I64Attr:$aux_addr, I64Attr:$shape_ptr_addr,
+                       Pccx_HostAddrAttr:$aux_addr, I64Attr:$shape_ptr_addr,
                        UnitAttr:$async, OptionalAttr<ArrayAttr>:$patches);
 }
 
@@ -134,14 +157,18 @@ def Pccx_CvoOp : Pccx_InstOp<"cvo"> {
 def Pccx_HostKernelOp : Pccx_Op<"host.kernel", [HasParent<"SegmentOp">]> {
   let summary = "Work the ISA cannot express, run by the runtime on the CPU";
   let description = [{
-    Runs the named host kernel over host-window regions once every
-    instruction before it in the segment has completed. `inputs` and
-    `outputs` are arrays of [word offset, words] pairs in the host window;
-    `params` holds the kernel's constants. The MEMCPY round trips that feed
-    and drain it are explicit instructions around it.
+    Runs the named host kernel (hw/abi/HostKernels.def) with `params`, whose
+    keys and kinds the ABI fixes; regions are #pccx.region attributes, and
+    the kernel's inputs and outputs are its In and Out regions. The runtime
+    runs it where it stands; the MEMCPY round trips that feed and drain it
+    are explicit instructions around it, and a pccx.host.sync before it
+    waits for them.
   }];
-  let arguments = (ins StrAttr:$kernel, ArrayAttr:$inputs, ArrayAttr:$outputs,
-                       OptionalAttr<DictionaryAttr>:$params);
+  let arguments = (ins StrAttr:$kernel, OptionalAttr<DictionaryAttr>:$params);
+  let extraClassDeclaration = [{
+    /// The regions of the kernel's In (or Out) parameters, in table order.
+    ::llvm::SmallVector<HostRegionAttr> getRegions(bool outputs);
+  }];
   let assemblyFormat = "$kernel attr-dict";
   let hasVerifier = 1;
 }

@@ -90,7 +90,9 @@ LogicalResult ProgramLowering::visit(StreamOp s) {
                   .getShape()
                   .end()[-2];
   Place view = layoutOf(s.getResult());
-  view.host = parent.host + int64_t(s.getIndex()) * parent.hostStride;
+  view.host = parent.host;
+  view.hostOffset =
+      parent.hostOffset + int64_t(s.getIndex()) * parent.hostStride;
   view.hostStride = parent.hostStride * a;
   view.ownsHost = false;
   places_[s.getResult()] = view;

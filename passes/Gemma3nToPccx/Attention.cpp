@@ -65,15 +65,10 @@ LogicalResult ProgramLowering::visit(AttentionOp a) {
   // Softmax of each (row, head) on the SFU, the row's probabilities to the
   // host, then P . V for that row: one row of heads in the window at a time.
   const int64_t rows = rows_, capWords = wordsFor(capacity);
-  const int64_t probs = window_.allocate(heads * capWords);
-  if (probs < 0)
-    return a.emitOpError("the host window is full");
+  const std::string probs = allocateHost(heads * capWords);
   std::string scores = newBuffer(capWords, "scores");
   Value oRaw = scratch(a, shape);
-  Place &o = newHostValue(oRaw);
-  if (o.host < 0)
-    return a.emitOpError("the host window is full");
-  const Place oPlace = o;
+  const Place oPlace = newHostValue(oRaw);
   for (int64_t r = 0; r < rows; ++r) {
     auto patch = [&](StringRef field, StringRef bank) {
       SmallVector<NamedAttribute> p = {
@@ -88,47 +83,34 @@ LogicalResult ProgramLowering::visit(AttentionOp a) {
       return b_.getDictionaryAttr(p);
     };
     for (int64_t h = 0; h < heads; ++h) {
-      inst("pccx.gemv",
-           {attr("dest_reg", sym(scores)), attr("src_addr", sym(one_)),
-            attr("size_ptr_addr", i64(0)), attr("shape_ptr_addr", i64(0)),
-            attr("w_scale", b_.getUnitAttr()),
-            attr("findemax", b_.getUnitAttr()),
-            attr("weights", b_.getDictionaryAttr(
-                                {attr("dynamic", b_.getUnitAttr())})),
-            attr("weight_shape", triple(capacity, 1, 0)),
-            attr("fmap_shape", triple(1, 1, capWords)),
-            attr("shape_patches",
-                 b_.getArrayAttr({patch("a_value", "weight_shape")}))});
+      pd::GemvOp scoresOp = gemv(scores, one_, /*findemax=*/true);
+      scoresOp->setAttr("weights", b_.getDictionaryAttr(
+                                       {attr("dynamic", b_.getUnitAttr())}));
+      scoresOp->setAttr("weight_shape", triple(capacity, 1, 0));
+      scoresOp->setAttr("fmap_shape", triple(1, 1, capWords));
+      scoresOp->setAttr("shape_patches",
+                        b_.getArrayAttr({patch("a_value", "weight_shape")}));
       auto lengthPatch = b_.getArrayAttr({patch("length", "")});
       for (auto [func, dst, flag] :
            {std::make_tuple("exp", scores, "sub_emax"),
             std::make_tuple("reduce_sum", sum_, ""),
             std::make_tuple("scale", scores, "recip_scale")}) {
-        SmallVector<NamedAttribute> attrs = {
-            attr("cvo_func", b_.getStringAttr(func)),
-            attr("src_addr", sym(scores)), attr("dst_addr", sym(dst)),
-            attr("length", i64(capacity)), attr("patches", lengthPatch)};
+        pd::CvoOp op = cvoOp(func, scores, dst, capacity);
+        op.setPatchesAttr(lengthPatch);
         if (*flag)
-          attrs.push_back(attr(flag, b_.getUnitAttr()));
-        inst("pccx.cvo", attrs);
+          op->setAttr(flag, b_.getUnitAttr());
       }
-      memcpyToHost(Place(), scores, probs + h * capWords, capWords, 1,
-                   capWords);
+      memcpy(/*toHost=*/true, scores, probs, h * capWords, capWords, 1,
+             capWords);
     }
-    b_.create<pd::HostKernelOp>(
-        loc(), b_.getStringAttr(kernelName(pccx::abi::HostKernel::AttentionValues)),
-        b_.getArrayAttr(
-            {b_.getArrayAttr({i64(probs), i64(heads * capWords)})}),
-        b_.getArrayAttr({span(oPlace)}),
-        b_.getDictionaryAttr(
-            {attr("probs", b_.getArrayAttr({i64(probs), i64(capacity),
-                                            i64(heads), i64(capWords)})),
-             attr("v_cache", b_.getStringAttr(vc.cache)),
-             attr("heads", i64(heads)), attr("kv_heads", i64(kvHeads)),
-             attr("head_dim", i64(headDim)), attr("window", i64(window)),
-             attr("row", i64(r)), attr("out", region(oPlace))}));
+    hostCall(abi::HostKernel::AttentionValues,
+             {attr("probs", region(probs, 0, capacity, heads, capWords)),
+              attr("v_cache", b_.getStringAttr(vc.cache)),
+              attr("heads", i64(heads)), attr("kv_heads", i64(kvHeads)),
+              attr("head_dim", i64(headDim)), attr("window", i64(window)),
+              attr("row", i64(r)), attr("out", region(oPlace))});
   }
-  window_.release(probs, heads * capWords);
+  releaseHost(probs);
   LogicalResult r = matmul(oRaw, a.getOProj(), a.getResult(), "attn");
   dropScratch(oRaw);
   return r;

@@ -45,14 +45,14 @@ LogicalResult ProgramLowering::visit(FFNOp f) {
     return failure();
   // The product overwrites the GELU output (element-wise, same layout): a
   // full-size prefill step holds two [rows, intermediate] regions, not three.
-  const ArrayAttr actRegion = region(place(act));
-  const ArrayAttr prodRegion = region(reuseHost(act, prod));
+  const pd::HostRegionAttr actRegion = region(place(act));
+  const pd::HostRegionAttr prodRegion = region(reuseHost(act, prod));
   if (failed(hostKernel(kernelName(pccx::abi::HostKernel::Mul), {act, up}, {prod},
                         {attr("a", actRegion),
                          attr("b", region(place(up))),
                          attr("out", prodRegion)})))
     return failure();
-  place(act).host = -1; // overwritten
+  place(act).host.clear(); // overwritten
   dropHost(up);
   if (failed(ensureL2(prod)))
     return failure();

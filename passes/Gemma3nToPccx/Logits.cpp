@@ -37,11 +37,8 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
     return emitError(loc()) << "unknown quantization scheme on "
                             << pccx::rootWeight(weight).getName();
   const int64_t rowWords = wordsFor(n);
-  const int64_t row = window_.allocate(rowWords);
-  if (row < 0)
-    return head.emitOpError("the host window is full");
-  ArrayAttr rowRegion =
-      b_.getArrayAttr({i64(row), i64(n), i64(1), i64(rowWords)});
+  const std::string row = allocateHost(rowWords);
+  pd::HostRegionAttr rowRegion = region(row, 0, n, 1, rowWords);
   std::vector<std::pair<int64_t, std::string>> tiles;
   for (int64_t first = 0; first < n; first += kMaxRows)
     tiles.push_back({first, newBuffer(wordsFor(std::min(kMaxRows, n - first)),
@@ -49,35 +46,26 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
   for (int64_t r = 0; r < in.rows; ++r) {
     for (auto &[first, buffer] : tiles) {
       int64_t count = std::min(kMaxRows, n - first);
-      SmallVector<NamedAttribute> attrs = {
-          attr("dest_reg", sym(buffer)), attr("src_addr", sym(in.l2)),
-          attr("size_ptr_addr", i64(0)), attr("shape_ptr_addr", i64(0)),
-          attr("w_scale", b_.getUnitAttr()),
-          attr("weights", b_.getDictionaryAttr(
-                              {attr("recipe", recipe),
-                               attr("first_row", i64(first)),
-                               attr("num_rows", i64(count))})),
-          attr("weight_shape", triple(count, k, int64_t(format))),
-          attr("fmap_shape", triple(1, wordsFor(k), wordsFor(count)))};
+      pd::GemvOp op = gemv(buffer, in.l2, /*findemax=*/false);
+      op->setAttr("weights", b_.getDictionaryAttr(
+                                 {attr("recipe", recipe),
+                                  attr("first_row", i64(first)),
+                                  attr("num_rows", i64(count))}));
+      op->setAttr("weight_shape", triple(count, k, int64_t(format)));
+      op->setAttr("fmap_shape", triple(1, wordsFor(k), wordsFor(count)));
       if (r)
-        attrs.push_back(attr("src_addr_offset", i64(r * wordsFor(k))));
-      inst("pccx.gemv", attrs);
-      memcpyToHost(Place(), buffer, row + first / 8, rowWords, 1,
-                   wordsFor(count));
+        op->setAttr("src_addr_offset", i64(r * wordsFor(k)));
+      memcpy(/*toHost=*/true, buffer, row, first / 8, rowWords, 1,
+             wordsFor(count));
     }
-    ArrayAttr span = b_.getArrayAttr({b_.getArrayAttr({i64(row), i64(rowWords)})});
     if (cap)
-      b_.create<pd::HostKernelOp>(
-          loc(), b_.getStringAttr(kernelName(pccx::abi::HostKernel::SoftCap)), span, span,
-          b_.getDictionaryAttr(
-              {attr("in", rowRegion), attr("out", rowRegion),
-               attr("cap", b_.getF64FloatAttr(cap.getCap().convertToFloat()))}));
-    b_.create<pd::HostKernelOp>(
-        loc(), b_.getStringAttr(kernelName(pccx::abi::HostKernel::EmitLogits)), span, b_.getArrayAttr({}),
-        b_.getDictionaryAttr(
-            {attr("in", rowRegion), attr("first_row", i64(r))}));
+      hostCall(abi::HostKernel::SoftCap,
+               {attr("in", rowRegion), attr("out", rowRegion),
+                attr("cap", b_.getF64FloatAttr(cap.getCap().convertToFloat()))});
+    hostCall(abi::HostKernel::EmitLogits,
+             {attr("in", rowRegion), attr("first_row", i64(r))});
   }
-  window_.release(row, rowWords);
+  releaseHost(row);
   logitsEmitted_ = true;
   handledSoftCap_ = cap;
   return success();

@@ -35,11 +35,69 @@ std::string ProgramLowering::newBuffer(int64_t words, const std::string &hint) {
   return name;
 }
 
-Operation *ProgramLowering::inst(StringRef name,
-                                 ArrayRef<NamedAttribute> attrs) {
-  OperationState state(loc(), name);
-  state.addAttributes(attrs);
-  return b_.create(state);
+std::string ProgramLowering::allocateHost(int64_t words) {
+  std::string name = "h." + std::to_string(hostBufferCount_++);
+  OpBuilder::InsertionGuard guard(b_);
+  if (segment_)
+    b_.setInsertionPoint(segment_);
+  else
+    b_.setInsertionPointToEnd(&program_.getBody().front());
+  // `free` is set when the buffer is released (or at the program's end).
+  hostBuffers_[name] = b_.create<pd::HostBufferOp>(
+      loc(), b_.getStringAttr(name), b_.getI64IntegerAttr(words),
+      b_.getI64IntegerAttr(hostEvents_++), b_.getI64IntegerAttr(-1),
+      IntegerAttr());
+  return name;
+}
+
+void ProgramLowering::releaseHost(const std::string &buffer) {
+  hostBuffers_.at(buffer).setFree(hostEvents_++);
+}
+
+void ProgramLowering::memcpy(bool toHost, const std::string &l2,
+                             const std::string &host, int64_t hostOffset,
+                             int64_t hostStride, int64_t rows, int64_t words) {
+  UnitAttr yes = b_.getUnitAttr();
+  auto op = b_.create<pd::MemcpyOp>(
+      loc(), toHost ? UnitAttr() : yes, toHost ? yes : UnitAttr(),
+      toHost ? i64(0) : sym(l2), toHost ? sym(l2) : i64(0), sym(host),
+      b_.getI64IntegerAttr(0), UnitAttr(), ArrayAttr());
+  if (hostOffset)
+    op->setAttr("aux_addr_offset", i64(hostOffset));
+  op->setAttr("fmap_shape", triple(words, rows, hostStride));
+}
+
+pd::GemvOp ProgramLowering::gemv(const std::string &dest,
+                                 const std::string &src, bool findemax) {
+  return b_.create<pd::GemvOp>(
+      loc(), sym(dest), sym(src), b_.getI64IntegerAttr(0),
+      b_.getI64IntegerAttr(0), IntegerAttr(),
+      findemax ? b_.getUnitAttr() : UnitAttr(), UnitAttr(), b_.getUnitAttr(),
+      ArrayAttr());
+}
+
+pd::GemmOp ProgramLowering::gemm_(const std::string &dest,
+                                 const std::string &src) {
+  return b_.create<pd::GemmOp>(loc(), sym(dest), sym(src),
+                               b_.getI64IntegerAttr(0),
+                               b_.getI64IntegerAttr(0), IntegerAttr(),
+                               UnitAttr(), UnitAttr(), b_.getUnitAttr(),
+                               ArrayAttr());
+}
+
+pd::CvoOp ProgramLowering::cvoOp(StringRef func, const std::string &src,
+                                 const std::string &dst, int64_t length) {
+  return b_.create<pd::CvoOp>(loc(), b_.getStringAttr(func), sym(src),
+                              sym(dst), b_.getI64IntegerAttr(length),
+                              UnitAttr(), UnitAttr(), UnitAttr(), UnitAttr(),
+                              ArrayAttr());
+}
+
+pd::HostKernelOp ProgramLowering::hostCall(abi::HostKernel kernel,
+                                           ArrayRef<NamedAttribute> params) {
+  return b_.create<pd::HostKernelOp>(loc(),
+                                     b_.getStringAttr(kernelName(kernel)),
+                                     b_.getDictionaryAttr(params));
 }
 
 Place ProgramLowering::layoutOf(Value v) {
@@ -61,7 +119,7 @@ Place &ProgramLowering::place(Value v) {
 
 Place &ProgramLowering::newHostValue(Value v) {
   Place p = layoutOf(v);
-  p.host = window_.allocate(p.rows * p.hostStride);
+  p.host = allocateHost(p.rows * p.hostStride);
   p.ownsHost = true;
   return places_[v] = p;
 }
@@ -76,42 +134,26 @@ LogicalResult ProgramLowering::ensureL2(Value v) {
   Place &p = place(v);
   if (!p.l2.empty())
     return success();
-  if (p.host < 0)
+  if (p.host.empty())
     return emitError(loc()) << "internal: value has no location";
   p.l2 = newBuffer(p.rows * wordsFor(p.elems), "in");
-  inst("pccx.memcpy",
-       {attr("from_device", b_.getUnitAttr()), attr("dest_addr", sym(p.l2)),
-        attr("src_addr", i64(0)), attr("aux_addr", i64(p.host)),
-        attr("shape_ptr_addr", i64(0)),
-        attr("fmap_shape",
-             triple(wordsFor(p.elems), p.rows, p.hostStride))});
+  memcpy(/*toHost=*/false, p.l2, p.host, p.hostOffset, p.hostStride, p.rows,
+         wordsFor(p.elems));
   return success();
-}
-
-void ProgramLowering::memcpyToHost(const Place &p, const std::string &l2,
-                                   int64_t hostOffset, int64_t hostStride,
-                                   int64_t rows, int64_t words) {
-  (void)p;
-  inst("pccx.memcpy",
-       {attr("to_device", b_.getUnitAttr()), attr("dest_addr", i64(0)),
-        attr("src_addr", sym(l2)), attr("aux_addr", i64(hostOffset)),
-        attr("shape_ptr_addr", i64(0)),
-        attr("fmap_shape", triple(words, rows, hostStride))});
 }
 
 LogicalResult ProgramLowering::ensureHost(Value v) {
   Place &p = place(v);
-  if (p.host >= 0)
+  if (!p.host.empty())
     return success();
   if (p.l2.empty())
     return emitError(loc()) << "internal: value has no location";
   p.hostStride = wordsFor(p.elems);
-  p.host = window_.allocate(p.rows * p.hostStride);
+  p.hostOffset = 0;
+  p.host = allocateHost(p.rows * p.hostStride);
   p.ownsHost = true;
-  if (p.host < 0)
-    return emitError(loc()) << "the host window of " << window_.size()
-                            << " words is full";
-  memcpyToHost(p, p.l2, p.host, p.hostStride, p.rows, wordsFor(p.elems));
+  memcpy(/*toHost=*/true, p.l2, p.host, 0, p.hostStride, p.rows,
+         wordsFor(p.elems));
   return success();
 }
 
@@ -121,8 +163,8 @@ void ProgramLowering::releaseDead(Operation *op) {
     return;
   for (Value v : it->second) {
     auto p = places_.find(v);
-    if (p != places_.end() && p->second.ownsHost && p->second.host >= 0) {
-      window_.release(p->second.host, p->second.rows * p->second.hostStride);
+    if (p != places_.end() && p->second.ownsHost && !p->second.host.empty()) {
+      releaseHost(p->second.host);
       p->second.ownsHost = false;
     }
   }
@@ -132,20 +174,13 @@ LogicalResult ProgramLowering::hostKernel(StringRef kernel,
                                           ArrayRef<Value> inputs,
                                           ArrayRef<Value> outputs,
                                           ArrayRef<NamedAttribute> params) {
-  SmallVector<Attribute> in, out;
-  for (Value v : inputs) {
+  for (Value v : inputs)
     if (failed(ensureHost(v)))
       return failure();
-    in.push_back(span(place(v)));
-  }
-  for (Value v : outputs) {
-    if (place(v).host < 0)
-      return emitError(loc()) << "the host window of " << window_.size()
-                              << " words is full";
-    out.push_back(span(place(v)));
-  }
+  for (Value v : outputs)
+    if (place(v).host.empty())
+      return emitError(loc()) << "internal: output has no host region";
   b_.create<pd::HostKernelOp>(loc(), b_.getStringAttr(kernel),
-                              b_.getArrayAttr(in), b_.getArrayAttr(out),
                               b_.getDictionaryAttr(params));
   return success();
 }
@@ -196,17 +231,14 @@ LogicalResult ProgramLowering::cvo(StringRef func, const Place &src,
     return emitError(loc()) << "vector of " << src.elems
                             << " elements exceeds the 16-bit CVO length";
   for (int64_t r = 0; r < src.rows; ++r) {
-    SmallVector<NamedAttribute> attrs = {
-        attr("cvo_func", b_.getStringAttr(func)),
-        attr("src_addr", sym(src.l2)), attr("dst_addr", sym(dst)),
-        attr("length", i64(src.elems))};
+    pd::CvoOp op = cvoOp(func, src.l2, dst, src.elems);
     if (r) {
       // Symbolic address plus a word offset, resolved by L2 allocation.
-      attrs.push_back(attr("src_addr_offset", i64(r * wordsFor(src.elems))));
-      attrs.push_back(attr("dst_addr_offset", i64(r * wordsFor(src.elems))));
+      op->setAttr("src_addr_offset", i64(r * wordsFor(src.elems)));
+      op->setAttr("dst_addr_offset", i64(r * wordsFor(src.elems)));
     }
-    attrs.append(extra.begin(), extra.end());
-    inst("pccx.cvo", attrs);
+    for (NamedAttribute e : extra)
+      op->setAttr(e.getName(), e.getValue());
   }
   return success();
 }
@@ -215,20 +247,27 @@ LogicalResult ProgramLowering::run() {
   // Last uses (views extend their parent's lifetime).
   Block &body = fn_.getBody().front();
   llvm::DenseMap<Value, Value> viewParent;
+  // Values in order of first use, so that releases (and so the host
+  // buffers' allocation events) come in a deterministic order.
+  SmallVector<Value> order;
   for (Operation &op : body) {
     if (auto s = dyn_cast<StreamOp>(op))
       viewParent[s.getResult()] = s.getStreams();
     for (Value operand : op.getOperands()) {
       Value v = operand;
+      if (lastUse_.insert({v, &op}).second)
+        order.push_back(v);
       lastUse_[v] = &op;
       while (viewParent.count(v)) {
         v = viewParent[v];
+        if (lastUse_.insert({v, &op}).second)
+          order.push_back(v);
         lastUse_[v] = &op;
       }
     }
   }
-  for (auto &[v, op] : lastUse_)
-    dyingAt_[op].push_back(v);
+  for (Value v : order)
+    dyingAt_[lastUse_[v]].push_back(v);
 
   b_.setInsertionPointToEnd(module_.getBody());
   program_ = b_.create<pd::ProgramOp>(
@@ -244,18 +283,11 @@ LogicalResult ProgramLowering::run() {
   {
     one_ = newBuffer(1, "one");
     sum_ = newBuffer(1, "sum");
-    int64_t at = window_.allocate(1);
-    b_.create<pd::HostKernelOp>(
-        loc(), b_.getStringAttr(kernelName(pccx::abi::HostKernel::Fill)), b_.getArrayAttr({}),
-        b_.getArrayAttr({b_.getArrayAttr({i64(at), i64(1)})}),
-        b_.getDictionaryAttr(
-            {attr("out", b_.getArrayAttr({i64(at), i64(1), i64(1), i64(1)})),
-             attr("value", b_.getF64FloatAttr(1.0))}));
-    inst("pccx.memcpy",
-         {attr("from_device", b_.getUnitAttr()), attr("dest_addr", sym(one_)),
-          attr("src_addr", i64(0)), attr("aux_addr", i64(at)),
-          attr("shape_ptr_addr", i64(0)), attr("fmap_shape", triple(1, 1, 1))});
-    window_.release(at, 1);
+    std::string at = allocateHost(1);
+    hostCall(abi::HostKernel::Fill, {attr("out", region(at, 0, 1, 1, 1)),
+                                     attr("value", b_.getF64FloatAttr(1.0))});
+    memcpy(/*toHost=*/false, one_, at, 0, 1, 1, 1);
+    releaseHost(at);
   }
 
   // Cache arguments.
@@ -306,7 +338,14 @@ LogicalResult ProgramLowering::run() {
     caches.push_back(attr(name, b_.getArrayAttr({i64(dims.first),
                                                  i64(dims.second)})));
   program_->setAttr("caches", b_.getDictionaryAttr(caches));
-  program_->setAttr("window_words", i64(window_.highWater()));
+  // Buffers live to the end of the step are released last, in creation
+  // order.
+  std::vector<pd::HostBufferOp> open;
+  for (auto buffer : program_.getBody().getOps<pd::HostBufferOp>())
+    if (buffer.getFree() < 0)
+      open.push_back(buffer);
+  for (pd::HostBufferOp buffer : open)
+    buffer.setFree(hostEvents_++);
   return success();
 }
 

@@ -18,7 +18,6 @@
 #ifndef PCCX_PASSES_GEMMA3NTOPCCX_LOWERINGSTATE_H
 #define PCCX_PASSES_GEMMA3NTOPCCX_LOWERINGSTATE_H
 
-#include "passes/FirstFitAllocator.h"
 #include "passes/Passes.h"
 
 #include "compiler/model/ModelInfo.h"
@@ -56,7 +55,8 @@ inline int64_t wordsFor(int64_t elems) { return (elems + 7) / 8; }
 struct Place {
   int64_t rows = 0, elems = 0;
   std::string l2;       ///< buffer symbol, or empty
-  int64_t host = -1;    ///< window word offset, or -1
+  std::string host;     ///< host buffer symbol, or empty
+  int64_t hostOffset = 0; ///< words from the host buffer's start (views)
   int64_t hostStride = 0;
   bool ownsHost = false; ///< false for views of another value's region
   std::string cache;    ///< KV cache name (cache values only)
@@ -73,7 +73,6 @@ public:
                   std::map<std::string, DictionaryAttr> &hostTensors,
                   std::map<std::string, DictionaryAttr> &gathers)
       : module_(module), fn_(fn), config_(config), b_(module.getContext()),
-        window_(int64_t(pccx::machine::host_window_words)),
         hostTensors_(hostTensors), gathers_(gathers) {
     auto kind = fn->getAttrOfType<StringAttr>(pccx::kFunctionKindAttr);
     prefill_ = kind && kind.getValue() == "prefill";
@@ -88,7 +87,11 @@ private:
   Location loc() const { return currentLoc_; }
   void startSegment(const std::string &name);
   std::string newBuffer(int64_t words, const std::string &hint);
-  Operation *inst(StringRef name, ArrayRef<NamedAttribute> attrs);
+  /// Host-window space of `words` words from now until releaseHost: a
+  /// pccx.host.buffer whose lifetime is stated in allocation events
+  /// (placed by pccx-place-host-buffers).
+  std::string allocateHost(int64_t words);
+  void releaseHost(const std::string &buffer);
   NamedAttribute attr(StringRef name, Attribute value) {
     return b_.getNamedAttr(name, value);
   }
@@ -107,13 +110,14 @@ private:
   LogicalResult ensureHost(Value v);
   Place &newHostValue(Value v);
   Place &newL2Value(Value v, const std::string &hint);
-  ArrayAttr region(const Place &p) {
-    return b_.getArrayAttr(
-        {i64(p.host), i64(p.elems), i64(p.rows), i64(p.hostStride)});
+  pd::HostRegionAttr region(const Place &p) {
+    return region(p.host, p.hostOffset, p.elems, p.rows, p.hostStride);
   }
-  ArrayAttr span(const Place &p) {
-    return b_.getArrayAttr(
-        {i64(p.host), i64((p.rows - 1) * p.hostStride + wordsFor(p.elems))});
+  pd::HostRegionAttr region(const std::string &buffer, int64_t offset,
+                            int64_t elems, int64_t rows, int64_t stride) {
+    return pd::HostRegionAttr::get(
+        b_.getContext(), FlatSymbolRefAttr::get(b_.getContext(), buffer),
+        offset, elems, rows, stride);
   }
   void releaseDead(Operation *op);
   /// For an op marked `in_place`: the result takes over the input's host
@@ -122,6 +126,7 @@ private:
     Place &in = place(input);
     Place out = layoutOf(result);
     out.host = in.host;
+    out.hostOffset = in.hostOffset;
     out.hostStride = in.hostStride;
     out.ownsHost = in.ownsHost;
     in.ownsHost = false;
@@ -132,9 +137,9 @@ private:
   void dropHost(Value v) {
     auto it = places_.find(v);
     if (it != places_.end() && it->second.ownsHost) {
-      window_.release(it->second.host, it->second.rows * it->second.hostStride);
+      releaseHost(it->second.host);
       it->second.ownsHost = false;
-      it->second.host = -1;
+      it->second.host.clear();
     }
   }
 
@@ -169,6 +174,7 @@ private:
   }
 
   // ---- emission helpers --------------------------------------------------
+  /// A host kernel call after moving `inputs` to the host window.
   LogicalResult hostKernel(StringRef kernel, ArrayRef<Value> inputs,
                            ArrayRef<Value> outputs,
                            ArrayRef<NamedAttribute> params);
@@ -189,8 +195,19 @@ private:
   /// weights too tall for one instruction, straight in the host window).
   LogicalResult matmul(Value input, Value weight, Value result,
                        const std::string &hint);
-  void memcpyToHost(const Place &p, const std::string &l2, int64_t hostOffset,
-                    int64_t hostStride, int64_t rows, int64_t words);
+  // ---- typed instruction builders ---------------------------------------
+  /// MEMCPY of `rows` rows of `words` words between L2 buffer `l2` and host
+  /// buffer `host` (rows `hostStride` words apart from `hostOffset`).
+  void memcpy(bool toHost, const std::string &l2, const std::string &host,
+              int64_t hostOffset, int64_t hostStride, int64_t rows,
+              int64_t words);
+  pd::GemvOp gemv(const std::string &dest, const std::string &src,
+                  bool findemax);
+  pd::GemmOp gemm_(const std::string &dest, const std::string &src);
+  pd::CvoOp cvoOp(StringRef func, const std::string &src,
+                  const std::string &dst, int64_t length);
+  pd::HostKernelOp hostCall(abi::HostKernel kernel,
+                            ArrayRef<NamedAttribute> params);
   LogicalResult cvo(StringRef func, const Place &src, const std::string &dst,
                     ArrayRef<NamedAttribute> extra = {});
 
@@ -253,7 +270,9 @@ private:
   pd::SegmentOp segment_;
   std::string segmentName_;
   int bufferCount_ = 0;
-  pccx::FirstFitAllocator window_;
+  int64_t hostEvents_ = 0; ///< allocation events so far
+  int hostBufferCount_ = 0;
+  std::map<std::string, pd::HostBufferOp> hostBuffers_;
   /// std::unordered_map: references to places stay valid as values are
   /// added.
   struct ValueHash {

@@ -84,7 +84,9 @@ LogicalResult ProgramLowering::visit(PLEInjectOp p) {
   {
     const Place &parent = place(p.getStreams());
     Place view = layoutOf(active);
-    view.host = parent.host + int64_t(p.getActive()) * parent.hostStride;
+    view.host = parent.host;
+    view.hostOffset =
+        parent.hostOffset + int64_t(p.getActive()) * parent.hostStride;
     view.hostStride = parent.hostStride * a;
     places_[active] = view;
   }

@@ -41,12 +41,11 @@ LogicalResult ProgramLowering::matmul(Value input, Value weight, Value result,
     DictionaryAttr record = b_.getDictionaryAttr(
         {attr("recipe", recipe), attr("first_row", i64(first)),
          attr("num_rows", i64(count))});
-    inst(gemm ? "pccx.gemm" : "pccx.gemv",
-         {attr("dest_reg", sym(dest)), attr("src_addr", sym(in.l2)),
-          attr("size_ptr_addr", i64(0)), attr("shape_ptr_addr", i64(0)),
-          attr("w_scale", b_.getUnitAttr()), attr("weights", record),
-          attr("weight_shape", triple(count, k, int64_t(format))),
-          attr("fmap_shape", triple(in.rows, wordsFor(k), wordsFor(count)))});
+    Operation *op = gemm ? gemm_(dest, in.l2).getOperation()
+                         : gemv(dest, in.l2, /*findemax=*/false).getOperation();
+    op->setAttr("weights", record);
+    op->setAttr("weight_shape", triple(count, k, int64_t(format)));
+    op->setAttr("fmap_shape", triple(in.rows, wordsFor(k), wordsFor(count)));
   };
   if (n <= kMaxRows) {
     Place &out = newL2Value(result, hint);
@@ -56,14 +55,12 @@ LogicalResult ProgramLowering::matmul(Value input, Value weight, Value result,
   // Too tall for one instruction (the LM head): tiles, each copied into
   // its columns of the host-window result.
   Place &out = newHostValue(result);
-  if (out.host < 0)
-    return emitError(loc()) << "the host window is full";
   for (int64_t first = 0; first < n; first += kMaxRows) {
     int64_t count = std::min(kMaxRows, n - first);
     std::string tile = newBuffer(in.rows * wordsFor(count), hint + ".tile");
     emitTile(tile, first, count);
-    memcpyToHost(out, tile, out.host + first / 8, out.hostStride, in.rows,
-                 wordsFor(count));
+    memcpy(/*toHost=*/true, tile, out.host, out.hostOffset + first / 8,
+           out.hostStride, in.rows, wordsFor(count));
   }
   return success();
 }

@@ -23,11 +23,13 @@ struct VerifyLegalityPass
         return WalkResult::advance();
       for (const char *pending :
            {"weight_shape", "fmap_shape", "shape_patches", "src_addr_offset",
-            "dst_addr_offset", "dest_reg_offset", "dest_addr_offset"})
+            "dst_addr_offset", "dest_reg_offset", "dest_addr_offset",
+            "aux_addr_offset"})
         if (op->hasAttr(pending)) {
           op->emitOpError() << "still carries '" << pending
-                            << "'; run pccx-allocate-constants and "
-                               "pccx-allocate-l2 first";
+                            << "'; run pccx-allocate-constants, "
+                               "pccx-place-host-buffers and pccx-allocate-l2 "
+                               "first";
           return WalkResult::interrupt();
         }
       FailureOr<pccx::isa::Instruction> inst = pd::toInstruction(op);
@@ -44,6 +46,20 @@ struct VerifyLegalityPass
         op->emitOpError() << "does not encode: " << encodeError;
         return WalkResult::interrupt();
       }
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return signalPassFailure();
+    // Host kernels read and write placed window words only.
+    result = getOperation().walk([&](pd::HostKernelOp kernel) {
+      for (bool outputs : {false, true})
+        for (pd::HostRegionAttr r : kernel.getRegions(outputs))
+          if (r.getBuffer()) {
+            kernel.emitOpError() << "uses the unplaced host buffer "
+                                 << r.getBuffer()
+                                 << "; run pccx-place-host-buffers first";
+            return WalkResult::interrupt();
+          }
       return WalkResult::advance();
     });
     if (result.wasInterrupted())

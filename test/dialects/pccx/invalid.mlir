@@ -111,7 +111,7 @@ pccx.program @p {
 pccx.program @p {
   pccx.buffer @b {words = 4}
   pccx.segment @s {
-    // expected-error @+1 {{attribute 'aux_addr' failed to satisfy constraint: 64-bit signless integer attribute}}
+    // expected-error @+1 {{field 'aux_addr': 'b' does not name a pccx.host.buffer of the program}}
     pccx.memcpy {from_device, dest_addr = 0, src_addr = 0, aux_addr = @b, shape_ptr_addr = 0}
   }
 }
@@ -170,8 +170,8 @@ pccx.program @p {
 
 pccx.program @p {
   pccx.segment @s {
-    // expected-error @+1 {{parameter 'out' reaches past the host window of 131072 words}}
-    pccx.host.kernel "fill" {inputs = [], outputs = [[131000, 100]], params = {out = [131000, 800, 1, 100], value = 1.0}}
+    // expected-error @+1 {{region reaches past the host window of 131072 words}}
+    pccx.host.kernel "fill" {params = {out = #pccx.region<offset = 131000, elems = 800, rows = 1, stride = 100>, value = 1.0}}
   }
 }
 
@@ -179,8 +179,8 @@ pccx.program @p {
 
 pccx.program @p {
   pccx.segment @s {
-    // expected-error @+1 {{inputs must hold [word offset, words] pairs}}
-    pccx.host.kernel "emit_logits" {inputs = [[1]], outputs = [], params = {in = [1, 8, 1, 1], first_row = 0}}
+    // expected-error @+1 {{parameter 'in' must be a #pccx.region}}
+    pccx.host.kernel "emit_logits" {params = {in = [1, 8, 1, 1], first_row = 0}}
   }
 }
 
@@ -189,7 +189,7 @@ pccx.program @p {
 pccx.program @p {
   pccx.segment @s {
     // expected-error @+1 {{names no host kernel 'rms_square' (known: embed, per_layer_inputs,}}
-    pccx.host.kernel "rms_square" {inputs = [], outputs = []}
+    pccx.host.kernel "rms_square"
   }
 }
 
@@ -198,7 +198,7 @@ pccx.program @p {
 pccx.program @p {
   pccx.segment @s {
     // expected-error @+1 {{host kernel 'fill' needs parameter 'value'}}
-    pccx.host.kernel "fill" {inputs = [], outputs = [[0, 1]], params = {out = [0, 8, 1, 1]}}
+    pccx.host.kernel "fill" {params = {out = #pccx.region<offset = 0, elems = 8, rows = 1, stride = 1>}}
   }
 }
 
@@ -207,7 +207,7 @@ pccx.program @p {
 pccx.program @p {
   pccx.segment @s {
     // expected-error @+1 {{host kernel 'fill' has no parameter 'colour'}}
-    pccx.host.kernel "fill" {inputs = [], outputs = [[0, 1]], params = {out = [0, 8, 1, 1], value = 1.0, colour = 2}}
+    pccx.host.kernel "fill" {params = {out = #pccx.region<offset = 0, elems = 8, rows = 1, stride = 1>, value = 1.0, colour = 2}}
   }
 }
 
@@ -216,7 +216,7 @@ pccx.program @p {
 pccx.program @p {
   pccx.segment @s {
     // expected-error @+1 {{parameter 'cache' must be the name of a KV cache}}
-    pccx.host.kernel "cache_write" {inputs = [[0, 1]], outputs = [], params = {rows = [0, 8, 1, 1], cache = 3}}
+    pccx.host.kernel "cache_write" {params = {rows = #pccx.region<offset = 0, elems = 8, rows = 1, stride = 1>, cache = 3}}
   }
 }
 
@@ -224,9 +224,26 @@ pccx.program @p {
 
 pccx.program @p {
   pccx.segment @s {
-    // expected-error @+1 {{outputs must list the spans of the kernel's Out regions (hw/abi/HostKernels.def), in order}}
-    pccx.host.kernel "fill" {inputs = [], outputs = [[0, 2]], params = {out = [0, 8, 1, 1], value = 1.0}}
+    // expected-error @+1 {{parameter 'out' names @h.9, which is not a pccx.host.buffer of the program}}
+    pccx.host.kernel "fill" {params = {out = #pccx.region<buffer = @h.9, offset = 0, elems = 8, rows = 1, stride = 1>, value = 1.0}}
   }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.host.buffer @h.0 {words = 4, alloc = 0, free = 1}
+  pccx.segment @s {
+    // expected-error @+1 {{parameter 'out' reaches word 5 of @h.0, which has 4 words}}
+    pccx.host.kernel "fill" {params = {out = #pccx.region<buffer = @h.0, offset = 4, elems = 8, rows = 1, stride = 1>, value = 1.0}}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  // expected-error @+1 {{lifetime [3, 3) must have 0 <= alloc < free}}
+  pccx.host.buffer @h.0 {words = 4, alloc = 3, free = 3}
 }
 
 // -----

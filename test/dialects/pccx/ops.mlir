@@ -24,10 +24,24 @@ pccx.program @decode attributes {kind = "decode"} {
     pccx.memcpy {from_device, dest_addr = 0, src_addr = 0, aux_addr = 12, shape_ptr_addr = 3, patches = [{field = "aux_addr", source = "position", scale = 4, offset = 0}]}
     // CHECK: pccx.memcpy {aux_addr = 0 : i64, dest_addr = 0 : i64, shape_ptr_addr = 3 : i64, src_addr = @y, to_device}
     pccx.memcpy {to_device, dest_addr = 0, src_addr = @y, aux_addr = 0, shape_ptr_addr = 3}
-    // CHECK: pccx.host.kernel "mul" {inputs = {{\[\[}}0, 32], [32, 32]], outputs = {{\[\[}}256, 32]], params = {a = [0, 256, 1, 32], b = [32, 256, 1, 32], out = [256, 256, 1, 32]}}
-    pccx.host.kernel "mul" {inputs = [[0, 32], [32, 32]], outputs = [[256, 32]], params = {a = [0, 256, 1, 32], b = [32, 256, 1, 32], out = [256, 256, 1, 32]}}
+    // CHECK: pccx.host.kernel "mul" {params = {a = #pccx.region<offset = 0, elems = 256, rows = 1, stride = 32>, b = #pccx.region<offset = 32, elems = 256, rows = 1, stride = 32>, out = #pccx.region<offset = 256, elems = 256, rows = 1, stride = 32>}}
+    pccx.host.kernel "mul" {params = {a = #pccx.region<offset = 0, elems = 256, rows = 1, stride = 32>, b = #pccx.region<offset = 32, elems = 256, rows = 1, stride = 32>, out = #pccx.region<offset = 256, elems = 256, rows = 1, stride = 32>}}
     // CHECK: pccx.host.sync
     pccx.host.sync
+  }
+}
+
+// Host-window space stays symbolic until placement: a host buffer with its
+// lifetime in allocation events, MEMCPYs and regions naming it.
+// CHECK-LABEL: pccx.program @symbolic
+pccx.program @symbolic {
+  // CHECK: pccx.host.buffer @h.0 {alloc = 0 : i64, free = 1 : i64, words = 16 : i64}
+  pccx.host.buffer @h.0 {words = 16, alloc = 0, free = 1}
+  pccx.segment @s {
+    // CHECK: pccx.memcpy {aux_addr = @h.0, aux_addr_offset = 8 : i64, dest_addr = 0 : i64, shape_ptr_addr = 0 : i64, src_addr = 0 : i64, to_device}
+    pccx.memcpy {to_device, dest_addr = 0, src_addr = 0, aux_addr = @h.0, aux_addr_offset = 8, shape_ptr_addr = 0}
+    // CHECK: pccx.host.kernel "fill" {params = {out = #pccx.region<buffer = @h.0, offset = 8, elems = 64, rows = 1, stride = 8>, value = 1.000000e+00 : f64}}
+    pccx.host.kernel "fill" {params = {out = #pccx.region<buffer = @h.0, offset = 8, elems = 64, rows = 1, stride = 8>, value = 1.0 : f64}}
   }
 }
 
