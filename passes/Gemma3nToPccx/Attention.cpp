@@ -10,17 +10,17 @@
 namespace pccx::lowering {
 
 LogicalResult ProgramLowering::visit(KVCacheWriteOp w) {
-  const Place &cache = place(w.getCache());
-  if (cache.cache.empty())
+  auto found = places_.find(w.getCache());
+  if (found == places_.end() || found->second.cache.empty())
     return w.emitOpError("writes a cache that is not a cache argument");
   if (failed(ensureHost(w.getRows())))
     return failure();
   Place result;
-  result.cache = cache.cache;
+  result.cache = found->second.cache;
   places_[w.getResult()] = result;
   return hostKernel(kernelName(pccx::abi::HostKernel::CacheWrite), {w.getRows()}, {},
                     {attr("rows", region(place(w.getRows()))),
-                     attr("cache", b_.getStringAttr(cache.cache))});
+                     attr("cache", b_.getStringAttr(found->second.cache))});
 }
 
 LogicalResult ProgramLowering::visit(AttentionOp a) {
@@ -28,9 +28,11 @@ LogicalResult ProgramLowering::visit(AttentionOp a) {
                 kvHeads = int64_t(a.getNumKvHeads()),
                 headDim = int64_t(a.getHeadDim()),
                 window = a.getSlidingWindowAttr().getInt();
-  const Place &kc = place(a.getKCache()), &vc = place(a.getVCache());
-  if (kc.cache.empty() || vc.cache.empty())
+  auto kcIt = places_.find(a.getKCache()), vcIt = places_.find(a.getVCache());
+  if (kcIt == places_.end() || vcIt == places_.end() ||
+      kcIt->second.cache.empty() || vcIt->second.cache.empty())
     return a.emitOpError("reads a cache that is not a cache argument");
+  const Place &kc = kcIt->second, &vc = vcIt->second;
   const int64_t slots = caches_[kc.cache].first;
   const int64_t capacity = window > 0 ? std::min(window, slots) : slots;
   if (capacity > 65535)

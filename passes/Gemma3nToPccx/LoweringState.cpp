@@ -113,8 +113,12 @@ Place ProgramLowering::layoutOf(Value v) {
 
 Place &ProgramLowering::place(Value v) {
   auto it = places_.find(v);
-  assert(it != places_.end() && "value used before it was lowered");
-  return it->second;
+  if (it != places_.end())
+    return it->second;
+  // A value no lowered op produced (e.g. a function argument that is not a
+  // KV cache): it has a layout but no location, which ensureL2 and
+  // ensureHost report as an error.
+  return places_[v] = layoutOf(v);
 }
 
 Place &ProgramLowering::newHostValue(Value v) {
@@ -135,7 +139,9 @@ LogicalResult ProgramLowering::ensureL2(Value v) {
   if (!p.l2.empty())
     return success();
   if (p.host.empty())
-    return emitError(loc()) << "internal: value has no location";
+    return emitError(loc()) << "operand has no value on the NPU or the host "
+                               "(only token ids, positions and KV caches may "
+                               "be function arguments)";
   p.l2 = newBuffer(p.rows * wordsFor(p.elems), "in");
   memcpy(/*toHost=*/false, p.l2, p.host, p.hostOffset, p.hostStride, p.rows,
          wordsFor(p.elems));
@@ -147,7 +153,9 @@ LogicalResult ProgramLowering::ensureHost(Value v) {
   if (!p.host.empty())
     return success();
   if (p.l2.empty())
-    return emitError(loc()) << "internal: value has no location";
+    return emitError(loc()) << "operand has no value on the NPU or the host "
+                               "(only token ids, positions and KV caches may "
+                               "be function arguments)";
   p.hostStride = wordsFor(p.elems);
   p.hostOffset = 0;
   p.host = allocateHost(p.rows * p.hostStride);
