@@ -32,21 +32,17 @@ std::string recipeName(DictionaryAttr recipe) {
   return "?";
 }
 
-bundle::PatchPoint patchPoint(DictionaryAttr d, const std::string &section,
+bundle::PatchPoint patchPoint(pd::PatchAttr p, const std::string &section,
                               uint64_t index) {
   bundle::PatchPoint point;
   point.program = section;
   point.index = index;
-  point.field = d.getAs<StringAttr>("field").str();
-  point.value = d.getAs<StringAttr>("source").str();
-  if (auto v = d.getAs<IntegerAttr>("scale"))
-    point.scale = v.getInt();
-  if (auto v = d.getAs<IntegerAttr>("offset"))
-    point.offset = v.getInt();
-  if (auto v = d.getAs<IntegerAttr>("delta"))
-    point.delta = v.getInt();
-  if (auto v = d.getAs<IntegerAttr>("window"))
-    point.window = v.getInt();
+  point.field = p.getField().str();
+  point.value = p.getSource().str();
+  point.scale = p.getScale();
+  point.offset = p.getOffset();
+  point.delta = p.getDelta();
+  point.window = p.getWindow();
   return point;
 }
 
@@ -134,28 +130,23 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights,
       if (auto patchList = op.getAttrOfType<ArrayAttr>("patches"))
         for (Attribute p : patchList)
           manifest.patchPoints.push_back(
-              patchPoint(cast<DictionaryAttr>(p), section, index));
-      if (auto w = op.getAttrOfType<DictionaryAttr>("weights")) {
+              patchPoint(cast<pd::PatchAttr>(p), section, index));
+      if (auto w = op.getAttrOfType<pd::WeightRecordAttr>("weights")) {
         bundle::WeightUse use;
         use.index = index;
-        if (w.get("dynamic")) {
+        if (w.getDynamic()) {
           use.dynamic = true;
           note += ": attention scores";
         } else {
-          auto recipe = w.getAs<DictionaryAttr>("recipe");
-          auto first = w.getAs<IntegerAttr>("first_row");
-          auto count = w.getAs<IntegerAttr>("num_rows");
-          if (!recipe || !first || !count)
-            return failAt(&op, "has a malformed 'weights' attribute", error);
           std::string why;
-          const WeightPlan::Record *r =
-              weights.use(recipe, first.getInt(), count.getInt(), &why);
+          const WeightPlan::Record *r = weights.use(
+              w.getRecipe(), w.getFirstRow(), w.getNumRows(), &why);
           if (!r)
             return failAt(&op, why, error);
           use.offset = r->offset;
           use.bytes = r->bytes;
-          note += ": " + recipeName(recipe);
-          if (r->firstRow || count.getInt() != 0)
+          note += ": " + recipeName(w.getRecipe());
+          if (r->firstRow || w.getNumRows() != 0)
             note += " rows " + std::to_string(r->firstRow) + ".." +
                     std::to_string(r->firstRow + r->rows - 1);
         }

@@ -34,4 +34,58 @@ def Pccx_HostRegionAttr : Pccx_Attr<"HostRegion", "region"> {
   }];
 }
 
+def Pccx_ShapeAttr : Pccx_Attr<"Shape", "shape"> {
+  let summary = "The three 16-bit values of a constant-cache shape entry";
+  let description = [{
+    What a GEMV/GEMM (weight_shape, fmap_shape) or MEMCPY (fmap_shape)
+    needs in a shape bank, before pccx-allocate-constants gives it an entry
+    and a MEMSET (docs/isa-semantics.md says what a, b and c mean per
+    opcode).
+  }];
+  let parameters = (ins "int64_t":$a, "int64_t":$b, "int64_t":$c);
+  let assemblyFormat = "`<` $a `,` $b `,` $c `>`";
+  let genVerifyDecl = 1;
+}
+
+def Pccx_PatchAttr : Pccx_Attr<"Patch", "patch"> {
+  let summary = "A field the runtime rewrites before issuing the word";
+  let description = [{
+    field = source(q) * scale + offset with q = step position + delta
+    (hw/abi/PatchSources.h names the sources; the window sources need a
+    positive `window`). In `shape_patches`, `bank` says which shape the
+    patch belongs to until pccx-allocate-constants moves it to the MEMSET
+    of that shape.
+  }];
+  let parameters = (ins
+    StringRefParameter<"field">:$field,
+    StringRefParameter<"source">:$source,
+    DefaultValuedParameter<"int64_t", "1">:$scale,
+    DefaultValuedParameter<"int64_t", "0">:$offset,
+    DefaultValuedParameter<"int64_t", "0">:$delta,
+    DefaultValuedParameter<"int64_t", "0">:$window,
+    StringRefParameter<"bank", "\"\"">:$bank);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Pccx_PatchArrayAttr
+    : TypedArrayAttrBase<Pccx_PatchAttr, "array of #pccx.patch">;
+
+def Pccx_WeightRecordAttr : Pccx_Attr<"WeightRecord", "weights"> {
+  let summary = "The weight-stream record a GEMV/GEMM consumes";
+  let description = [{
+    Rows [first_row, first_row + num_rows) of a quantized weight expression
+    (`recipe`, compiler/model/WeightEvaluator.h: {quantize = ..., scheme}),
+    or a record a host kernel produces at run time (`dynamic`, the
+    attention scores).
+  }];
+  let parameters = (ins
+    OptionalParameter<"::mlir::DictionaryAttr">:$recipe,
+    DefaultValuedParameter<"int64_t", "0">:$first_row,
+    DefaultValuedParameter<"int64_t", "0">:$num_rows,
+    DefaultValuedParameter<"bool", "false">:$dynamic);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // PCCX_ATTRS_TD

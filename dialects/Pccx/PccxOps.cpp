@@ -130,31 +130,43 @@ LogicalResult verifyPatches(Operation *op, isa::Format format) {
   if (!patches)
     return success();
   for (Attribute a : patches) {
-    auto dict = dyn_cast<DictionaryAttr>(a);
-    if (!dict)
-      return op->emitOpError("each patch must be a dictionary");
-    auto field = dict.getAs<StringAttr>("field");
-    auto source = dict.getAs<StringAttr>("source");
+    auto patch = cast<PatchAttr>(a);
     isa::Field f;
-    if (!field || !isa::lookupField(format, field.getValue(), f))
-      return op->emitOpError("patch names no field of this instruction");
+    if (!isa::lookupField(format, patch.getField(), f))
+      return op->emitOpError() << "patch names no field '" << patch.getField()
+                               << "' of this instruction";
     isa::FieldKind kind = isa::fieldInfo(f).kind;
     if (kind == isa::FieldKind::Flags || kind == isa::FieldKind::Enum ||
         kind == isa::FieldKind::Bool)
-      return op->emitOpError() << "patch of field '" << field.getValue()
+      return op->emitOpError() << "patch of field '" << patch.getField()
                                << "': only numeric fields can be patched";
-    if (!source || !isPatchSource(source.getValue()))
-      return op->emitOpError("patch source must be one of token_id, "
-                             "position, attn_len, window_len, window_start");
-    for (StringRef key : {"scale", "offset", "delta", "window"})
-      if (dict.get(key) && !dict.getAs<IntegerAttr>(key))
-        return op->emitOpError() << "patch '" << key << "' must be an integer";
-    bundle::PatchSource s = bundle::PatchSource::TokenId;
-    bundle::parsePatchSource(source.getValue().str().c_str(), &s);
-    auto window = dict.getAs<IntegerAttr>("window");
-    if (bundle::patchSourceNeedsWindow(s) && (!window || window.getInt() <= 0))
-      return op->emitOpError() << "patch source '" << source.getValue()
-                               << "' needs a positive 'window'";
+    if (!patch.getBank().empty())
+      return op->emitOpError() << "patch of field '" << patch.getField()
+                               << "' names a shape bank; only "
+                                  "shape_patches do";
+  }
+  return success();
+}
+
+/// `shape_patches` name the a/b/c value of a shape the op states.
+LogicalResult verifyShapePatches(Operation *op) {
+  auto patches = op->getAttrOfType<ArrayAttr>("shape_patches");
+  if (!patches)
+    return success();
+  for (Attribute a : patches) {
+    auto patch = cast<PatchAttr>(a);
+    if (patch.getBank() != "weight_shape" && patch.getBank() != "fmap_shape")
+      return op->emitOpError() << "shape patch of '" << patch.getField()
+                               << "' must name bank \"weight_shape\" or "
+                                  "\"fmap_shape\"";
+    if (!op->getAttr(patch.getBank()))
+      return op->emitOpError() << "shape patch names bank '"
+                               << patch.getBank()
+                               << "', but the op states no such shape";
+    if (patch.getField() != "a_value" && patch.getField() != "b_value" &&
+        patch.getField() != "c_value")
+      return op->emitOpError() << "shape patch field '" << patch.getField()
+                               << "' must be a_value, b_value or c_value";
   }
   return success();
 }
@@ -165,7 +177,8 @@ LogicalResult verifyInstruction(Operation *op) {
   for (isa::Field f : isa::fieldsOf(format))
     if (failed(verifyField(op, f)))
       return failure();
-  return verifyPatches(op, format);
+  return failure(failed(verifyPatches(op, format)) ||
+                 failed(verifyShapePatches(op)));
 }
 
 } // namespace
@@ -365,6 +378,52 @@ bool matchesKind(const abi::ParamInfo &p, Attribute value,
 }
 
 } // namespace
+
+LogicalResult ShapeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t a, int64_t b, int64_t c) {
+  for (int64_t v : {a, b, c})
+    if (v < 0 || v > 0xffff)
+      return emitError() << "shape value " << v
+                         << " does not fit a 16-bit shape field";
+  return success();
+}
+
+LogicalResult PatchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                StringRef field, StringRef source,
+                                int64_t scale, int64_t offset, int64_t delta,
+                                int64_t window, StringRef bank) {
+  bundle::PatchSource s;
+  if (!bundle::parsePatchSource(source.str().c_str(), &s))
+    return emitError() << "patch source '" << source
+                       << "' must be one of token_id, position, attn_len, "
+                          "window_len, window_start";
+  if (bundle::patchSourceNeedsWindow(s) && window <= 0)
+    return emitError() << "patch source '" << source
+                       << "' needs a positive 'window'";
+  if (delta < 0 || delta > 0xffff)
+    return emitError() << "patch delta " << delta
+                       << " must be a row of the step in [0, 65535]";
+  if (field.empty())
+    return emitError() << "patch names no field";
+  return success();
+}
+
+LogicalResult
+WeightRecordAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         DictionaryAttr recipe, int64_t firstRow,
+                         int64_t numRows, bool dynamic) {
+  if (dynamic)
+    return recipe ? emitError() << "a dynamic record has no recipe"
+                  : success();
+  if (!recipe || !recipe.get("quantize") ||
+      !llvm::isa_and_nonnull<StringAttr>(recipe.get("scheme")))
+    return emitError() << "a weight record needs a quantized recipe "
+                          "({quantize = ..., scheme = ...})";
+  if (firstRow < 0 || numRows <= 0 || numRows > 0xffff)
+    return emitError() << "rows [" << firstRow << ", +" << numRows
+                       << ") are not a valid record";
+  return success();
+}
 
 LogicalResult
 HostRegionAttr::verify(function_ref<InFlightDiagnostic()> emitError,

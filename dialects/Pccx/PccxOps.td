@@ -91,10 +91,11 @@ def Pccx_SegmentOp : Pccx_Op<"segment", [
 // Instructions
 //===----------------------------------------------------------------------===//
 
-// Every instruction may carry `patches`: an array of dictionaries
-// {field = "<field>", source = "token_id"|"position"|"attn_len"|
-// "window_start", scale = i64, offset = i64} — the runtime rewrites that
-// field to source * scale + offset before issuing the word.
+// Every instruction may carry `patches` (#pccx.patch): fields the runtime
+// rewrites before issuing the word. Before the machine passes, symbolic
+// addresses may carry a word offset (`<field>_offset`) and shapes are
+// stated as #pccx.shape; pccx-verify-legality requires every such
+// pre-encoding attribute to be gone.
 class Pccx_InstOp<string mnemonic, list<Trait> traits = []>
     : Pccx_Op<mnemonic, traits # [HasParent<"SegmentOp">]> {
   let assemblyFormat = "attr-dict";
@@ -114,7 +115,16 @@ class Pccx_MatmulOp<string mnemonic, string what>
                        I64Attr:$size_ptr_addr, I64Attr:$shape_ptr_addr,
                        DefaultValuedAttr<I64Attr, "0">:$parallel_lane,
                        UnitAttr:$findemax, UnitAttr:$accm, UnitAttr:$w_scale,
-                       OptionalAttr<ArrayAttr>:$patches);
+                       OptionalAttr<Pccx_PatchArrayAttr>:$patches,
+                       // The record of the weight plan (emitted with the
+                       // word):
+                       OptionalAttr<Pccx_WeightRecordAttr>:$weights,
+                       // Before encoding:
+                       OptionalAttr<Pccx_ShapeAttr>:$weight_shape,
+                       OptionalAttr<Pccx_ShapeAttr>:$fmap_shape,
+                       OptionalAttr<Pccx_PatchArrayAttr>:$shape_patches,
+                       OptionalAttr<I64Attr>:$dest_reg_offset,
+                       OptionalAttr<I64Attr>:$src_addr_offset);
 }
 
 def Pccx_GemvOp : Pccx_MatmulOp<"gemv", "Matrix x vector (decode projections)">;
@@ -131,14 +141,19 @@ def Pccx_MemcpyOp : Pccx_InstOp<"memcpy"> {
   let arguments = (ins UnitAttr:$from_device, UnitAttr:$to_device,
                        Pccx_L2AddrAttr:$dest_addr, Pccx_L2AddrAttr:$src_addr,
                        Pccx_HostAddrAttr:$aux_addr, I64Attr:$shape_ptr_addr,
-                       UnitAttr:$async, OptionalAttr<ArrayAttr>:$patches);
+                       UnitAttr:$async, OptionalAttr<Pccx_PatchArrayAttr>:$patches,
+                       // Before encoding:
+                       OptionalAttr<Pccx_ShapeAttr>:$fmap_shape,
+                       OptionalAttr<I64Attr>:$dest_addr_offset,
+                       OptionalAttr<I64Attr>:$src_addr_offset,
+                       OptionalAttr<I64Attr>:$aux_addr_offset);
 }
 
 def Pccx_MemsetOp : Pccx_InstOp<"memset"> {
   let summary = "Writes three 16-bit values into a constant-cache entry";
   let arguments = (ins StrAttr:$dest_cache, I64Attr:$dest_addr,
                        I64Attr:$a_value, I64Attr:$b_value, I64Attr:$c_value,
-                       OptionalAttr<ArrayAttr>:$patches);
+                       OptionalAttr<Pccx_PatchArrayAttr>:$patches);
 }
 
 def Pccx_CvoOp : Pccx_InstOp<"cvo"> {
@@ -147,7 +162,10 @@ def Pccx_CvoOp : Pccx_InstOp<"cvo"> {
                        Pccx_L2AddrAttr:$dst_addr, I64Attr:$length,
                        UnitAttr:$sub_emax, UnitAttr:$recip_scale,
                        UnitAttr:$accm, UnitAttr:$async,
-                       OptionalAttr<ArrayAttr>:$patches);
+                       OptionalAttr<Pccx_PatchArrayAttr>:$patches,
+                       // Before encoding:
+                       OptionalAttr<I64Attr>:$src_addr_offset,
+                       OptionalAttr<I64Attr>:$dst_addr_offset);
 }
 
 //===----------------------------------------------------------------------===//

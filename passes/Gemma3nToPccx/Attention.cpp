@@ -72,26 +72,20 @@ LogicalResult ProgramLowering::visit(AttentionOp a) {
   Value oRaw = scratch(a, shape);
   const Place oPlace = newHostValue(oRaw);
   for (int64_t r = 0; r < rows; ++r) {
-    auto patch = [&](StringRef field, StringRef bank) {
-      SmallVector<NamedAttribute> p = {
-          attr("field", b_.getStringAttr(field)),
-          attr("source", b_.getStringAttr(window > 0 ? "window_len"
-                                                     : "attn_len")),
-          attr("delta", i64(r))};
-      if (!bank.empty())
-        p.push_back(attr("bank", b_.getStringAttr(bank)));
-      if (window > 0)
-        p.push_back(attr("window", i64(window)));
-      return b_.getDictionaryAttr(p);
+    auto patch = [&](StringRef field, StringRef bank) -> Attribute {
+      return pd::PatchAttr::get(b_.getContext(), field,
+                                window > 0 ? "window_len" : "attn_len",
+                                /*scale=*/1, /*offset=*/0, /*delta=*/r,
+                                window > 0 ? window : 0, bank);
     };
     for (int64_t h = 0; h < heads; ++h) {
       pd::GemvOp scoresOp = gemv(scores, one_, /*findemax=*/true);
-      scoresOp->setAttr("weights", b_.getDictionaryAttr(
-                                       {attr("dynamic", b_.getUnitAttr())}));
-      scoresOp->setAttr("weight_shape", triple(capacity, 1, 0));
-      scoresOp->setAttr("fmap_shape", triple(1, 1, capWords));
-      scoresOp->setAttr("shape_patches",
-                        b_.getArrayAttr({patch("a_value", "weight_shape")}));
+      scoresOp.setWeightsAttr(pd::WeightRecordAttr::get(
+          b_.getContext(), DictionaryAttr(), 0, 0, /*dynamic=*/true));
+      scoresOp.setWeightShapeAttr(triple(capacity, 1, 0));
+      scoresOp.setFmapShapeAttr(triple(1, 1, capWords));
+      scoresOp.setShapePatchesAttr(
+          b_.getArrayAttr({patch("a_value", "weight_shape")}));
       auto lengthPatch = b_.getArrayAttr({patch("length", "")});
       for (auto [func, dst, flag] :
            {std::make_tuple("exp", scores, "sub_emax"),

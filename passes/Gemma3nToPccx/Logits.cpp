@@ -47,14 +47,11 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
     for (auto &[first, buffer] : tiles) {
       int64_t count = std::min(kMaxRows, n - first);
       pd::GemvOp op = gemv(buffer, in.l2, /*findemax=*/false);
-      op->setAttr("weights", b_.getDictionaryAttr(
-                                 {attr("recipe", recipe),
-                                  attr("first_row", i64(first)),
-                                  attr("num_rows", i64(count))}));
-      op->setAttr("weight_shape", triple(count, k, int64_t(format)));
-      op->setAttr("fmap_shape", triple(1, wordsFor(k), wordsFor(count)));
+      op.setWeightsAttr(record(recipe, first, count));
+      op.setWeightShapeAttr(triple(count, k, int64_t(format)));
+      op.setFmapShapeAttr(triple(1, wordsFor(k), wordsFor(count)));
       if (r)
-        op->setAttr("src_addr_offset", i64(r * wordsFor(k)));
+        op.setSrcAddrOffsetAttr(b_.getI64IntegerAttr(r * wordsFor(k)));
       memcpy(/*toHost=*/true, buffer, row, first / 8, rowWords, 1,
              wordsFor(count));
     }

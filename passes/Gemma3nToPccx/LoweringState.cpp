@@ -58,13 +58,12 @@ void ProgramLowering::memcpy(bool toHost, const std::string &l2,
                              const std::string &host, int64_t hostOffset,
                              int64_t hostStride, int64_t rows, int64_t words) {
   UnitAttr yes = b_.getUnitAttr();
-  auto op = b_.create<pd::MemcpyOp>(
+  b_.create<pd::MemcpyOp>(
       loc(), toHost ? UnitAttr() : yes, toHost ? yes : UnitAttr(),
       toHost ? i64(0) : sym(l2), toHost ? sym(l2) : i64(0), sym(host),
-      b_.getI64IntegerAttr(0), UnitAttr(), ArrayAttr());
-  if (hostOffset)
-    op->setAttr("aux_addr_offset", i64(hostOffset));
-  op->setAttr("fmap_shape", triple(words, rows, hostStride));
+      b_.getI64IntegerAttr(0), UnitAttr(), ArrayAttr(),
+      triple(words, rows, hostStride), IntegerAttr(), IntegerAttr(),
+      hostOffset ? b_.getI64IntegerAttr(hostOffset) : IntegerAttr());
 }
 
 pd::GemvOp ProgramLowering::gemv(const std::string &dest,
@@ -73,16 +72,17 @@ pd::GemvOp ProgramLowering::gemv(const std::string &dest,
       loc(), sym(dest), sym(src), b_.getI64IntegerAttr(0),
       b_.getI64IntegerAttr(0), IntegerAttr(),
       findemax ? b_.getUnitAttr() : UnitAttr(), UnitAttr(), b_.getUnitAttr(),
-      ArrayAttr());
+      ArrayAttr(), pd::WeightRecordAttr(), pd::ShapeAttr(), pd::ShapeAttr(),
+      ArrayAttr(), IntegerAttr(), IntegerAttr());
 }
 
 pd::GemmOp ProgramLowering::gemm_(const std::string &dest,
                                  const std::string &src) {
-  return b_.create<pd::GemmOp>(loc(), sym(dest), sym(src),
-                               b_.getI64IntegerAttr(0),
-                               b_.getI64IntegerAttr(0), IntegerAttr(),
-                               UnitAttr(), UnitAttr(), b_.getUnitAttr(),
-                               ArrayAttr());
+  return b_.create<pd::GemmOp>(
+      loc(), sym(dest), sym(src), b_.getI64IntegerAttr(0),
+      b_.getI64IntegerAttr(0), IntegerAttr(), UnitAttr(), UnitAttr(),
+      b_.getUnitAttr(), ArrayAttr(), pd::WeightRecordAttr(), pd::ShapeAttr(),
+      pd::ShapeAttr(), ArrayAttr(), IntegerAttr(), IntegerAttr());
 }
 
 pd::CvoOp ProgramLowering::cvoOp(StringRef func, const std::string &src,
@@ -90,7 +90,7 @@ pd::CvoOp ProgramLowering::cvoOp(StringRef func, const std::string &src,
   return b_.create<pd::CvoOp>(loc(), b_.getStringAttr(func), sym(src),
                               sym(dst), b_.getI64IntegerAttr(length),
                               UnitAttr(), UnitAttr(), UnitAttr(), UnitAttr(),
-                              ArrayAttr());
+                              ArrayAttr(), IntegerAttr(), IntegerAttr());
 }
 
 pd::HostKernelOp ProgramLowering::hostCall(abi::HostKernel kernel,
@@ -242,8 +242,8 @@ LogicalResult ProgramLowering::cvo(StringRef func, const Place &src,
     pd::CvoOp op = cvoOp(func, src.l2, dst, src.elems);
     if (r) {
       // Symbolic address plus a word offset, resolved by L2 allocation.
-      op->setAttr("src_addr_offset", i64(r * wordsFor(src.elems)));
-      op->setAttr("dst_addr_offset", i64(r * wordsFor(src.elems)));
+      op.setSrcAddrOffsetAttr(b_.getI64IntegerAttr(r * wordsFor(src.elems)));
+      op.setDstAddrOffsetAttr(b_.getI64IntegerAttr(r * wordsFor(src.elems)));
     }
     for (NamedAttribute e : extra)
       op->setAttr(e.getName(), e.getValue());

@@ -99,8 +99,14 @@ private:
   Attribute sym(const std::string &s) {
     return FlatSymbolRefAttr::get(b_.getContext(), s);
   }
-  ArrayAttr triple(int64_t a, int64_t b, int64_t c) {
-    return b_.getArrayAttr({i64(a), i64(b), i64(c)});
+  pd::ShapeAttr triple(int64_t a, int64_t b, int64_t c) {
+    return pd::ShapeAttr::get(b_.getContext(), a, b, c);
+  }
+  /// Rows [first, first + count) of quantized `recipe` in the weight stream.
+  pd::WeightRecordAttr record(DictionaryAttr recipe, int64_t first,
+                              int64_t count) {
+    return pd::WeightRecordAttr::get(b_.getContext(), recipe, first, count,
+                                     false);
   }
 
   // ---- values ------------------------------------------------------------

@@ -38,12 +38,9 @@ LogicalResult ProgramLowering::matmul(Value input, Value weight, Value result,
                             << pccx::rootWeight(weight).getName();
   const bool gemm = in.rows > 1;
   auto emitTile = [&](const std::string &dest, int64_t first, int64_t count) {
-    DictionaryAttr record = b_.getDictionaryAttr(
-        {attr("recipe", recipe), attr("first_row", i64(first)),
-         attr("num_rows", i64(count))});
     Operation *op = gemm ? gemm_(dest, in.l2).getOperation()
                          : gemv(dest, in.l2, /*findemax=*/false).getOperation();
-    op->setAttr("weights", record);
+    op->setAttr("weights", record(recipe, first, count));
     op->setAttr("weight_shape", triple(count, k, int64_t(format)));
     op->setAttr("fmap_shape", triple(in.rows, wordsFor(k), wordsFor(count)));
   };

@@ -85,33 +85,20 @@ struct AllocateConstantsPass
         }
         auto patches = op.getAttrOfType<ArrayAttr>("shape_patches");
         for (const Use &use : uses) {
-          auto shape = op.getAttrOfType<ArrayAttr>(use.shapeAttr);
+          auto shape = op.getAttrOfType<pd::ShapeAttr>(use.shapeAttr);
           if (!shape)
             continue; // already assigned (hand-written programs)
-          std::array<int64_t, 3> value;
-          if (shape.size() != 3)
-            return op.emitOpError() << "'" << use.shapeAttr
-                                    << "' must hold three integers";
-          for (int i = 0; i < 3; ++i) {
-            auto v = dyn_cast<IntegerAttr>(shape[size_t(i)]);
-            if (!v || v.getInt() < 0 || v.getInt() > 0xffff)
-              return op.emitOpError()
-                     << "'" << use.shapeAttr << "' value " << i
-                     << " must be an integer in [0, 65535]";
-            value[size_t(i)] = v.getInt();
-          }
+          const std::array<int64_t, 3> value = {shape.getA(), shape.getB(),
+                                                shape.getC()};
+          // The shape's patches move to its MEMSET, without their bank.
           SmallVector<Attribute> mine;
           if (patches)
-            for (Attribute p : patches) {
-              auto d = cast<DictionaryAttr>(p);
-              auto bank = d.getAs<StringAttr>("bank");
-              if (bank && bank.getValue() == use.bankName) {
-                SmallVector<NamedAttribute> kept;
-                for (NamedAttribute a : d)
-                  if (a.getName() != "bank")
-                    kept.push_back(a);
-                mine.push_back(b.getDictionaryAttr(kept));
-              }
+            for (Attribute a : patches) {
+              auto p = cast<pd::PatchAttr>(a);
+              if (p.getBank() == use.bankName)
+                mine.push_back(pd::PatchAttr::get(
+                    p.getContext(), p.getField(), p.getSource(), p.getScale(),
+                    p.getOffset(), p.getDelta(), p.getWindow(), ""));
             }
           std::optional<std::array<int64_t, 3>> key;
           if (mine.empty())
@@ -122,15 +109,11 @@ struct AllocateConstantsPass
           if (!hit) {
             use.bank->entries[size_t(entry)].value = key;
             b.setInsertionPoint(&op);
-            OperationState state(op.getLoc(), "pccx.memset");
-            state.addAttribute("dest_cache", b.getStringAttr(use.bankName));
-            state.addAttribute("dest_addr", b.getI64IntegerAttr(entry));
-            state.addAttribute("a_value", b.getI64IntegerAttr(value[0]));
-            state.addAttribute("b_value", b.getI64IntegerAttr(value[1]));
-            state.addAttribute("c_value", b.getI64IntegerAttr(value[2]));
-            if (!mine.empty())
-              state.addAttribute("patches", b.getArrayAttr(mine));
-            b.create(state);
+            b.create<pd::MemsetOp>(
+                op.getLoc(), b.getStringAttr(use.bankName),
+                b.getI64IntegerAttr(entry), b.getI64IntegerAttr(value[0]),
+                b.getI64IntegerAttr(value[1]), b.getI64IntegerAttr(value[2]),
+                mine.empty() ? ArrayAttr() : b.getArrayAttr(mine));
           }
           op.setAttr(use.pointer, b.getI64IntegerAttr(entry));
           op.removeAttr(use.shapeAttr);

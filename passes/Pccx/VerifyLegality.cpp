@@ -15,23 +15,45 @@ namespace {
 
 namespace pd = pccx::dialect;
 
+/// Whether `name` is encoded in the instruction word (a field or a flag of
+/// hw/isa/PccxIsa.def) or travels with it into the bundle (the run-time
+/// `patches`, the `weights` record of the weight plan).
+bool isWordAttribute(Operation *op, StringAttr name) {
+  if (name.getValue() == "patches" || name.getValue() == "weights")
+    return true;
+  pccx::isa::Format format =
+      pccx::isa::opcodeInfo(*pd::opcodeOf(op)).format;
+  for (pccx::isa::Field f : pccx::isa::fieldsOf(format)) {
+    const pccx::isa::FieldInfo &info = pccx::isa::fieldInfo(f);
+    if (name.getValue() == info.name)
+      return true;
+    if (info.kind == pccx::isa::FieldKind::Flags)
+      for (unsigned bit = 0; bit < info.width(); ++bit)
+        if (const char *flag = pccx::isa::flagName(f, 1u << bit))
+          if (name.getValue() == flag)
+            return true;
+  }
+  return false;
+}
+
 struct VerifyLegalityPass
     : pccx::impl::VerifyLegalityBase<VerifyLegalityPass> {
   void runOnOperation() override {
     WalkResult result = getOperation().walk([&](Operation *op) {
       if (!pd::opcodeOf(op))
         return WalkResult::advance();
-      for (const char *pending :
-           {"weight_shape", "fmap_shape", "shape_patches", "src_addr_offset",
-            "dst_addr_offset", "dest_reg_offset", "dest_addr_offset",
-            "aux_addr_offset"})
-        if (op->hasAttr(pending)) {
-          op->emitOpError() << "still carries '" << pending
-                            << "'; run pccx-allocate-constants, "
-                               "pccx-place-host-buffers and pccx-allocate-l2 "
-                               "first";
-          return WalkResult::interrupt();
-        }
+      // Every attribute an instruction op declares besides what the word
+      // and the bundle carry is a statement for the machine passes
+      // (PccxOps.td, "Before encoding"): none may remain.
+      for (StringAttr declared : op->getName().getAttributeNames()) {
+        if (!op->getAttr(declared) || isWordAttribute(op, declared))
+          continue;
+        op->emitOpError() << "still carries '" << declared.getValue()
+                          << "'; run pccx-allocate-constants, "
+                             "pccx-place-host-buffers and pccx-allocate-l2 "
+                             "first";
+        return WalkResult::interrupt();
+      }
       FailureOr<pccx::isa::Instruction> inst = pd::toInstruction(op);
       if (failed(inst))
         return WalkResult::interrupt();

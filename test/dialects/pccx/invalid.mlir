@@ -129,8 +129,8 @@ pccx.program @p {
 
 pccx.program @p {
   pccx.segment @s {
-    // expected-error @+1 {{patch source must be one of token_id, position, attn_len, window_len, window_start}}
-    pccx.cvo {cvo_func = "exp", src_addr = 0, dst_addr = 0, length = 4, patches = [{field = "length", source = "time"}]}
+    // expected-error @+1 {{patch source 'time' must be one of token_id, position, attn_len, window_len, window_start}}
+    pccx.cvo {cvo_func = "exp", src_addr = 0, dst_addr = 0, length = 4, patches = [#pccx.patch<field = "length", source = "time">]}
   }
 }
 
@@ -139,7 +139,7 @@ pccx.program @p {
 pccx.program @p {
   pccx.segment @s {
     // expected-error @+1 {{patch of field 'cvo_func': only numeric fields can be patched}}
-    pccx.cvo {cvo_func = "exp", src_addr = 0, dst_addr = 0, length = 4, patches = [{field = "cvo_func", source = "position"}]}
+    pccx.cvo {cvo_func = "exp", src_addr = 0, dst_addr = 0, length = 4, patches = [#pccx.patch<field = "cvo_func", source = "position">]}
   }
 }
 
@@ -147,8 +147,8 @@ pccx.program @p {
 
 pccx.program @p {
   pccx.segment @s {
-    // expected-error @+1 {{patch names no field of this instruction}}
-    pccx.cvo {cvo_func = "exp", src_addr = 0, dst_addr = 0, length = 4, patches = [{field = "aux_addr", source = "position"}]}
+    // expected-error @+1 {{patch names no field 'aux_addr' of this instruction}}
+    pccx.cvo {cvo_func = "exp", src_addr = 0, dst_addr = 0, length = 4, patches = [#pccx.patch<field = "aux_addr", source = "position">]}
   }
 }
 

@@ -20,8 +20,8 @@ pccx.program @decode attributes {kind = "decode"} {
     pccx.cvo {cvo_func = "exp", src_addr = 10, dst_addr = 20, length = 2048, sub_emax, async}
     // CHECK: pccx.cvo {cvo_func = "scale", dst_addr = 0 : i64, length = 1 : i64, recip_scale, src_addr = 0 : i64}
     pccx.cvo {cvo_func = "scale", src_addr = 0, dst_addr = 0, length = 1, recip_scale}
-    // CHECK: pccx.memcpy {aux_addr = 12 : i64, dest_addr = 0 : i64, from_device, patches = [{field = "aux_addr", offset = 0 : i64, scale = 4 : i64, source = "position"}], shape_ptr_addr = 3 : i64, src_addr = 0 : i64}
-    pccx.memcpy {from_device, dest_addr = 0, src_addr = 0, aux_addr = 12, shape_ptr_addr = 3, patches = [{field = "aux_addr", source = "position", scale = 4, offset = 0}]}
+    // CHECK: pccx.memcpy {aux_addr = 12 : i64, dest_addr = 0 : i64, from_device, patches = [#pccx.patch<field = "aux_addr", source = "position", scale = 4>], shape_ptr_addr = 3 : i64, src_addr = 0 : i64}
+    pccx.memcpy {from_device, dest_addr = 0, src_addr = 0, aux_addr = 12, shape_ptr_addr = 3, patches = [#pccx.patch<field = "aux_addr", source = "position", scale = 4, offset = 0>]}
     // CHECK: pccx.memcpy {aux_addr = 0 : i64, dest_addr = 0 : i64, shape_ptr_addr = 3 : i64, src_addr = @y, to_device}
     pccx.memcpy {to_device, dest_addr = 0, src_addr = @y, aux_addr = 0, shape_ptr_addr = 3}
     // CHECK: pccx.host.kernel "mul" {params = {a = #pccx.region<offset = 0, elems = 256, rows = 1, stride = 32>, b = #pccx.region<offset = 32, elems = 256, rows = 1, stride = 32>, out = #pccx.region<offset = 256, elems = 256, rows = 1, stride = 32>}}

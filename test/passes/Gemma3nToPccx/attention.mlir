@@ -43,8 +43,8 @@ func.func @decode_step(%tok: tensor<1xi32>, %pos: tensor<1xi32>, %kcache: tensor
 // One findemax GEMV over dynamic records and a softmax per head, lengths
 // patched to the visible window; each head's row to its place in the
 // probabilities.
-// CHECK-NEXT: pccx.gemv {dest_reg = @[[SC:scores\.[0-9]+]], findemax, {{.*}}shape_patches = [{bank = "weight_shape", delta = 0 : i64, field = "a_value", source = "window_len", window = 8 : i64}], {{.*}}src_addr = @one.0, w_scale, weight_shape = [8, 1, 0], weights = {dynamic}}
-// CHECK-NEXT: pccx.cvo {cvo_func = "exp", dst_addr = @[[SC]], length = 8 : i64, patches = [{delta = 0 : i64, field = "length", source = "window_len", window = 8 : i64}], src_addr = @[[SC]], sub_emax}
+// CHECK-NEXT: pccx.gemv {dest_reg = @[[SC:scores\.[0-9]+]], findemax, {{.*}}shape_patches = [#pccx.patch<field = "a_value", source = "window_len", window = 8, bank = "weight_shape">], {{.*}}src_addr = @one.0, w_scale, weight_shape = #pccx.shape<8, 1, 0>, weights = #pccx.weights<dynamic = true>}
+// CHECK-NEXT: pccx.cvo {cvo_func = "exp", dst_addr = @[[SC]], length = 8 : i64, patches = [#pccx.patch<field = "length", source = "window_len", window = 8>], src_addr = @[[SC]], sub_emax}
 // CHECK-NEXT: pccx.cvo {cvo_func = "reduce_sum", dst_addr = @sum.1,
 // CHECK-NEXT: pccx.cvo {cvo_func = "scale", {{.*}}recip_scale
 // CHECK-NEXT: pccx.memcpy {aux_addr = @[[P:h\.[0-9]+]], dest_addr = 0 : i64, {{.*}}src_addr = @[[SC]], to_device}
@@ -53,7 +53,7 @@ func.func @decode_step(%tok: tensor<1xi32>, %pos: tensor<1xi32>, %kcache: tensor
 // CHECK: pccx.gemv {{.*}}"model.layers.0.self_attn.o_proj.weight"
 // The LM head and soft-cap stream one row of logits through a host row.
 // CHECK-LABEL: pccx.segment @epilogue
-// CHECK-NEXT: pccx.gemv {dest_reg = @[[LG:logits\.[0-9]+]], {{.*}}weight_shape = [512, 64, 0]
+// CHECK-NEXT: pccx.gemv {dest_reg = @[[LG:logits\.[0-9]+]], {{.*}}weight_shape = #pccx.shape<512, 64, 0>
 // CHECK-NEXT: pccx.memcpy {aux_addr = @[[ROW:h\.[0-9]+]], {{.*}}src_addr = @[[LG]], to_device}
 // CHECK-NEXT: pccx.host.kernel "softcap" {params = {cap = 3.000000e+01 : f64, in = #pccx.region<buffer = @[[ROW]], {{.*}}out = #pccx.region<buffer = @[[ROW]],
 // CHECK-NEXT: pccx.host.kernel "emit_logits" {params = {first_row = 0 : i64, in = #pccx.region<buffer = @[[ROW]],

@@ -24,8 +24,8 @@ func.func @decode_step(%tok: tensor<1xi32>, %pos: tensor<1xi32>) -> tensor<64xf3
 // CHECK: pccx.segment @prologue
 // CHECK: pccx.host.kernel "embed" {params = {out = #pccx.region<buffer = @[[X:h\.[0-9]+]], offset = 0, elems = 64, rows = 1, stride = 8>
 // CHECK-LABEL: pccx.segment @layer.0
-// CHECK-NEXT: pccx.memcpy {aux_addr = @[[X]], dest_addr = @[[XL2:in\.[0-9]+]], fmap_shape = [8, 1, 8], from_device
-// CHECK-NEXT: pccx.gemv {dest_reg = @[[GATE:gate\.[0-9]+]], fmap_shape = [1, 8, 16], {{.*}}src_addr = @[[XL2]], w_scale, weight_shape = [128, 64, 0], weights = {first_row = 0 : i64, num_rows = 128 : i64, recipe = {quantize = {tensor = "model.layers.0.mlp.gate_proj.weight"}, scheme = "int4_per_row"}}}
+// CHECK-NEXT: pccx.memcpy {aux_addr = @[[X]], dest_addr = @[[XL2:in\.[0-9]+]], fmap_shape = #pccx.shape<8, 1, 8>, from_device
+// CHECK-NEXT: pccx.gemv {dest_reg = @[[GATE:gate\.[0-9]+]], fmap_shape = #pccx.shape<1, 8, 16>, {{.*}}src_addr = @[[XL2]], w_scale, weight_shape = #pccx.shape<128, 64, 0>, weights = #pccx.weights<recipe = {quantize = {tensor = "model.layers.0.mlp.gate_proj.weight"}, scheme = "int4_per_row"}, num_rows = 128>}
 // CHECK-NEXT: pccx.gemv {dest_reg = @[[UP:up\.[0-9]+]], {{.*}}src_addr = @[[XL2]], {{.*}}recipe = {quantize = {tensor = "model.layers.0.mlp.up_proj.weight"}
 // Sparse layer: Gaussian top-k on the host with the 0.95 quantile.
 // CHECK-NEXT: pccx.memcpy {aux_addr = @[[G:h\.[0-9]+]], {{.*}}src_addr = @[[GATE]], to_device}
@@ -37,7 +37,7 @@ func.func @decode_step(%tok: tensor<1xi32>, %pos: tensor<1xi32>) -> tensor<64xf3
 // The product is written over the GELU output.
 // CHECK-NEXT: pccx.host.kernel "mul" {params = {a = #pccx.region<buffer = @[[A]], {{.*}}b = #pccx.region<buffer = @[[B]], {{.*}}out = #pccx.region<buffer = @[[A]],
 // CHECK-NEXT: pccx.memcpy {aux_addr = @[[A]], dest_addr = @[[PL2:in\.[0-9]+]], {{.*}}from_device
-// CHECK-NEXT: pccx.gemv {dest_reg = @{{down\.[0-9]+}}, fmap_shape = [1, 16, 8], {{.*}}src_addr = @[[PL2]], w_scale, weight_shape = [64, 128, 0], {{.*}}"model.layers.0.mlp.down_proj.weight"
+// CHECK-NEXT: pccx.gemv {dest_reg = @{{down\.[0-9]+}}, fmap_shape = #pccx.shape<1, 16, 8>, {{.*}}src_addr = @[[PL2]], w_scale, weight_shape = #pccx.shape<64, 128, 0>, {{.*}}"model.layers.0.mlp.down_proj.weight"
 // A dense layer has no top-k.
 // CHECK-LABEL: pccx.segment @layer.1
 // CHECK-NOT: gaussian_topk

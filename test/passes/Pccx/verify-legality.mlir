@@ -22,7 +22,7 @@ pccx.program @symbolic {
 pccx.program @pending {
   pccx.segment @s {
     // expected-error @+1 {{still carries 'weight_shape'; run pccx-allocate-constants, pccx-place-host-buffers and pccx-allocate-l2 first}}
-    pccx.gemv {dest_reg = 0, src_addr = 0, size_ptr_addr = 0, shape_ptr_addr = 0, weight_shape = [1, 1, 0]}
+    pccx.gemv {dest_reg = 0, src_addr = 0, size_ptr_addr = 0, shape_ptr_addr = 0, weight_shape = #pccx.shape<1, 1, 0>}
   }
 }
 
