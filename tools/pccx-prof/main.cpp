@@ -1,0 +1,133 @@
+//===- main.cpp - pccx-prof -------------------------------------*- C++ -*-===//
+//
+// Predicts how a .pccx bundle runs on the KV260: replays its prepared
+// programs on the timing model of runtime/prof. This file reads the
+// command line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/prof/Report.h"
+#include "tools/common/CommandLine.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace {
+
+const char kHelp[] =
+    R"(USAGE: pccx-prof MODEL.pccx [options]
+
+Predicts the time of a bundle on the KV260 (v002 overlay plus the board's
+Cortex-A53 host) without running it: the decode program is replayed at each
+context position and the prefill program at position 0, in the runtime's
+order (segments, syncs, patch values, weight records, host calls) and with
+the KV260 driver's copies, on an event model of the NPU engines, the HP
+ports, DDR and the host. Nothing is executed functionally. The model and
+every parameter's source are in docs/performance.md.
+
+OPTIONS:
+  --positions P,...     decode context positions (default 512); the
+                        attention span of sliding layers is
+                        min(position + 1, window)
+  --set NAME=VALUE      override a parameter (repeatable), e.g.
+                        --set ddr_effective_mb_per_s=12000
+  --list-parameters     print every parameter with its unit and source
+  --json                print the figures as one JSON object:
+                        {"bundle", "decode": [{"position",
+                        "seconds_per_token", "tokens_per_second",
+                        "weight_bytes_per_token", "ddr_ceiling_fraction",
+                        "breakdown": {CATEGORY: seconds}, "by_layer",
+                        "engine_busy_seconds", "counts"}], "prefill":
+                        {"rows", "position", "seconds_per_step",
+                        "tokens_per_second", ...} or null, "parameters"}
+  --trace FILE.json     write a Chrome/Perfetto trace (one track per engine)
+                        of the first decode position and the prefill step
+  -h, --help            show this help
+
+The breakdown is the critical path: the runtime thread's own work (issue,
+runtime copies, host kernels by kind, sync latency) plus, while it waits,
+the chain of NPU instructions it waits for (weight streaming or NPU compute
+per GEMV/GEMM, SFU, MEMCPY, MEMSET); its categories sum to the step time.
+)";
+
+bool parsePositions(const std::string &text, std::vector<int64_t> *out,
+                    std::string *error) {
+  out->clear();
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string item = text.substr(start, end - start);
+    char *stop = nullptr;
+    long long v = std::strtoll(item.c_str(), &stop, 10);
+    if (item.empty() || *stop || v < 0) {
+      *error = "--positions: '" + item + "' is not a position";
+      return false;
+    }
+    out->push_back(v);
+    start = end + 1;
+  }
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  pccx::tools::CommandLine cl("pccx-prof", argc, argv);
+  std::string bundlePath, tracePath;
+  std::vector<int64_t> positions = {512};
+  pccx::prof::Params params;
+  bool asJson = false, listParams = false;
+  std::string error;
+  while (cl.next()) {
+    const std::string &a = cl.arg();
+    if (a == "-h" || a == "--help") {
+      std::cout << kHelp;
+      return 0;
+    } else if (cl.is("--positions")) {
+      if (!parsePositions(cl.value(), &positions, &error))
+        return cl.fail(error);
+    } else if (cl.is("--set")) {
+      if (!params.set(cl.value(), &error))
+        return cl.fail(error);
+    } else if (a == "--list-parameters") {
+      listParams = true;
+    } else if (a == "--json") {
+      asJson = true;
+    } else if (cl.is("--trace")) {
+      tracePath = cl.value();
+    } else if (!a.empty() && a[0] == '-') {
+      return cl.fail("unknown option '" + a + "' (see --help)");
+    } else if (bundlePath.empty()) {
+      bundlePath = a;
+    } else {
+      return cl.fail("more than one bundle given ('" + bundlePath + "' and '" +
+                     a + "')");
+    }
+  }
+  if (listParams) {
+    for (const auto &p : pccx::prof::Params::Params::all())
+      std::printf("%-36s %14g %-14s %s\n", p.name, params.*(p.field), p.unit,
+                  p.source);
+    return 0;
+  }
+  if (bundlePath.empty())
+    return cl.fail("no bundle given (usage: pccx-prof MODEL.pccx; see --help)");
+  auto model = pccx::exec::Model::load(bundlePath, &error);
+  if (!model)
+    return cl.fail(error);
+  pccx::prof::ProfileRun run;
+  run.bundle = bundlePath;
+  if (!pccx::prof::profileModel(*model, positions, params, &run, &error))
+    return cl.fail(bundlePath + ": " + error);
+  if (!tracePath.empty() &&
+      !pccx::prof::writeFileAtomically(
+          tracePath, pccx::prof::renderTrace(run).dump() + "\n", &error))
+    return cl.fail(error);
+  if (asJson)
+    std::cout << pccx::prof::renderJson(run).dump(2) << "\n";
+  else
+    std::cout << pccx::prof::renderText(run);
+  return 0;
+}
