@@ -44,6 +44,11 @@ nlohmann::json renderJson(const ProfileRun &run);
 /// Chrome trace-event JSON: the first decode position and the prefill step
 /// as two processes, one thread per engine track.
 nlohmann::json renderTrace(const ProfileRun &run);
+/// One self-contained HTML page without scripts: the figures table, the
+/// breakdown and by-layer tables of the first position, an SVG timeline of
+/// that decode token (one row per track) and an SVG plot of the time per
+/// token over the positions.
+std::string renderHtml(const ProfileRun &run);
 
 /// Writes `text` to `path` through a temporary file renamed into place.
 bool writeFileAtomically(const std::string &path, const std::string &text,

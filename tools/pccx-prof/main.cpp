@@ -42,6 +42,10 @@ OPTIONS:
                         "tokens_per_second", ...} or null, "parameters"}
   --trace FILE.json     write a Chrome/Perfetto trace (one track per engine)
                         of the first decode position and the prefill step
+  --report FILE.html    write one self-contained page (no scripts): the
+                        figures, the breakdown, an SVG timeline of the
+                        first position's decode token, an SVG plot of the
+                        time per token over the positions, the layers
   -h, --help            show this help
 
 The breakdown is the critical path: the runtime thread's own work (issue,
@@ -75,7 +79,7 @@ bool parsePositions(const std::string &text, std::vector<int64_t> *out,
 
 int main(int argc, char **argv) {
   pccx::tools::CommandLine cl("pccx-prof", argc, argv);
-  std::string bundlePath, tracePath;
+  std::string bundlePath, tracePath, reportPath;
   std::vector<int64_t> positions = {512};
   pccx::prof::Params params;
   bool asJson = false, listParams = false;
@@ -97,6 +101,8 @@ int main(int argc, char **argv) {
       asJson = true;
     } else if (cl.is("--trace")) {
       tracePath = cl.value();
+    } else if (cl.is("--report")) {
+      reportPath = cl.value();
     } else if (!a.empty() && a[0] == '-') {
       return cl.fail("unknown option '" + a + "' (see --help)");
     } else if (bundlePath.empty()) {
@@ -124,6 +130,10 @@ int main(int argc, char **argv) {
   if (!tracePath.empty() &&
       !pccx::prof::writeFileAtomically(
           tracePath, pccx::prof::renderTrace(run).dump() + "\n", &error))
+    return cl.fail(error);
+  if (!reportPath.empty() &&
+      !pccx::prof::writeFileAtomically(reportPath, pccx::prof::renderHtml(run),
+                                       &error))
     return cl.fail(error);
   if (asJson)
     std::cout << pccx::prof::renderJson(run).dump(2) << "\n";
