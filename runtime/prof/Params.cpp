@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 
 namespace pccx::prof {
 
@@ -20,9 +21,16 @@ const std::vector<Params::Info> &Params::all() {
 }
 
 bool Params::set(const std::string &assignment, std::string *error) {
+  if (assign(assignment, error))
+    return true;
+  *error = (error->compare(0, 3, "no ") == 0 ? "--set: " : "--set ") + *error;
+  return false;
+}
+
+bool Params::assign(const std::string &assignment, std::string *error) {
   size_t eq = assignment.find('=');
   if (eq == std::string::npos) {
-    *error = "--set '" + assignment + "': expected NAME=VALUE";
+    *error = "'" + assignment + "': expected NAME=VALUE";
     return false;
   }
   std::string name = assignment.substr(0, eq), text = assignment.substr(eq + 1);
@@ -32,8 +40,7 @@ bool Params::set(const std::string &assignment, std::string *error) {
     char *end = nullptr;
     double v = std::strtod(text.c_str(), &end);
     if (text.empty() || *end || !std::isfinite(v) || v < 0) {
-      *error =
-          "--set " + name + ": '" + text + "' is not a non-negative number";
+      *error = name + ": '" + text + "' is not a non-negative number";
       return false;
     }
     // Rates, clocks and counts divide; latencies and per-unit costs may be
@@ -44,15 +51,44 @@ bool Params::set(const std::string &assignment, std::string *error) {
       divides |= name.find(part) != std::string::npos;
     bool mayBeZero = !divides;
     if (v == 0 && !mayBeZero) {
-      *error = "--set " + name + ": must be positive";
+      *error = name + ": must be positive";
       return false;
     }
     this->*(p.field) = v;
     return true;
   }
-  *error = "--set: no parameter named '" + name +
+  *error = "no parameter named '" + name +
            "' (pccx-prof --list-parameters prints them)";
   return false;
+}
+
+bool Params::load(const std::string &path, std::string *error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = "--params: cannot read '" + path + "'";
+    return false;
+  }
+  auto trim = [](const std::string &text) {
+    const size_t first = text.find_first_not_of(" \t\r");
+    if (first == std::string::npos)
+      return std::string();
+    return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+  };
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    line = trim(line.substr(0, line.find('#')));
+    if (line.empty())
+      continue;
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos)
+      line = trim(line.substr(0, eq)) + "=" + trim(line.substr(eq + 1));
+    std::string why;
+    if (!assign(line, &why)) {
+      *error = path + ":" + std::to_string(number) + ": " + why;
+      return false;
+    }
+  }
+  return true;
 }
 
 } // namespace pccx::prof

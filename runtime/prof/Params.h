@@ -33,6 +33,14 @@ struct Params {
   /// the value otherwise (unknown name, not a number, not positive where
   /// the model divides by it).
   bool set(const std::string &assignment, std::string *error);
+
+  /// Applies a parameter file: one NAME=VALUE per line; blank lines and
+  /// text after '#' are ignored. Errors name the file and the line.
+  bool load(const std::string &path, std::string *error);
+
+private:
+  /// set() without the option name in its messages.
+  bool assign(const std::string &assignment, std::string *error);
 };
 
 } // namespace pccx::prof

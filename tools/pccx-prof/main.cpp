@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/prof/Calibrate.h"
 #include "runtime/prof/Report.h"
 #include "tools/common/CommandLine.h"
 
@@ -16,6 +17,7 @@ namespace {
 
 const char kHelp[] =
     R"(USAGE: pccx-prof MODEL.pccx [options]
+       pccx-prof --calibrate FILE [--set host_cpu_mhz=MHZ]
 
 Predicts the time of a bundle on the KV260 (v002 overlay plus the board's
 Cortex-A53 host) without running it: the decode program is replayed at each
@@ -31,7 +33,13 @@ OPTIONS:
                         min(position + 1, window)
   --set NAME=VALUE      override a parameter (repeatable), e.g.
                         --set ddr_effective_mb_per_s=12000
+  --params FILE         load parameters from a file of NAME=VALUE lines
+                        ('#' starts a comment); --set applies after it
   --list-parameters     print every parameter with its unit and source
+  --calibrate FILE      measure the host costs (fp32 operation, libm call,
+                        memory read rate, host-call overhead, BF16
+                        conversion) on this machine and write them as a
+                        parameter file for --params; run it on the board
   --json                print the figures as one JSON object:
                         {"bundle", "decode": [{"position",
                         "seconds_per_token", "tokens_per_second",
@@ -79,7 +87,8 @@ bool parsePositions(const std::string &text, std::vector<int64_t> *out,
 
 int main(int argc, char **argv) {
   pccx::tools::CommandLine cl("pccx-prof", argc, argv);
-  std::string bundlePath, tracePath, reportPath;
+  std::string bundlePath, tracePath, reportPath, paramsPath, calibratePath;
+  std::vector<std::string> sets;
   std::vector<int64_t> positions = {512};
   pccx::prof::Params params;
   bool asJson = false, listParams = false;
@@ -93,8 +102,11 @@ int main(int argc, char **argv) {
       if (!parsePositions(cl.value(), &positions, &error))
         return cl.fail(error);
     } else if (cl.is("--set")) {
-      if (!params.set(cl.value(), &error))
-        return cl.fail(error);
+      sets.push_back(cl.value());
+    } else if (cl.is("--params")) {
+      paramsPath = cl.value();
+    } else if (cl.is("--calibrate")) {
+      calibratePath = cl.value();
     } else if (a == "--list-parameters") {
       listParams = true;
     } else if (a == "--json") {
@@ -111,6 +123,18 @@ int main(int argc, char **argv) {
       return cl.fail("more than one bundle given ('" + bundlePath + "' and '" +
                      a + "')");
     }
+  }
+  if (!paramsPath.empty() && !params.load(paramsPath, &error))
+    return cl.fail(error);
+  for (const std::string &assignment : sets)
+    if (!params.set(assignment, &error))
+      return cl.fail(error);
+  if (!calibratePath.empty()) {
+    if (!pccx::prof::writeFileAtomically(
+            calibratePath, pccx::prof::calibrateHost(params), &error))
+      return cl.fail(error);
+    std::cout << "wrote " << calibratePath << "\n";
+    return 0;
   }
   if (listParams) {
     for (const auto &p : pccx::prof::Params::Params::all())
