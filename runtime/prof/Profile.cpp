@@ -519,6 +519,8 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
   // Instruction and kick: two 64-bit register writes.
   hostNs += 4 * p_.axil_write_ns;
   tl().host(hostNs, "issue", "issue " + what);
+  // The Global Scheduler's own step before the engine starts.
+  op.busyNs += cyclesNs(p_.npu_dispatch_cycles);
   tl().npu(op);
   ++out_->counts.instructions;
   return true;
