@@ -375,11 +375,13 @@ std::string sweepSvg(const ProfileRun &run) {
       (top + height - bottom) / 2, (top + height - bottom) / 2);
   for (int tick = 0; tick <= 4; ++tick) {
     const double ms = maxMs * tick / 4, pos = maxPos * tick / 4;
-    s += formatString("<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.3g"
+    // Plain decimals (no exponent) with as many digits as the scale needs.
+    const int decimals = maxMs >= 100 ? 0 : maxMs >= 1 ? 2 : 4;
+    s += formatString("<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.*f"
                       "</text>\n<text x=\"%.1f\" y=\"%.0f\" "
                       "text-anchor=\"middle\">%.0f</text>\n",
-                      left - 4, py(ms) + 4, ms, px(pos), height - bottom + 14,
-                      pos);
+                      left - 4, py(ms) + 4, decimals, ms, px(pos),
+                      height - bottom + 14, pos);
   }
   std::string points;
   for (const StepProfile &d : run.decode) {
