@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "hw/support/Format.h"
 #include "runtime/prof/Calibrate.h"
 #include "runtime/prof/Report.h"
 #include "tools/common/CommandLine.h"
@@ -36,6 +37,7 @@ OPTIONS:
   --params FILE         load parameters from a file of NAME=VALUE lines
                         ('#' starts a comment); --set applies after it
   --list-parameters     print every parameter with its unit and source
+                        (values changed by --params or --set are marked)
   --calibrate FILE      measure the host costs (fp32 operation, libm call,
                         memory read rate, host-call overhead, BF16
                         conversion) on this machine and write them as a
@@ -137,9 +139,17 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (listParams) {
-    for (const auto &p : pccx::prof::Params::Params::all())
-      std::printf("%-36s %14g %-14s %s\n", p.name, params.*(p.field), p.unit,
-                  p.source);
+    // A value from --params or --set says so: its source line is the
+    // default's.
+    const pccx::prof::Params defaults;
+    for (const auto &p : pccx::prof::Params::all()) {
+      const double value = params.*(p.field), initial = defaults.*(p.field);
+      std::string source = p.source;
+      if (value != initial)
+        source = pccx::formatString("set (default %g: %s)", initial, p.source);
+      std::printf("%-36s %14g %-14s %s\n", p.name, value, p.unit,
+                  source.c_str());
+    }
     return 0;
   }
   if (bundlePath.empty())
