@@ -1,6 +1,7 @@
 //===- ProfTests.cpp - the timing model's event model and replay ----------===//
 
 #include "runtime/prof/Profile.h"
+#include "runtime/prof/Report.h"
 
 #include "hw/isa/Isa.h"
 
@@ -214,6 +215,27 @@ TEST(HostWork, AttentionCostFollowsTheSpan) {
   EXPECT_DOUBLE_EQ(early.flops, 8 * 100 * 256 * 2.0);
   EXPECT_DOUBLE_EQ(late.flops, 8 * 512 * 256 * 2.0);
   EXPECT_DOUBLE_EQ(late.bytes - early.bytes, 8 * (512 - 100) * 256 * 4.0);
+}
+
+TEST(Report, LayersGroupTheirSegments) {
+  StepProfile step;
+  step.segments = {{"prologue", 1},   {"layer.0", 2},    {"layer.1.attn", 3},
+                   {"layer.1.mlp", 4}, {"layer.x", 5},    {"epilogue", 6},
+                   {"layer.10", 7}};
+  std::vector<std::pair<std::string, double>> expected = {
+      {"prologue", 1}, {"layer.0", 2}, {"layer.1", 7},
+      {"layer.x", 5},  {"epilogue", 6}, {"layer.10", 7}};
+  EXPECT_EQ(byLayer(step), expected);
+}
+
+TEST(Report, DdrCeilingFraction) {
+  StepProfile step;
+  step.counts.weightBytes = 1000000000; // 0.1 s at 10000 MB/s
+  step.seconds = 0.4;
+  Params params;
+  EXPECT_DOUBLE_EQ(ddrCeilingFraction(step, params), 0.25);
+  step.seconds = 0;
+  EXPECT_DOUBLE_EQ(ddrCeilingFraction(step, params), 0);
 }
 
 } // namespace
