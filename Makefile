@@ -11,7 +11,7 @@ JOBS ?= $(shell nproc)
 DEB_PACKAGES := cmake ninja-build g++ python3 \
 	libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools \
 	nlohmann-json3-dev libgtest-dev libxxhash-dev \
-	libsentencepiece-dev sentencepiece
+	libsentencepiece-dev sentencepiece chromium
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -13,3 +13,8 @@ path = os.pathsep.join([config.pccx_tools_dir, config.llvm_tools_dir, config.env
 config.environment["PATH"] = path
 config.substitutions.append(("%pccx_src", config.pccx_src_root))
 config.substitutions.append(("%python", "python3"))
+
+# Tests that render a page in a real browser (the Makefile's deps install it).
+import shutil
+if shutil.which("chromium"):
+    config.available_features.add("chromium")

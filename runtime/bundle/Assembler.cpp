@@ -285,6 +285,12 @@ int runAssembler(const AsOptions &o, std::ostream &err, const char *tool) {
   if (!addAssembledSections(programs, base, writer, &message))
     return fail((o.manifestJson.empty() ? o.input : o.manifestJson) + ": " +
                 message);
+  std::string weights;
+  if (!o.weights.empty() &&
+      (!readFile(o.weights, weights, &message) ||
+       !writer.addSection("weights", SectionKind::Weights, weights.data(),
+                          weights.size(), &message)))
+    return fail("--weights: " + message);
   if (!writer.write(o.output, &message))
     return fail(message);
   return 0;

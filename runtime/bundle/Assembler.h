@@ -59,6 +59,7 @@ struct AsOptions {
   std::string output;
   std::string program = "program.main";
   std::string manifestJson; ///< Optional file with the base manifest.
+  std::string weights;      ///< Optional file stored as the "weights" section.
 };
 
 /// Runs pccx-as: reports errors to `err` as "<tool>: error: <file>[:<line>]:

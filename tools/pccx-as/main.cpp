@@ -14,6 +14,7 @@ namespace {
 
 const char kHelp[] =
     R"(USAGE: pccx-as INPUT.s -o OUT.pccx [--program NAME] [--manifest-json FILE]
+               [--weights FILE]
 
 Assembles a v002 program written in the syntax pccx-objdump prints into a
 .pccx bundle holding a manifest and one program section per program.
@@ -38,6 +39,8 @@ OPTIONS:
   --manifest-json FILE  JSON object to start the manifest from (memory_map,
                         patch_points, segments, ...); patch points are
                         checked against the assembled words
+  --weights FILE        store FILE's bytes as the "weights" section (the
+                        records a manifest's weight_records point into)
   -h, --help            show this help
 
 Errors are reported as "INPUT.s:LINE: message"; the exit status is then 1.
@@ -89,7 +92,8 @@ int main(int argc, char **argv) {
     } else if (takeValue(argc, argv, i, "-o", o.output, missing) ||
                takeValue(argc, argv, i, "--program", o.program, missing) ||
                takeValue(argc, argv, i, "--manifest-json", o.manifestJson,
-                         missing)) {
+                         missing) ||
+               takeValue(argc, argv, i, "--weights", o.weights, missing)) {
       if (missing) {
         std::cerr << "pccx-as: error: option '" << a << "' needs a value\n";
         return 1;

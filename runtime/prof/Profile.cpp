@@ -1,0 +1,600 @@
+//===- Profile.cpp - a timing model of one program step -------------------===//
+
+#include "runtime/prof/Profile.h"
+
+#include "hw/abi/PatchSources.h"
+#include "hw/isa/Isa.h"
+#include "hw/numerics/Quantize.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pccx::prof {
+
+using abi::HostKernel;
+using isa::Field;
+
+namespace {
+
+const host::BoundArg *findArg(const host::BoundCall &call, const char *key) {
+  const abi::ParamInfo *p = abi::lookupParam(call.kernel, key);
+  if (!p || p->slot >= call.args.size() || !call.args[p->slot].present)
+    return nullptr;
+  return &call.args[p->slot];
+}
+
+int64_t integerArg(const host::BoundCall &call, const char *key,
+                   int64_t fallback = 0) {
+  const host::BoundArg *a = findArg(call, key);
+  return a ? a->integer : fallback;
+}
+
+abi::HostRegion regionArg(const host::BoundCall &call, const char *key) {
+  const host::BoundArg *a = findArg(call, key);
+  return a ? a->region : abi::HostRegion{};
+}
+
+double elements(const abi::HostRegion &r) { return double(r.elems * r.rows); }
+
+/// Bytes per stored element of a KV cache.
+double cacheElementBytes(host::KvDtype dtype) {
+  return dtype == host::KvDtype::F32 ? 4 : dtype == host::KvDtype::F16 ? 2 : 1;
+}
+
+/// Operations to turn one stored cache element into a float (KvCache::at).
+double cacheElementOps(host::KvDtype dtype) {
+  return dtype == host::KvDtype::F32 ? 0 : 2;
+}
+
+const exec::CacheSpec *cacheArg(const host::BoundCall &call,
+                                const ReplayContext &context, const char *key) {
+  const host::BoundArg *a = findArg(call, key);
+  if (!a || !context.caches || a->cache < 0 ||
+      size_t(a->cache) >= context.caches->size())
+    return nullptr;
+  return &(*context.caches)[size_t(a->cache)];
+}
+
+/// Keys a query at q sees with a sliding window (0: full attention).
+int64_t attentionSpan(int64_t q, int64_t window) {
+  return window > 0 ? std::min(q + 1, window) : q + 1;
+}
+
+double gatherRowBytes(const host::GatherTable *g, int64_t cols) {
+  if (!g)
+    return 4.0 * double(cols);
+  return g->quantized ? double(hw::packedRowBytes(g->format, size_t(cols))) + 4
+                      : 4.0 * double(cols);
+}
+
+/// rms(): Σx², one sqrt, a scale and a gain per element.
+void addRms(HostWork &w, double n) {
+  w.flops += 4 * n;
+  w.transcendentals += 1;
+}
+
+/// rope(): per pair one powf, one cosf, one sinf and six operations.
+void addRope(HostWork &w, double d) {
+  w.flops += 3 * d;
+  w.transcendentals += 1.5 * d;
+}
+
+} // namespace
+
+HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
+                  int64_t position) {
+  HostWork w;
+  // Every In region is read and every Out region written once.
+  for (const abi::HostRegion &r : call.inputs)
+    w.bytes += 4 * elements(r);
+  for (const abi::HostRegion &r : call.outputs)
+    w.bytes += 4 * elements(r);
+  auto tensor = [&](const char *key, size_t i = 0) -> const host::HostTensor * {
+    const host::BoundArg *a = findArg(call, key);
+    return a && i < a->tensors.size() ? a->tensors[i] : nullptr;
+  };
+  auto matvec = [&](const host::HostTensor *t, double times) {
+    if (!t)
+      return;
+    w.flops += 2.0 * double(t->rows * t->cols) * times;
+    w.bytes += 4.0 * double(t->rows * t->cols) * times;
+  };
+  switch (call.kernel) {
+  case HostKernel::Embed: {
+    abi::HostRegion out = regionArg(call, "out");
+    const host::BoundArg *g = findArg(call, "table");
+    w.bytes +=
+        double(out.rows) * gatherRowBytes(g ? g->gather : nullptr, out.elems);
+    w.flops += 2 * elements(out); // dequantise and scale
+    break;
+  }
+  case HostKernel::PerLayerInputs: {
+    abi::HostRegion proj = regionArg(call, "proj");
+    int64_t layers = std::max<int64_t>(integerArg(call, "num_layers", 1), 1);
+    const host::BoundArg *g = findArg(call, "table");
+    w.bytes +=
+        double(proj.rows) * gatherRowBytes(g ? g->gather : nullptr, proj.elems);
+    w.flops += 9 * elements(proj); // dequantise, scale, rms, combine
+    w.transcendentals += double(proj.rows * layers);
+    break;
+  }
+  case HostKernel::AltUpInit:
+  case HostKernel::AltUpCollapse: {
+    bool init = call.kernel == HostKernel::AltUpInit;
+    abi::HostRegion tokens = regionArg(call, init ? "x0" : "out");
+    const host::BoundArg *list = findArg(call, "projections");
+    double h = double(tokens.elems), t = double(tokens.rows);
+    if (list)
+      for (const host::HostTensor *p : list->tensors)
+        matvec(p, t);
+    double streams = list ? double(list->tensors.size()) + 1 : 1;
+    w.flops += t * (streams * 4 * h); // magnitudes and sums
+    w.transcendentals += t * streams; // one sqrt per stream
+    break;
+  }
+  case HostKernel::AltUpPredict:
+  case HostKernel::AltUpCorrect: {
+    bool predict = call.kernel == HostKernel::AltUpPredict;
+    abi::HostRegion streams =
+        regionArg(call, predict ? "streams" : "predictions");
+    double a = double(std::max<int64_t>(integerArg(call, "num_inputs", 1), 1));
+    double h = double(streams.elems), t = double(streams.rows) / a;
+    w.flops += 4 * h * t; // rms() of the router input per token
+    w.transcendentals += t;
+    matvec(tensor("router"), t);
+    w.transcendentals += a * t; // tanh per router output
+    if (predict)
+      w.flops += t * (2 * a * a * a + 2 * a * a * h + a * h);
+    else
+      w.flops += t * (2 * a * a + h + 2 * a * h);
+    break;
+  }
+  case HostKernel::RmsNorm:
+  case HostKernel::AddRmsNorm: {
+    abi::HostRegion in =
+        regionArg(call, call.kernel == HostKernel::RmsNorm ? "in" : "x");
+    w.flops += 4 * elements(in) +
+               (call.kernel == HostKernel::AddRmsNorm ? elements(in) : 0);
+    w.transcendentals += double(in.rows);
+    break;
+  }
+  case HostKernel::Combine:
+    w.flops +=
+        double(call.inputs.size() + 1) * elements(regionArg(call, "out"));
+    break;
+  case HostKernel::Mul:
+  case HostKernel::MulTensor:
+    w.flops += elements(regionArg(call, "out"));
+    break;
+  case HostKernel::GaussianTopK: {
+    abi::HostRegion in = regionArg(call, "in");
+    w.flops += 5 * elements(in);
+    w.bytes += 8 * elements(in); // three passes over the row
+    w.transcendentals += double(in.rows);
+    break;
+  }
+  case HostKernel::KvNormRope: {
+    abi::HostRegion k = regionArg(call, "k");
+    double d = double(integerArg(call, "head_dim", 1));
+    double heads = double(k.rows * integerArg(call, "kv_heads", 1));
+    for (double i = 0; i < 2 * heads; ++i)
+      addRms(w, d);
+    for (double i = 0; i < heads; ++i)
+      addRope(w, d);
+    break;
+  }
+  case HostKernel::CacheWrite: {
+    abi::HostRegion rows = regionArg(call, "rows");
+    const exec::CacheSpec *c = cacheArg(call, context, "cache");
+    host::KvDtype dt = c ? c->dtype : host::KvDtype::F32;
+    w.flops +=
+        (dt == host::KvDtype::Int8 ? 3 : cacheElementOps(dt)) * elements(rows);
+    w.bytes += cacheElementBytes(dt) * elements(rows);
+    break;
+  }
+  case HostKernel::AttentionScores:
+  case HostKernel::AttentionValues: {
+    bool scores = call.kernel == HostKernel::AttentionScores;
+    const exec::CacheSpec *c =
+        cacheArg(call, context, scores ? "k_cache" : "v_cache");
+    host::KvDtype dt = c ? c->dtype : host::KvDtype::F32;
+    double d = double(integerArg(call, "head_dim", 1));
+    int64_t heads = integerArg(call, "heads", 1);
+    int64_t window = integerArg(call, "window", 0);
+    abi::HostRegion rowsOf = regionArg(call, scores ? "q" : "out");
+    int64_t first = 0, last = rowsOf.rows;
+    if (!scores && findArg(call, "row")) {
+      first = integerArg(call, "row");
+      last = first + 1;
+    }
+    for (int64_t r = first; r < last; ++r) {
+      double n = double(attentionSpan(position + r, window));
+      for (int64_t h = 0; h < heads; ++h) {
+        // Every key (or value) of the span is read and converted once per
+        // query head, then a dot product or an axpy of head_dim.
+        w.flops += n * d * (2 + cacheElementOps(dt));
+        w.bytes += n * d * cacheElementBytes(dt);
+        if (scores) {
+          addRms(w, d);
+          addRope(w, d);
+          // The record handed to the NPU: allocated zeroed, then filled.
+          w.bytes += 2.0 * double(hw::recordBytes(hw::WeightFormat::Int4,
+                                                  int64_t(n), 1));
+        }
+      }
+    }
+    break;
+  }
+  case HostKernel::LaurelResidual: {
+    abi::HostRegion act = regionArg(call, "act");
+    // Two rms() per row and the residual sum.
+    w.flops += 12 * elements(act);
+    w.transcendentals += 2 * double(act.rows);
+    break;
+  }
+  case HostKernel::PleInject: {
+    abi::HostRegion streams = regionArg(call, "streams"),
+                    gate = regionArg(call, "gate");
+    double a = double(std::max<int64_t>(integerArg(call, "num_inputs", 1), 1));
+    double t = double(streams.rows) / a, h = double(streams.elems);
+    matvec(tensor("proj"), t);
+    w.flops += t * (double(gate.elems) + 4 * h + a * h);
+    w.transcendentals += t;
+    break;
+  }
+  case HostKernel::SoftCap: {
+    abi::HostRegion in = regionArg(call, "in");
+    w.flops += 2 * elements(in);
+    w.transcendentals += elements(in);
+    break;
+  }
+  case HostKernel::Fill:
+    break;
+  case HostKernel::EmitLogits:
+    w.bytes += 4 * elements(regionArg(call, "in")); // into the logits rows
+    break;
+  }
+  return w;
+}
+
+double hostWorkNs(const HostWork &work, const Params &p) {
+  const double threads = std::max(p.host_kernel_threads, 1.0);
+  const double cycles = work.flops * p.host_cycles_per_flop +
+                        work.transcendentals * p.host_cycles_per_transcendental;
+  return p.host_call_overhead_ns +
+         (cycles * 1000.0 / p.host_cpu_mhz +
+          work.bytes * 1000.0 / p.host_memory_mb_per_s) /
+             threads;
+}
+
+namespace {
+
+struct Entry {
+  bool set = false;
+  uint32_t a = 0, b = 0, c = 0;
+};
+
+int64_t wordsFor(int64_t elems) { return (elems + 7) / 8; }
+
+/// The replay of one step: the driver's actions as timed work.
+class Replay {
+public:
+  Replay(const exec::Program &program, const ReplayContext &context,
+         int64_t position, const Params &params, StepProfile *out,
+         std::string *error)
+      : prog_(program), ctx_(context), pos_(position), p_(params), out_(out),
+        error_(error) {}
+
+  bool run();
+
+private:
+  double cyclesNs(double cycles) const {
+    return cycles * 1000.0 / p_.core_clock_mhz;
+  }
+  double mbpsNs(double bytes, double mbPerS) const {
+    return bytes * 1000.0 / mbPerS;
+  }
+  double pollNs() const { return 2 * p_.axil_read_ns; }
+  void waitIdle(const std::string &name) {
+    // The poll that straddles completion still reads busy: on average the
+    // host notices one and a half polls after the last instruction.
+    tl().waitIdle(pollNs(), 1.5 * pollNs(), name);
+  }
+  Timeline &tl() { return out_->timeline; }
+  bool fail(uint32_t word, const std::string &what) {
+    *error_ = prog_.section + " at position " + std::to_string(pos_) +
+              ": word " + std::to_string(word) + ": " + what;
+    return false;
+  }
+  void sync(const std::string &name);
+  bool issue(uint32_t index, const std::string &segment);
+  bool entry(const Entry *bank, uint32_t e, const char *bankName, uint32_t word,
+             Entry *out);
+
+  const exec::Program &prog_;
+  const ReplayContext &ctx_;
+  int64_t pos_;
+  const Params &p_;
+  StepProfile *out_;
+  std::string *error_;
+  std::vector<uint64_t> words_;
+  Entry fmap_[64], weight_[64];
+  std::vector<uint64_t> pending_; ///< weight records queued for the next GEMV
+  double toShadowElements_ = 0;
+};
+
+void Replay::sync(const std::string &name) {
+  waitIdle(name);
+  if (toShadowElements_ > 0) {
+    tl().host(toShadowElements_ * p_.host_bf16_cycles_per_element * 1000.0 /
+                      p_.host_cpu_mhz +
+                  mbpsNs(2 * toShadowElements_, p_.dma_buffer_read_mb_per_s),
+              "runtime_copy:bf16_from_npu",
+              "BF16 results to float (" + name + ")");
+    toShadowElements_ = 0;
+  }
+}
+
+bool Replay::entry(const Entry *bank, uint32_t e, const char *bankName,
+                   uint32_t word, Entry *out) {
+  if (!bank[e % 64].set)
+    return fail(word, std::string("constant-cache ") + bankName + " entry " +
+                          std::to_string(e) + " was never written");
+  *out = bank[e % 64];
+  return true;
+}
+
+bool Replay::issue(uint32_t index, const std::string &segment) {
+  isa::Instruction inst;
+  std::string why;
+  if (!isa::decode(words_[index], inst, &why))
+    return fail(index, why);
+  const std::string what = segment + "[" + std::to_string(index) + "] " +
+                           isa::opcodeInfo(inst.opcode).mnemonic;
+  double hostNs = p_.host_issue_cycles * 1000.0 / p_.host_cpu_mhz;
+  NpuOp op;
+  op.name = what;
+  op.engine = Track::Dispatch;
+  switch (inst.opcode) {
+  case isa::Opcode::Memset: {
+    Entry &e = (inst.get(Field::Memset_dest_cache) == 0
+                    ? fmap_
+                    : weight_)[inst.get(Field::Memset_dest_addr) % 64];
+    e = {true, inst.get(Field::Memset_a_value), inst.get(Field::Memset_b_value),
+         inst.get(Field::Memset_c_value)};
+    op.category = "memset";
+    op.busyNs = cyclesNs(p_.memset_cycles);
+    break;
+  }
+  case isa::Opcode::Memcpy: {
+    Entry shape;
+    if (!entry(fmap_, inst.get(Field::Memcpy_shape_ptr_addr), "fmap_shape",
+               index, &shape))
+      return false;
+    const bool fromHost = inst.get(Field::Memcpy_from_device),
+               toHost = inst.get(Field::Memcpy_to_device);
+    if (fromHost && toHost)
+      return fail(index, "host-to-host MEMCPY is not supported");
+    const int64_t a = shape.a, rows = shape.b ? shape.b : 1;
+    const double words = double(a * rows);
+    op.engine = Track::Memcpy;
+    op.category = "memcpy";
+    op.async = inst.get(Field::Memcpy_async);
+    if (fromHost || toHost) {
+      // The host window travels through an HP port and DDR.
+      const double mbps =
+          std::min(p_.hp_port_bytes_per_clock * p_.axi_clock_mhz,
+                   p_.ddr_effective_mb_per_s);
+      op.busyNs = p_.host_dma_latency_ns + mbpsNs(16 * words, mbps);
+      if (fromHost) {
+        op.writes.push_back(
+            {int64_t(inst.get(Field::Memcpy_dest_addr)),
+             int64_t(inst.get(Field::Memcpy_dest_addr)) + int64_t(words)});
+        // The driver converts the rows to BF16 in the DMA buffer first.
+        const double lanes = 8 * words;
+        tl().host(lanes * p_.host_bf16_cycles_per_element * 1000.0 /
+                          p_.host_cpu_mhz +
+                      mbpsNs(2 * lanes, p_.dma_buffer_write_mb_per_s),
+                  "runtime_copy:bf16_to_npu", "float to BF16 for " + what);
+      } else {
+        op.reads.push_back(
+            {int64_t(inst.get(Field::Memcpy_src_addr)),
+             int64_t(inst.get(Field::Memcpy_src_addr)) + int64_t(words)});
+        toShadowElements_ += 8 * words;
+      }
+    } else {
+      op.busyNs = cyclesNs(words / p_.l2_copy_words_per_cycle);
+      op.reads.push_back(
+          {int64_t(inst.get(Field::Memcpy_src_addr)),
+           int64_t(inst.get(Field::Memcpy_src_addr)) + int64_t(words)});
+      op.writes.push_back(
+          {int64_t(inst.get(Field::Memcpy_dest_addr)),
+           int64_t(inst.get(Field::Memcpy_dest_addr)) + int64_t(words)});
+    }
+    break;
+  }
+  case isa::Opcode::Cvo: {
+    static const double Params::*const perElement[8] = {
+        &Params::sfu_exp_cycles_per_element,
+        &Params::sfu_sqrt_cycles_per_element,
+        &Params::sfu_gelu_cycles_per_element,
+        &Params::sfu_sin_cycles_per_element,
+        &Params::sfu_cos_cycles_per_element,
+        &Params::sfu_reduce_sum_cycles_per_element,
+        &Params::sfu_scale_cycles_per_element,
+        &Params::sfu_recip_cycles_per_element};
+    const uint32_t func = inst.get(Field::Cvo_cvo_func) & 7;
+    const int64_t length = inst.get(Field::Cvo_length);
+    op.engine = Track::Sfu;
+    op.category = "sfu";
+    op.name += std::string(" ") + isa::enumName(Field::Cvo_cvo_func, func) +
+               " x" + std::to_string(length);
+    op.async = inst.get(Field::Cvo_async);
+    op.busyNs = cyclesNs(p_.sfu_latency_cycles +
+                         double(length) * p_.*perElement[func] /
+                             std::max(p_.sfu_elements_per_clock, 1e-9));
+    const int64_t src = inst.get(Field::Cvo_src_addr),
+                  dst = inst.get(Field::Cvo_dst_addr);
+    op.reads.push_back({src, src + wordsFor(length)});
+    op.writes.push_back(
+        {dst,
+         dst + (func == isa::Cvo_cvo_func_reduce_sum ? 1 : wordsFor(length))});
+    break;
+  }
+  case isa::Opcode::Gemv:
+  case isa::Opcode::Gemm: {
+    const bool gemm = inst.opcode == isa::Opcode::Gemm;
+    Entry shape, size;
+    if (!entry(weight_, inst.get(Field::Matmul_shape_ptr_addr), "weight_shape",
+               index, &shape) ||
+        !entry(fmap_, inst.get(Field::Matmul_size_ptr_addr), "fmap_shape",
+               index, &size))
+      return false;
+    const int64_t n = shape.a, k = shape.b, m = gemm ? size.a : 1;
+    if (n == 0 || k == 0 || shape.c > 1)
+      return fail(index,
+                  "weight_shape entry " +
+                      std::to_string(inst.get(Field::Matmul_shape_ptr_addr)) +
+                      " is not a valid N, K, format");
+    const auto format = hw::WeightFormat(shape.c);
+    const bool scaled =
+        inst.has(Field::Matmul_flags, isa::Matmul_flags_w_scale);
+    const uint64_t record = uint64_t((scaled ? hw::recordScaleBytes(n) : 0) +
+                                     n * hw::recordRowStride(format, k));
+    const exec::WeightRef &ref = prog_.weights[index];
+    if (ref.kind == exec::WeightRef::Kind::None)
+      return fail(index, "GEMV/GEMM has no weight record");
+    const uint64_t bytes =
+        ref.kind == exec::WeightRef::Kind::Static ? ref.bytes : record;
+    out_->counts.weightBytes += bytes;
+    pending_.push_back(bytes);
+    // flushPendingWeights: per record, wait for the NPU, copy it into the
+    // DMA staging area, write its address and size.
+    for (uint64_t b : pending_) {
+      waitIdle("staging wait before " + what);
+      tl().host(mbpsNs(double(b), p_.dma_buffer_write_mb_per_s),
+                "runtime_copy:weight_staging",
+                "weight record copy for " + what);
+      hostNs += 4 * p_.axil_write_ns;
+    }
+    pending_.clear();
+
+    unsigned lanes = inst.get(Field::Matmul_parallel_lane);
+    lanes = lanes == 0 ? unsigned(p_.gemv_cores) : std::min(lanes, 4u);
+    const double divisor = format == hw::WeightFormat::Int8
+                               ? std::max(p_.int8_weight_rate_divisor, 1e-9)
+                               : 1.0;
+    const double macs = double(m) * double(n) * double(k);
+    const double computeNs =
+        gemm ? cyclesNs(p_.gemm_fill_cycles +
+                        macs * divisor / p_.gemm_macs_per_clock)
+             : cyclesNs(p_.gemv_reduction_stages + p_.gemv_fill_cycles +
+                        macs * divisor /
+                            (lanes * p_.gemv_macs_per_core_per_clock));
+    const unsigned ports =
+        std::min(gemm ? unsigned(p_.hp_ports) : lanes, unsigned(p_.hp_ports));
+    const double streamMbps =
+        std::min(ports * p_.hp_port_bytes_per_clock * p_.axi_clock_mhz,
+                 p_.ddr_effective_mb_per_s);
+    const double streamNs =
+        p_.weight_stream_latency_ns + mbpsNs(double(bytes), streamMbps);
+    op.engine = Track::GemvGemm;
+    op.busyNs = std::max(computeNs, streamNs);
+    op.category = streamNs >= computeNs ? "weight_streaming" : "npu_compute";
+    op.name += " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+               std::to_string(k) +
+               (format == hw::WeightFormat::Int8 ? " int8" : " int4");
+    op.ports = ports;
+    op.portBytes = double(bytes) / ports;
+    op.streamNs = streamNs;
+    const int64_t src = inst.get(Field::Matmul_src_addr),
+                  dst = inst.get(Field::Matmul_dest_reg);
+    const int64_t s = size.b ? size.b : wordsFor(k),
+                  d = size.c ? size.c : wordsFor(n);
+    op.reads.push_back({src, src + (m - 1) * s + wordsFor(k)});
+    op.writes.push_back({dst, dst + (m - 1) * d + wordsFor(n)});
+    break;
+  }
+  }
+  // Instruction and kick: two 64-bit register writes.
+  hostNs += 4 * p_.axil_write_ns;
+  tl().host(hostNs, "issue", "issue " + what);
+  // The Global Scheduler's own step before the engine starts.
+  op.busyNs += cyclesNs(p_.npu_dispatch_cycles);
+  tl().npu(op);
+  ++out_->counts.instructions;
+  return true;
+}
+
+bool Replay::run() {
+  if (ctx_.maxPositions > 0 &&
+      (pos_ < 0 || pos_ + prog_.rows > ctx_.maxPositions)) {
+    *error_ = prog_.section + ": positions " + std::to_string(pos_) + ".." +
+              std::to_string(pos_ + prog_.rows - 1) +
+              " exceed the KV cache of " + std::to_string(ctx_.maxPositions) +
+              " positions";
+    return false;
+  }
+  out_->position = pos_;
+  out_->rows = prog_.rows;
+  words_ = prog_.words;
+  // The runtime's patch values; token ids only move host-window offsets
+  // and gather rows, which cost the same for every id, so token 0 stands
+  // in for them.
+  for (const exec::PatchSite &p : prog_.patches) {
+    const int64_t value =
+        bundle::patchSourceValue(p.source, pos_ + p.delta, 0, p.window) *
+            p.scale +
+        p.offset;
+    if (value < 0 || uint64_t(value) > p.maxValue)
+      return fail(p.word, std::string("patching ") +
+                              isa::fieldInfo(p.field).name + " to " +
+                              std::to_string(value) + " does not fit");
+    const uint64_t mask = uint64_t(p.maxValue) << p.lo;
+    words_[p.word] = (words_[p.word] & ~mask) | (uint64_t(value) << p.lo);
+  }
+  for (const exec::Segment &seg : prog_.segments) {
+    const double begin = tl().hostNow();
+    auto runEvent = [&](const exec::Event &e) {
+      if (e.kind == exec::Event::Kind::Sync) {
+        ++out_->counts.syncs;
+        sync("sync in " + seg.name);
+        return;
+      }
+      const host::BoundCall &call = prog_.calls[e.call];
+      const std::string kernel = abi::kernelInfo(call.kernel).name;
+      tl().host(hostWorkNs(hostWork(call, ctx_, pos_), p_), "host:" + kernel,
+                seg.name + " " + kernel);
+      ++out_->counts.hostOps;
+    };
+    size_t next = 0;
+    for (uint32_t i = seg.begin; i < seg.end; ++i) {
+      while (next < seg.events.size() && seg.events[next].at == i)
+        runEvent(seg.events[next++]);
+      if (!issue(i, seg.name))
+        return false;
+    }
+    while (next < seg.events.size())
+      runEvent(seg.events[next++]);
+    // Session: sync, then finishSegment (which syncs again).
+    sync("end of " + seg.name);
+    sync("finish " + seg.name);
+    out_->segments.push_back({seg.name, (tl().hostNow() - begin) * 1e-9});
+  }
+  out_->seconds = tl().hostNow() * 1e-9;
+  for (const auto &[category, ns] : tl().criticalPath())
+    out_->breakdown[category] = ns * 1e-9;
+  return true;
+}
+
+} // namespace
+
+bool profileStep(const exec::Program &program, const ReplayContext &context,
+                 int64_t position, const Params &params, StepProfile *out,
+                 std::string *error) {
+  *out = StepProfile();
+  Replay replay(program, context, position, params, out, error);
+  return replay.run();
+}
+
+} // namespace pccx::prof

@@ -1,0 +1,67 @@
+//===- Profile.h - a timing model of one program step -----------*- C++ -*-===//
+//
+// Replays a prepared program (runtime/exec/Model.h) at a context position
+// the way runtime/exec/Session.cpp and the KV260 driver
+// (runtime/devices/Kv260Device.cpp) run it: the same segments, events,
+// patch values, weight records and host calls, in the same order, but with
+// no functional execution. Each step of the driver becomes timed work on
+// the event model of Timeline.h; docs/performance.md describes the model.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_RUNTIME_PROF_PROFILE_H
+#define PCCX_RUNTIME_PROF_PROFILE_H
+
+#include "runtime/exec/Model.h"
+#include "runtime/prof/Params.h"
+#include "runtime/prof/Timeline.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pccx::prof {
+
+/// What Session's statistics would count for the step.
+struct StepCounts {
+  uint64_t instructions = 0, hostOps = 0, syncs = 0, weightBytes = 0;
+};
+
+struct StepProfile {
+  int64_t position = 0, rows = 1;
+  double seconds = 0; ///< the step, from its first word to its last sync
+  StepCounts counts;
+  /// Critical-path seconds per category (they sum to `seconds`).
+  std::map<std::string, double> breakdown;
+  /// Host-time seconds of each segment, in program order.
+  std::vector<std::pair<std::string, double>> segments;
+  Timeline timeline;
+};
+
+/// The bundle facts a replay needs besides the program.
+struct ReplayContext {
+  const std::vector<exec::CacheSpec> *caches = nullptr;
+  int64_t maxPositions = 0; ///< 0: no limit
+};
+
+/// Replays `program` at `position`. False with a message naming the
+/// program, the position and the word when the step could not run (a
+/// patch value out of its field, an unset constant entry, a position past
+/// the KV caches).
+bool profileStep(const exec::Program &program, const ReplayContext &context,
+                 int64_t position, const Params &params, StepProfile *out,
+                 std::string *error);
+
+/// The work of one host call at a step: the model's input for its cost.
+struct HostWork {
+  double flops = 0, transcendentals = 0, bytes = 0;
+};
+HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
+                  int64_t position);
+/// Nanoseconds the runtime thread spends on `work`.
+double hostWorkNs(const HostWork &work, const Params &params);
+
+} // namespace pccx::prof
+
+#endif

@@ -1,0 +1,464 @@
+//===- Report.cpp - pccx-prof's outputs -----------------------------------===//
+
+#include "runtime/prof/Report.h"
+
+#include "hw/support/Format.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+using nlohmann::json;
+
+namespace pccx::prof {
+
+bool profileModel(const exec::Model &model,
+                  const std::vector<int64_t> &positions, const Params &params,
+                  ProfileRun *out, std::string *error) {
+  out->params = params;
+  ReplayContext context{&model.caches(), model.maxPositions()};
+  if (!model.decode()) {
+    *error = "the bundle has no decode program";
+    return false;
+  }
+  for (int64_t position : positions) {
+    out->decode.emplace_back();
+    if (!profileStep(*model.decode(), context, position, params,
+                     &out->decode.back(), error))
+      return false;
+  }
+  out->hasPrefill = model.prefill() != nullptr;
+  if (out->hasPrefill &&
+      !profileStep(*model.prefill(), context, 0, params, &out->prefill, error))
+    return false;
+  return true;
+}
+
+double ddrCeilingFraction(const StepProfile &step, const Params &params) {
+  const double ddrSeconds =
+      double(step.counts.weightBytes) / (params.ddr_effective_mb_per_s * 1e6);
+  return step.seconds > 0 ? ddrSeconds / step.seconds : 0;
+}
+
+std::vector<std::pair<std::string, double>> byLayer(const StepProfile &step) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto &[name, seconds] : step.segments) {
+    std::string key = name;
+    if (name.compare(0, 6, "layer.") == 0) {
+      size_t end = 6;
+      while (end < name.size() && std::isdigit((unsigned char)name[end]))
+        ++end;
+      if (end > 6)
+        key = name.substr(0, end);
+    }
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const auto &e) { return e.first == key; });
+    if (it == out.end())
+      out.push_back({key, seconds});
+    else
+      it->second += seconds;
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<std::pair<std::string, double>>
+sortedBreakdown(const StepProfile &step) {
+  std::vector<std::pair<std::string, double>> items(step.breakdown.begin(),
+                                                    step.breakdown.end());
+  std::stable_sort(
+      items.begin(), items.end(),
+      [](const auto &a, const auto &b) { return a.second > b.second; });
+  return items;
+}
+
+json countsJson(const StepCounts &c) {
+  return {{"instructions", c.instructions},
+          {"host_ops", c.hostOps},
+          {"syncs", c.syncs},
+          {"weight_bytes", c.weightBytes}};
+}
+
+json stepDetails(const StepProfile &step) {
+  json breakdown = json::object(), layers = json::object(),
+       busy = json::object();
+  for (const auto &[category, seconds] : step.breakdown)
+    breakdown[category] = seconds;
+  for (const auto &[layer, seconds] : byLayer(step))
+    layers[layer] = seconds;
+  for (const auto &[track, ns] : step.timeline.busyByTrack())
+    busy[track] = ns * 1e-9;
+  return {{"breakdown", breakdown},
+          {"by_layer", layers},
+          {"engine_busy_seconds", busy},
+          {"counts", countsJson(step.counts)}};
+}
+
+void appendStep(std::string &s, const char *title, const StepProfile &step) {
+  s += formatString("\n%s (critical path, ms):\n", title);
+  for (const auto &[category, seconds] : sortedBreakdown(step))
+    s += formatString("  %-28s %12.4f  %5.1f %%\n", category.c_str(),
+                      seconds * 1e3, 100 * seconds / step.seconds);
+  s += "  by layer (ms):\n";
+  for (const auto &[layer, seconds] : byLayer(step))
+    s += formatString("    %-26s %12.4f\n", layer.c_str(), seconds * 1e3);
+  s += "  engine busy (ms):\n";
+  for (const auto &[track, ns] : step.timeline.busyByTrack())
+    s += formatString("    %-32s %10.4f  %5.1f %%\n", track.c_str(), ns * 1e-6,
+                      100 * ns * 1e-9 / step.seconds);
+}
+
+} // namespace
+
+std::string renderText(const ProfileRun &run) {
+  const Params &p = run.params;
+  std::string s = formatString(
+      "%s on the KV260 model: v002 overlay at %.0f MHz, %.0f x Cortex-A53 "
+      "at %.0f MHz, DDR %.0f MB/s effective\n",
+      run.bundle.c_str(), p.core_clock_mhz, p.host_cores, p.host_cpu_mhz,
+      p.ddr_effective_mb_per_s);
+  s += "\ndecode:\n  position    ms/token       tok/s  weight MB/token  "
+       "DDR-ceiling fraction\n";
+  for (const StepProfile &d : run.decode)
+    s += formatString("  %8lld %11.4f %11.3f %16.3f %21.4f\n",
+                      (long long)d.position, d.seconds * 1e3, 1 / d.seconds,
+                      double(d.counts.weightBytes) * 1e-6,
+                      ddrCeilingFraction(d, p));
+  if (run.hasPrefill)
+    s += formatString("\nprefill: %lld rows at position 0: %.4f ms/step, "
+                      "%.3f tok/s, %.3f weight MB/step\n",
+                      (long long)run.prefill.rows, run.prefill.seconds * 1e3,
+                      double(run.prefill.rows) / run.prefill.seconds,
+                      double(run.prefill.counts.weightBytes) * 1e-6);
+  else
+    s += "\nprefill: the bundle has no prefill program\n";
+  for (const StepProfile &d : run.decode) {
+    std::string title =
+        "decode token at position " + std::to_string(d.position);
+    appendStep(s, title.c_str(), d);
+  }
+  if (run.hasPrefill)
+    appendStep(s, "prefill step at position 0", run.prefill);
+  return s;
+}
+
+json renderJson(const ProfileRun &run) {
+  json decode = json::array();
+  for (const StepProfile &d : run.decode) {
+    json e = {{"position", d.position},
+              {"seconds_per_token", d.seconds},
+              {"tokens_per_second", 1 / d.seconds},
+              {"weight_bytes_per_token", d.counts.weightBytes},
+              {"ddr_ceiling_fraction", ddrCeilingFraction(d, run.params)}};
+    e.update(stepDetails(d));
+    decode.push_back(e);
+  }
+  json prefill = nullptr;
+  if (run.hasPrefill) {
+    const StepProfile &f = run.prefill;
+    prefill = {{"rows", f.rows},
+               {"position", f.position},
+               {"seconds_per_step", f.seconds},
+               {"tokens_per_second", double(f.rows) / f.seconds},
+               {"weight_bytes_per_step", f.counts.weightBytes},
+               {"ddr_ceiling_fraction", ddrCeilingFraction(f, run.params)}};
+    prefill.update(stepDetails(f));
+  }
+  json params = json::object();
+  for (const Params::Info &i : Params::all())
+    params[i.name] = run.params.*(i.field);
+  return {{"bundle", run.bundle},
+          {"decode", decode},
+          {"prefill", prefill},
+          {"parameters", params}};
+}
+
+json renderTrace(const ProfileRun &run) {
+  json events = json::array();
+  auto process = [&](int pid, const std::string &name,
+                     const StepProfile &step) {
+    events.push_back({{"ph", "M"},
+                      {"pid", pid},
+                      {"name", "process_name"},
+                      {"args", {{"name", name}}}});
+    for (unsigned t = 0; t < kNumTracks; ++t) {
+      events.push_back({{"ph", "M"},
+                        {"pid", pid},
+                        {"tid", t},
+                        {"name", "thread_name"},
+                        {"args", {{"name", trackName(Track(t))}}}});
+      events.push_back({{"ph", "M"},
+                        {"pid", pid},
+                        {"tid", t},
+                        {"name", "thread_sort_index"},
+                        {"args", {{"sort_index", t}}}});
+    }
+    for (const Interval &i : step.timeline.intervals())
+      events.push_back({{"ph", "X"},
+                        {"pid", pid},
+                        {"tid", unsigned(i.track)},
+                        {"ts", i.start * 1e-3},
+                        {"dur", (i.end - i.start) * 1e-3},
+                        {"cat", i.category},
+                        {"name", i.name}});
+  };
+  if (!run.decode.empty())
+    process(1,
+            "decode token at position " +
+                std::to_string(run.decode.front().position),
+            run.decode.front());
+  if (run.hasPrefill)
+    process(2,
+            "prefill step of " + std::to_string(run.prefill.rows) +
+                " rows at position 0",
+            run.prefill);
+  return {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+}
+
+bool writeFileAtomically(const std::string &path, const std::string &text,
+                         std::string *error) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      *error = "cannot write '" + tmp + "': " + std::strerror(errno);
+      return false;
+    }
+    out << text;
+    out.flush();
+    if (!out) {
+      *error = "write to '" + tmp + "' failed";
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = "cannot rename '" + tmp + "' to '" + path +
+             "': " + std::strerror(errno);
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+} // namespace pccx::prof
+
+namespace pccx::prof {
+namespace {
+
+std::string escapeHtml(const std::string &text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    default:
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// A fixed colour per category, so pictures of different runs compare.
+std::string categoryColour(const std::string &category) {
+  static const std::pair<const char *, const char *> fixed[] = {
+      {"weight_streaming", "#1f77b4"},
+      {"npu_compute", "#ff7f0e"},
+      {"sfu", "#2ca02c"},
+      {"memcpy", "#9467bd"},
+      {"memset", "#8c564b"},
+      {"issue", "#7f7f7f"},
+      {"sync", "#bcbd22"},
+      {"wait", "#e8e8e8"},
+      {"runtime_copy:weight_staging", "#d62728"},
+      {"runtime_copy:bf16_to_npu", "#e377c2"},
+      {"runtime_copy:bf16_from_npu", "#f7b6d2"}};
+  for (const auto &[name, colour] : fixed)
+    if (category == name)
+      return colour;
+  // Host kernels: shades of teal by a stable hash of the name.
+  uint32_t h = 2166136261u;
+  for (unsigned char c : category)
+    h = (h ^ c) * 16777619u;
+  return formatString("#%02x%02x%02x", 0x10 + (h & 0x3f),
+                      0x90 + ((h >> 8) & 0x3f), 0x90 + ((h >> 16) & 0x3f));
+}
+
+std::string timelineSvg(const StepProfile &step) {
+  const double width = 1100, left = 230, rowHeight = 18;
+  const double total = std::max(step.seconds * 1e9, 1e-9);
+  const double scale = (width - left - 10) / total; // px per ns
+  std::string s = formatString(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+      "height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">\n",
+      width + 40, rowHeight * (kNumTracks + 2));
+  for (unsigned t = 0; t < kNumTracks; ++t)
+    s +=
+        formatString("<text x=\"4\" y=\"%.1f\">%s</text>\n", rowHeight * t + 13,
+                     escapeHtml(trackName(Track(t))).c_str());
+  // Merge neighbours of one category closer than half a pixel: a full-size
+  // token has tens of thousands of intervals.
+  struct Box {
+    double x0, x1;
+    std::string category;
+  };
+  std::vector<std::vector<Box>> rows(kNumTracks);
+  for (const Interval &i : step.timeline.intervals()) {
+    std::vector<Box> &row = rows[unsigned(i.track)];
+    const double x0 = left + i.start * scale, x1 = left + i.end * scale;
+    if (!row.empty() && row.back().category == i.category &&
+        x0 - row.back().x1 < 0.5)
+      row.back().x1 = std::max(row.back().x1, x1);
+    else
+      row.push_back({x0, x1, i.category});
+  }
+  for (unsigned t = 0; t < kNumTracks; ++t)
+    for (const Box &b : rows[t])
+      s += formatString(
+          "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
+          "fill=\"%s\"><title>%s</title></rect>\n",
+          b.x0, rowHeight * t + 2, std::max(b.x1 - b.x0, 0.5), rowHeight - 4,
+          categoryColour(b.category).c_str(), escapeHtml(b.category).c_str());
+  const double axisY = rowHeight * kNumTracks + 12;
+  for (int tick = 0; tick <= 4; ++tick) {
+    const double x = left + (width - left - 10) * tick / 4;
+    s += formatString("<line x1=\"%.1f\" y1=\"0\" x2=\"%.1f\" y2=\"%.1f\" "
+                      "stroke=\"#ccc\" stroke-width=\"0.5\"/>\n"
+                      "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
+                      "%.3f ms</text>\n",
+                      x, x, axisY - 10, x, axisY + 6, total * 1e-6 * tick / 4);
+  }
+  return s + "</svg>\n";
+}
+
+std::string sweepSvg(const ProfileRun &run) {
+  const double width = 600, height = 300, left = 70, bottom = 40, top = 15,
+               right = 20;
+  double maxPos = 1, maxMs = 0;
+  for (const StepProfile &d : run.decode) {
+    maxPos = std::max(maxPos, double(d.position));
+    maxMs = std::max(maxMs, d.seconds * 1e3);
+  }
+  maxMs = maxMs > 0 ? maxMs * 1.1 : 1;
+  auto px = [&](double pos) {
+    return left + (width - left - right) * pos / maxPos;
+  };
+  auto py = [&](double ms) {
+    return height - bottom - (height - bottom - top) * ms / maxMs;
+  };
+  std::string s = formatString(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+      "height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">\n"
+      "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" "
+      "stroke=\"#000\"/>\n"
+      "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" "
+      "stroke=\"#000\"/>\n"
+      "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">context "
+      "position</text>\n"
+      "<text x=\"14\" y=\"%.0f\" transform=\"rotate(-90 14 %.0f)\" "
+      "text-anchor=\"middle\">ms per decode token</text>\n",
+      width, height, left, height - bottom, width - right, height - bottom,
+      left, top, left, height - bottom, (left + width - right) / 2, height - 6,
+      (top + height - bottom) / 2, (top + height - bottom) / 2);
+  for (int tick = 0; tick <= 4; ++tick) {
+    const double ms = maxMs * tick / 4, pos = maxPos * tick / 4;
+    // Plain decimals (no exponent) with as many digits as the scale needs.
+    const int decimals = maxMs >= 100 ? 0 : maxMs >= 1 ? 2 : 4;
+    s += formatString("<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.*f"
+                      "</text>\n<text x=\"%.1f\" y=\"%.0f\" "
+                      "text-anchor=\"middle\">%.0f</text>\n",
+                      left - 4, py(ms) + 4, decimals, ms, px(pos),
+                      height - bottom + 14, pos);
+  }
+  std::string points;
+  for (const StepProfile &d : run.decode) {
+    points +=
+        formatString("%.1f,%.1f ", px(double(d.position)), py(d.seconds * 1e3));
+    s += formatString("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
+                      "fill=\"#1f77b4\"><title>position %lld: %.4f ms"
+                      "</title></circle>\n",
+                      px(double(d.position)), py(d.seconds * 1e3),
+                      (long long)d.position, d.seconds * 1e3);
+  }
+  s += "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" "
+       "points=\"" +
+       points + "\"/>\n";
+  return s + "</svg>\n";
+}
+
+} // namespace
+
+std::string renderHtml(const ProfileRun &run) {
+  const Params &p = run.params;
+  std::string s =
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n<title>"
+      "pccx-prof: " +
+      escapeHtml(run.bundle) +
+      "</title>\n<style>body{font-family:sans-serif;margin:20px}"
+      "table{border-collapse:collapse;margin:8px 0 20px}"
+      "td,th{border:1px solid #bbb;padding:3px 8px;text-align:right}"
+      "td:first-child,th:first-child{text-align:left}"
+      ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px}"
+      "</style></head><body>\n<h1>pccx-prof: " +
+      escapeHtml(run.bundle) + "</h1>\n";
+  s += formatString("<p>Modelled on the KV260: v002 overlay at %.0f MHz, "
+                    "%.0f &times; Cortex-A53 at %.0f MHz, DDR %.0f MB/s "
+                    "effective. A model, not a measurement: "
+                    "docs/performance.md lists every assumption.</p>\n",
+                    p.core_clock_mhz, p.host_cores, p.host_cpu_mhz,
+                    p.ddr_effective_mb_per_s);
+  s += "<h2>Figures</h2>\n<table><tr><th>step</th><th>ms</th><th>tok/s</th>"
+       "<th>weight MB/step</th><th>DDR-ceiling fraction</th></tr>\n";
+  for (const StepProfile &d : run.decode)
+    s += formatString("<tr><td>decode at position %lld</td><td>%.4f</td>"
+                      "<td>%.3f</td><td>%.3f</td><td>%.4f</td></tr>\n",
+                      (long long)d.position, d.seconds * 1e3, 1 / d.seconds,
+                      double(d.counts.weightBytes) * 1e-6,
+                      ddrCeilingFraction(d, p));
+  if (run.hasPrefill)
+    s += formatString("<tr><td>prefill, %lld rows at position 0</td>"
+                      "<td>%.4f</td><td>%.3f</td><td>%.3f</td><td>%.4f</td>"
+                      "</tr>\n",
+                      (long long)run.prefill.rows, run.prefill.seconds * 1e3,
+                      double(run.prefill.rows) / run.prefill.seconds,
+                      double(run.prefill.counts.weightBytes) * 1e-6,
+                      ddrCeilingFraction(run.prefill, p));
+  s += "</table>\n";
+  if (run.decode.empty())
+    return s + "</body></html>\n";
+  const StepProfile &first = run.decode.front();
+  s += formatString("<h2>Timeline of a decode token at position %lld</h2>\n",
+                    (long long)first.position) +
+       timelineSvg(first);
+  s += "<h2>Time per decode token over the context position</h2>\n" +
+       sweepSvg(run);
+  s += formatString("<h2>Critical path of that token</h2>\n<table><tr>"
+                    "<th>category</th><th>ms</th><th>share</th></tr>\n");
+  for (const auto &[category, seconds] : sortedBreakdown(first))
+    s += formatString("<tr><td><span class=\"swatch\" style=\"background:%s"
+                      "\"></span>%s</td><td>%.4f</td><td>%.1f %%</td></tr>\n",
+                      categoryColour(category).c_str(),
+                      escapeHtml(category).c_str(), seconds * 1e3,
+                      100 * seconds / first.seconds);
+  s += "</table>\n";
+  s += "<h2>By layer</h2>\n<table><tr><th>segment group</th><th>ms</th></tr>\n";
+  for (const auto &[layer, seconds] : byLayer(first))
+    s += formatString("<tr><td>%s</td><td>%.4f</td></tr>\n",
+                      escapeHtml(layer).c_str(), seconds * 1e3);
+  return s + "</table>\n</body></html>\n";
+}
+
+} // namespace pccx::prof

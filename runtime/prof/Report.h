@@ -1,0 +1,59 @@
+//===- Report.h - pccx-prof's outputs ---------------------------*- C++ -*-===//
+//
+// The figures of a profile as text, as the stable JSON shape scripts read
+// (docs/performance.md), and as a Chrome/Perfetto trace.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_RUNTIME_PROF_REPORT_H
+#define PCCX_RUNTIME_PROF_REPORT_H
+
+#include "runtime/prof/Profile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace pccx::prof {
+
+struct ProfileRun {
+  std::string bundle;
+  std::vector<StepProfile> decode; ///< one per position
+  bool hasPrefill = false;
+  StepProfile prefill; ///< at position 0
+  Params params;
+};
+
+/// Replays the bundle's decode program at each position and its prefill
+/// program (if any) at position 0.
+bool profileModel(const exec::Model &model,
+                  const std::vector<int64_t> &positions, const Params &params,
+                  ProfileRun *out, std::string *error);
+
+/// Weight bytes per step ÷ effective DDR bandwidth, over the step's time:
+/// 1 means the step runs at the DDR ceiling.
+double ddrCeilingFraction(const StepProfile &step, const Params &params);
+
+/// Segment seconds summed by layer: "layer.N..." segments under "layer.N",
+/// others under their own name, in first-seen order.
+std::vector<std::pair<std::string, double>> byLayer(const StepProfile &step);
+
+std::string renderText(const ProfileRun &run);
+nlohmann::json renderJson(const ProfileRun &run);
+/// Chrome trace-event JSON: the first decode position and the prefill step
+/// as two processes, one thread per engine track.
+nlohmann::json renderTrace(const ProfileRun &run);
+/// One self-contained HTML page without scripts: the figures table, the
+/// breakdown and by-layer tables of the first position, an SVG timeline of
+/// that decode token (one row per track) and an SVG plot of the time per
+/// token over the positions.
+std::string renderHtml(const ProfileRun &run);
+
+/// Writes `text` to `path` through a temporary file renamed into place.
+bool writeFileAtomically(const std::string &path, const std::string &text,
+                         std::string *error);
+
+} // namespace pccx::prof
+
+#endif

@@ -1,0 +1,177 @@
+//===- main.cpp - pccx-prof -------------------------------------*- C++ -*-===//
+//
+// Predicts how a .pccx bundle runs on the KV260: replays its prepared
+// programs on the timing model of runtime/prof. This file reads the
+// command line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "hw/support/Format.h"
+#include "runtime/prof/Calibrate.h"
+#include "runtime/prof/Report.h"
+#include "tools/common/CommandLine.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace {
+
+const char kHelp[] =
+    R"(USAGE: pccx-prof MODEL.pccx [options]
+       pccx-prof --calibrate FILE [--set host_cpu_mhz=MHZ]
+
+Predicts the time of a bundle on the KV260 (v002 overlay plus the board's
+Cortex-A53 host) without running it: the decode program is replayed at each
+context position and the prefill program at position 0, in the runtime's
+order (segments, syncs, patch values, weight records, host calls) and with
+the KV260 driver's copies, on an event model of the NPU engines, the HP
+ports, DDR and the host. Nothing is executed functionally. The model and
+every parameter's source are in docs/performance.md.
+
+OPTIONS:
+  --positions P,...     decode context positions (default 512); the
+                        attention span of sliding layers is
+                        min(position + 1, window)
+  --set NAME=VALUE      override a parameter (repeatable), e.g.
+                        --set ddr_effective_mb_per_s=12000
+  --params FILE         load parameters from a file of NAME=VALUE lines
+                        ('#' starts a comment); --set applies after it
+  --list-parameters     print every parameter with its unit and source
+                        (values changed by --params or --set are marked)
+  --calibrate FILE      measure the host costs (fp32 operation, libm call,
+                        memory read rate, host-call overhead, BF16
+                        conversion) on this machine and write them as a
+                        parameter file for --params; run it on the board
+  --json                print the figures as one JSON object:
+                        {"bundle", "decode": [{"position",
+                        "seconds_per_token", "tokens_per_second",
+                        "weight_bytes_per_token", "ddr_ceiling_fraction",
+                        "breakdown": {CATEGORY: seconds}, "by_layer",
+                        "engine_busy_seconds", "counts"}], "prefill":
+                        {"rows", "position", "seconds_per_step",
+                        "tokens_per_second", ...} or null, "parameters"}
+  --trace FILE.json     write a Chrome/Perfetto trace (one track per engine)
+                        of the first decode position and the prefill step
+  --report FILE.html    write one self-contained page (no scripts): the
+                        figures, the breakdown, an SVG timeline of the
+                        first position's decode token, an SVG plot of the
+                        time per token over the positions, the layers
+  -h, --help            show this help
+
+The breakdown is the critical path: the runtime thread's own work (issue,
+runtime copies, host kernels by kind, sync latency) plus, while it waits,
+the chain of NPU instructions it waits for (weight streaming or NPU compute
+per GEMV/GEMM, SFU, MEMCPY, MEMSET); its categories sum to the step time.
+)";
+
+bool parsePositions(const std::string &text, std::vector<int64_t> *out,
+                    std::string *error) {
+  out->clear();
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string item = text.substr(start, end - start);
+    char *stop = nullptr;
+    long long v = std::strtoll(item.c_str(), &stop, 10);
+    if (item.empty() || *stop || v < 0) {
+      *error = "--positions: '" + item + "' is not a position";
+      return false;
+    }
+    out->push_back(v);
+    start = end + 1;
+  }
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  pccx::tools::CommandLine cl("pccx-prof", argc, argv);
+  std::string bundlePath, tracePath, reportPath, paramsPath, calibratePath;
+  std::vector<std::string> sets;
+  std::vector<int64_t> positions = {512};
+  pccx::prof::Params params;
+  bool asJson = false, listParams = false;
+  std::string error;
+  while (cl.next()) {
+    const std::string &a = cl.arg();
+    if (a == "-h" || a == "--help") {
+      std::cout << kHelp;
+      return 0;
+    } else if (cl.is("--positions")) {
+      if (!parsePositions(cl.value(), &positions, &error))
+        return cl.fail(error);
+    } else if (cl.is("--set")) {
+      sets.push_back(cl.value());
+    } else if (cl.is("--params")) {
+      paramsPath = cl.value();
+    } else if (cl.is("--calibrate")) {
+      calibratePath = cl.value();
+    } else if (a == "--list-parameters") {
+      listParams = true;
+    } else if (a == "--json") {
+      asJson = true;
+    } else if (cl.is("--trace")) {
+      tracePath = cl.value();
+    } else if (cl.is("--report")) {
+      reportPath = cl.value();
+    } else if (!a.empty() && a[0] == '-') {
+      return cl.fail("unknown option '" + a + "' (see --help)");
+    } else if (bundlePath.empty()) {
+      bundlePath = a;
+    } else {
+      return cl.fail("more than one bundle given ('" + bundlePath + "' and '" +
+                     a + "')");
+    }
+  }
+  if (!paramsPath.empty() && !params.load(paramsPath, &error))
+    return cl.fail(error);
+  for (const std::string &assignment : sets)
+    if (!params.set(assignment, &error))
+      return cl.fail(error);
+  if (!calibratePath.empty()) {
+    if (!pccx::prof::writeFileAtomically(
+            calibratePath, pccx::prof::calibrateHost(params), &error))
+      return cl.fail(error);
+    std::cout << "wrote " << calibratePath << "\n";
+    return 0;
+  }
+  if (listParams) {
+    // A value from --params or --set says so: its source line is the
+    // default's.
+    const pccx::prof::Params defaults;
+    for (const auto &p : pccx::prof::Params::all()) {
+      const double value = params.*(p.field), initial = defaults.*(p.field);
+      std::string source = p.source;
+      if (value != initial)
+        source = pccx::formatString("set (default %g: %s)", initial, p.source);
+      std::printf("%-36s %14g %-14s %s\n", p.name, value, p.unit,
+                  source.c_str());
+    }
+    return 0;
+  }
+  if (bundlePath.empty())
+    return cl.fail("no bundle given (usage: pccx-prof MODEL.pccx; see --help)");
+  auto model = pccx::exec::Model::load(bundlePath, &error);
+  if (!model)
+    return cl.fail(error);
+  pccx::prof::ProfileRun run;
+  run.bundle = bundlePath;
+  if (!pccx::prof::profileModel(*model, positions, params, &run, &error))
+    return cl.fail(bundlePath + ": " + error);
+  if (!tracePath.empty() &&
+      !pccx::prof::writeFileAtomically(
+          tracePath, pccx::prof::renderTrace(run).dump() + "\n", &error))
+    return cl.fail(error);
+  if (!reportPath.empty() &&
+      !pccx::prof::writeFileAtomically(reportPath, pccx::prof::renderHtml(run),
+                                       &error))
+    return cl.fail(error);
+  if (asJson)
+    std::cout << pccx::prof::renderJson(run).dump(2) << "\n";
+  else
+    std::cout << pccx::prof::renderText(run);
+  return 0;
+}
