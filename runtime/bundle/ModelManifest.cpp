@@ -266,11 +266,14 @@ bool readModelManifest(const Bundle &bundle, ModelManifest *out,
       return rd.fail(std::string("'") + key + "'",
                      "missing or not an object (is this a model bundle from "
                      "pccx-compile?)");
-  for (const char *key : {"segments", "weight_table"})
-    if (!rd.member(j, key) || !rd.member(j, key)->is_array())
-      return rd.fail(std::string("'") + key + "'",
-                     "missing or not a list (is this a model bundle from "
-                     "pccx-compile?)");
+  if (!rd.member(j, "segments") || !rd.member(j, "segments")->is_array())
+    return rd.fail("'segments'", "missing or not a list (is this a model "
+                                 "bundle from pccx-compile?)");
+  // The weight table describes the records for tools that map them back to
+  // checkpoint tensors; a hand-assembled bundle may have none.
+  if (const json *t = rd.member(j, "weight_table"))
+    if (!t->is_array())
+      return rd.fail("'weight_table'", "is not a list");
   if (const json *p = rd.member(j, manifest_keys::kProducer))
     m.producer = p->is_string() ? p->get<std::string>() : "";
   m.config = j["config"];
@@ -362,7 +365,8 @@ bool readModelManifest(const Bundle &bundle, ModelManifest *out,
     m.gathers.push_back(std::move(g));
   }
   size_t index = 0;
-  for (const json &r : j["weight_table"]) {
+  for (const json &r :
+       j.contains("weight_table") ? j["weight_table"] : json::array()) {
     WeightRecordEntry e;
     const std::string where = "weight_table[" + std::to_string(index++) + "]";
     int64_t offset, bytes;
