@@ -31,9 +31,23 @@ struct EmitOptions {
   std::function<void(uint64_t, uint64_t)> progress;
 };
 
+/// Module attribute holding the compile options (a dictionary: max_seq_len,
+/// prefill_rows, kv_dtype, ..., and optionally `tokenizer`, the path of a
+/// SentencePiece model to embed). pccx-compile sets it at import so that a
+/// saved module carries what the bundle needs (pccx-translate).
+constexpr const char kCompileOptionsAttr[] = "pccx.compile_options";
+
+/// The emit options a module records in kCompileOptionsAttr.
+bool emitOptionsFromModule(mlir::ModuleOp module, EmitOptions *options,
+                           std::string *error);
+
 /// Writes the bundle atomically to `path`. Errors name the op or tensor.
 bool emitBundle(mlir::ModuleOp module, const std::string &path,
                 const EmitOptions &options, std::string *error);
+
+/// Registers the `--pccx-to-bundle` translation (pccx-translate): a lowered
+/// module, read from text, written as a bundle.
+void registerBundleTranslation();
 
 } // namespace pccx
 

@@ -23,8 +23,6 @@ bool loadCheckpoint(const std::string &dir, LoadedCheckpoint *out,
   return import::validateCheckpoint(out->config, *out->checkpoint, error);
 }
 
-namespace {
-
 // The config travels in the module as an attribute mirroring its JSON
 // (objects as dictionaries, null as a unit attribute), readable in the IR
 // and converted back to JSON for the one config parser.
@@ -55,6 +53,8 @@ Attribute jsonToAttr(Builder &b, const nlohmann::json &j) {
     return b.getUnitAttr();
   }
 }
+
+namespace {
 
 bool attrToJson(Attribute attr, nlohmann::json &out, std::string *error) {
   if (auto d = dyn_cast<DictionaryAttr>(attr)) {

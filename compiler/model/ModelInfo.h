@@ -12,6 +12,8 @@
 #include "compiler/import/Gemma3nConfig.h"
 #include "compiler/import/Safetensors.h"
 
+#include <nlohmann/json.hpp>
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -57,6 +59,10 @@ struct LoadedCheckpoint {
 /// tensor the config needs is present with the right shape.
 bool loadCheckpoint(const std::string &dir, LoadedCheckpoint *out,
                     std::string *error);
+
+/// JSON as an attribute: objects become dictionaries, arrays arrays, null a
+/// unit attribute.
+mlir::Attribute jsonToAttr(mlir::Builder &builder, const nlohmann::json &j);
 
 /// The config as a module attribute: a dictionary mirroring config.json
 /// (null as a unit attribute), readable in the IR.

@@ -8,6 +8,7 @@
 #include "compiler/ModelImporter.h"
 #include "compiler/Pipeline.h"
 #include "compiler/emit/EmitBundle.h"
+#include "compiler/model/ModelInfo.h"
 #include "compiler/reference/ExportEffective.h"
 #include "runtime/bundle/Bundle.h"
 #include "compiler/Registration.h"
@@ -188,25 +189,34 @@ int main(int argc, char **argv) {
                   "'builtin.module(gemma3n-resolve-kv-sharing)'");
     static_cast<mlir::OpPassManager &>(pm) = *parsed;
   }
+  // What the bundle records besides the programs, kept on the module so a
+  // saved lowered module can still be emitted (pccx-translate).
+  {
+    nlohmann::json compileOptions = {{"max_seq_len", int64_t(maxSeqLen)},
+                                     {"prefill_rows", int64_t(prefillRows)},
+                                     {"kv_dtype", std::string(kvDtype)},
+                                     {"fold_norm_gains", !noFoldNormGains},
+                                     {"fuse_laurel", !noFuseLaurel},
+                                     {"quantization", "int4_per_row"}};
+    if (!int8Weights.empty())
+      compileOptions["int8_weights"] = std::string(int8Weights);
+    std::string tok = tokenizer;
+    if (tok.empty() &&
+        llvm::sys::fs::exists(std::string(checkpointDir) + "/tokenizer.model"))
+      tok = std::string(checkpointDir) + "/tokenizer.model";
+    if (!tok.empty())
+      compileOptions["tokenizer"] = tok;
+    mlir::Builder b(&context);
+    (*module)->setAttr(pccx::kCompileOptionsAttr,
+                       pccx::jsonToAttr(b, compileOptions));
+  }
   if (failed(pm.run(*module)))
     return 1; // diagnostics already printed with their locations
 
   if (emit == Emit::Bundle) {
     pccx::EmitOptions emitOptions;
-    emitOptions.kvDtype = kvDtype;
-    emitOptions.compileOptions = {{"max_seq_len", int64_t(maxSeqLen)},
-                                  {"prefill_rows", int64_t(prefillRows)},
-                                  {"kv_dtype", std::string(kvDtype)},
-                                  {"fold_norm_gains", !noFoldNormGains},
-                                  {"fuse_laurel", !noFuseLaurel},
-                                  {"quantization", "int4_per_row"}};
-    if (!int8Weights.empty())
-      emitOptions.compileOptions["int8_weights"] = std::string(int8Weights);
-    std::string tok = tokenizer;
-    if (tok.empty() &&
-        llvm::sys::fs::exists(std::string(checkpointDir) + "/tokenizer.model"))
-      tok = std::string(checkpointDir) + "/tokenizer.model";
-    emitOptions.tokenizerPath = tok;
+    if (!pccx::emitOptionsFromModule(*module, &emitOptions, &error))
+      return fail(error);
     bool tty = llvm::sys::Process::StandardErrIsDisplayed();
     if (tty)
       emitOptions.progress = [](uint64_t done, uint64_t total) {

@@ -1,0 +1,88 @@
+//===- BundleTranslation.cpp - pccx IR -> bundle as an MLIR translation ---===//
+//
+// `pccx-translate --pccx-to-bundle model.mlir -o model.pccx` writes the same
+// bundle pccx-compile writes from a saved lowered module (pccx-compile
+// --emit=pccx): the module records its checkpoint and compile options.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/emit/EmitBundle.h"
+
+#include "dialects/Gemma3n/Gemma3nOps.h"
+#include "dialects/Pccx/PccxOps.h"
+#include "compiler/emit/AttrJson.h"
+#include "compiler/model/WeightEvaluator.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace mlir;
+
+namespace pccx {
+
+bool emitOptionsFromModule(ModuleOp module, EmitOptions *options,
+                           std::string *error) {
+  auto dict = module->getAttrOfType<DictionaryAttr>(kCompileOptionsAttr);
+  if (!dict) {
+    *error = std::string("the module has no '") + kCompileOptionsAttr +
+             "' dictionary (lower it with pccx-compile --emit=pccx)";
+    return false;
+  }
+  nlohmann::json recorded = attrToJson(dict);
+  if (auto tok = dict.getAs<StringAttr>("tokenizer")) {
+    options->tokenizerPath = tok.str();
+    recorded.erase("tokenizer");
+  }
+  auto kv = dict.getAs<StringAttr>("kv_dtype");
+  if (!kv || (kv.getValue() != "f16" && kv.getValue() != "f32" &&
+              kv.getValue() != "int8")) {
+    *error = std::string(kCompileOptionsAttr) +
+             ": 'kv_dtype' must be \"f16\", \"f32\" or \"int8\"";
+    return false;
+  }
+  options->kvDtype = kv.str();
+  options->compileOptions = recorded;
+  return true;
+}
+
+void registerBundleTranslation() {
+  TranslateFromMLIRRegistration registration(
+      "pccx-to-bundle",
+      "write a lowered pccx module (pccx-compile --emit=pccx) as a .pccx "
+      "bundle",
+      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        EmitOptions options;
+        std::string error;
+        if (!module || !emitOptionsFromModule(module, &options, &error))
+          return op->emitError(module ? error : "expected a builtin.module");
+        // The bundle writer writes atomically to a path; the translation's
+        // output is a stream: write aside, then copy.
+        llvm::SmallString<128> path;
+        if (llvm::sys::fs::createTemporaryFile("pccx-translate", "pccx",
+                                               path))
+          return op->emitError("cannot create a temporary file");
+        bool ok = emitBundle(module, path.str().str(), options, &error);
+        if (ok) {
+          auto buffer = llvm::MemoryBuffer::getFile(path);
+          ok = bool(buffer);
+          if (ok)
+            os << (*buffer)->getBuffer();
+          else
+            error = "cannot read back " + path.str().str();
+        }
+        llvm::sys::fs::remove(path);
+        if (!ok)
+          return op->emitError(error);
+        return success();
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<gemma3n::Gemma3nDialect, dialect::PccxDialect,
+                        func::FuncDialect>();
+      });
+}
+
+} // namespace pccx

@@ -1,0 +1,2 @@
+pccx.program @decode {
+}
