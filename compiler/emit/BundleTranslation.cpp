@@ -8,10 +8,10 @@
 
 #include "compiler/emit/EmitBundle.h"
 
-#include "dialects/Gemma3n/Gemma3nOps.h"
-#include "dialects/Pccx/PccxOps.h"
 #include "compiler/emit/AttrJson.h"
 #include "compiler/model/WeightEvaluator.h"
+#include "dialects/Gemma3n/Gemma3nOps.h"
+#include "dialects/Pccx/PccxOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -62,8 +62,7 @@ void registerBundleTranslation() {
         // The bundle writer writes atomically to a path; the translation's
         // output is a stream: write aside, then copy.
         llvm::SmallString<128> path;
-        if (llvm::sys::fs::createTemporaryFile("pccx-translate", "pccx",
-                                               path))
+        if (llvm::sys::fs::createTemporaryFile("pccx-translate", "pccx", path))
           return op->emitError("cannot create a temporary file");
         bool ok = emitBundle(module, path.str().str(), options, &error);
         if (ok) {

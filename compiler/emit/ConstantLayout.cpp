@@ -44,9 +44,9 @@ bool ConstantLayout::plan(ModuleOp module, std::string *error) {
       bundle::parseWeightRecipe(attrToJson(recipe), &e.recipe);
       uint64_t bytes;
       if (g.quantized) {
-        uint64_t codes = hw::pad16(
-            uint64_t(e.rows) *
-            uint64_t(hw::packedRowBytes(g.format, size_t(e.cols))));
+        uint64_t codes =
+            hw::pad16(uint64_t(e.rows) *
+                      uint64_t(hw::packedRowBytes(g.format, size_t(e.cols))));
         e.scalesOffset = gatherBytes_ + codes;
         bytes = codes + hw::pad16(uint64_t(e.rows) * 4);
       } else {

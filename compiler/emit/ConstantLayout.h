@@ -36,8 +36,7 @@ public:
   uint64_t hostBytes() const { return hostBytes_; }
   uint64_t gatherBytes() const { return gatherBytes_; }
 
-  bool streamHostTensors(bundle::SectionSink &sink,
-                         std::string *error) const;
+  bool streamHostTensors(bundle::SectionSink &sink, std::string *error) const;
   /// `progress` receives the bytes written so far in this section.
   bool streamGathers(bundle::SectionSink &sink,
                      const std::function<void(uint64_t)> &progress,

@@ -90,7 +90,9 @@ bool emitBundle(ModuleOp module, const std::string &path,
           [&](bundle::SectionSink &sink, std::string *err) {
             return constants.streamGathers(
                 sink,
-                [&](uint64_t done) { progress(weightBytes + hostBytes + done); },
+                [&](uint64_t done) {
+                  progress(weightBytes + hostBytes + done);
+                },
                 err);
           },
           error))

@@ -139,8 +139,8 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights,
           note += ": attention scores";
         } else {
           std::string why;
-          const WeightPlan::Record *r = weights.use(
-              w.getRecipe(), w.getFirstRow(), w.getNumRows(), &why);
+          const WeightPlan::Record *r =
+              weights.use(w.getRecipe(), w.getFirstRow(), w.getNumRows(), &why);
           if (!r)
             return failAt(&op, why, error);
           use.offset = r->offset;

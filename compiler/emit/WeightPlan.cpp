@@ -74,9 +74,9 @@ bool WeightPlan::stream(bundle::SectionSink &sink,
       if (!evaluator_.readRows(inner, r.firstRow + row, n, buf.data(), error))
         return false;
       for (int64_t i = 0; i < n; ++i)
-        scales[size_t(row + i)] = hw::quantizeRow(
-            r.format, buf.data() + i * r.cols, size_t(r.cols),
-            codes.data() + (row + i) * r.cols);
+        scales[size_t(row + i)] =
+            hw::quantizeRow(r.format, buf.data() + i * r.cols, size_t(r.cols),
+                            codes.data() + (row + i) * r.cols);
     }
     const int64_t scaleBytes = hw::recordScaleBytes(r.rows);
     const int64_t stride = hw::recordRowStride(r.format, r.cols);

@@ -41,8 +41,8 @@ public:
   /// The record of rows [firstRow, firstRow + rows) of `recipe`, added at
   /// the end of the section if it is new. Null with `*error` set when the
   /// recipe is not quantized with a known scheme or the rows do not exist.
-  const Record *use(mlir::DictionaryAttr recipe, int64_t firstRow,
-                    int64_t rows, std::string *error);
+  const Record *use(mlir::DictionaryAttr recipe, int64_t firstRow, int64_t rows,
+                    std::string *error);
 
   uint64_t bytes() const { return bytes_; }
   const std::vector<Record> &records() const { return records_; }
@@ -57,8 +57,7 @@ public:
 private:
   const WeightEvaluator &evaluator_;
   std::vector<Record> records_;
-  llvm::DenseMap<std::tuple<mlir::Attribute, int64_t, int64_t>, size_t>
-      index_;
+  llvm::DenseMap<std::tuple<mlir::Attribute, int64_t, int64_t>, size_t> index_;
   uint64_t bytes_ = 0;
 };
 

@@ -1,4 +1,5 @@
-//===- PccxOps.cpp - pccx v002 dialect ---------------------------*- C++ -*-===//
+//===- PccxOps.cpp - pccx v002 dialect ---------------------------*- C++
+//-*-===//
 //
 // Verification and encoding are driven by the field table of
 // hw/isa/PccxIsa.def: an op attribute is found by the field's name, and
@@ -39,7 +40,6 @@ void PccxDialect::initialize() {
 #include "dialects/Pccx/PccxOps.cpp.inc"
 
 namespace {
-
 
 std::string enumChoices(isa::Field field) {
   std::string out;
@@ -160,8 +160,7 @@ LogicalResult verifyShapePatches(Operation *op) {
                                << "' must name bank \"weight_shape\" or "
                                   "\"fmap_shape\"";
     if (!op->getAttr(patch.getBank()))
-      return op->emitOpError() << "shape patch names bank '"
-                               << patch.getBank()
+      return op->emitOpError() << "shape patch names bank '" << patch.getBank()
                                << "', but the op states no such shape";
     if (patch.getField() != "a_value" && patch.getField() != "b_value" &&
         patch.getField() != "c_value")
@@ -210,8 +209,8 @@ pccx::dialect::resolveAllocatedBuffer(Operation *user, FlatSymbolRefAttr sym) {
   return int64_t(*buffer.getAddress());
 }
 
-FailureOr<isa::Instruction> pccx::dialect::toInstruction(Operation *op,
-                                                         AddressResolver resolve) {
+FailureOr<isa::Instruction>
+pccx::dialect::toInstruction(Operation *op, AddressResolver resolve) {
   std::optional<isa::Opcode> opcode = opcodeOf(op);
   if (!opcode)
     return op->emitOpError("is not a pccx instruction");
@@ -254,8 +253,7 @@ FailureOr<isa::Instruction> pccx::dialect::toInstruction(Operation *op,
         value = uint64_t(*address);
       } else if (auto intAttr = dyn_cast_or_null<IntegerAttr>(attr)) {
         if (intAttr.getInt() < 0)
-          return op->emitOpError()
-                 << "field '" << info.name << "' is negative";
+          return op->emitOpError() << "field '" << info.name << "' is negative";
         value = uint64_t(intAttr.getInt());
       } else {
         return op->emitOpError() << "field '" << info.name << "' is missing";
@@ -413,8 +411,7 @@ WeightRecordAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          DictionaryAttr recipe, int64_t firstRow,
                          int64_t numRows, bool dynamic) {
   if (dynamic)
-    return recipe ? emitError() << "a dynamic record has no recipe"
-                  : success();
+    return recipe ? emitError() << "a dynamic record has no recipe" : success();
   if (!recipe || !recipe.get("quantize") ||
       !llvm::isa_and_nonnull<StringAttr>(recipe.get("scheme")))
     return emitError() << "a weight record needs a quantized recipe "
@@ -431,8 +428,8 @@ HostRegionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        int64_t rows, int64_t stride) {
   abi::HostRegion r{offset, elems, rows, stride};
   // A symbolic region is checked against its buffer by its user.
-  std::string why = r.check(buffer ? int64_t(1) << 40
-                                   : int64_t(machine::host_window_words));
+  std::string why =
+      r.check(buffer ? int64_t(1) << 40 : int64_t(machine::host_window_words));
   if (!why.empty())
     return emitError() << "region " << why;
   return success();
@@ -490,24 +487,24 @@ LogicalResult HostKernelOp::verify() {
       return emitOpError() << "parameter '" << p.key << "' must be "
                            << (p.kind == abi::ParamKind::Region
                                    ? "a #pccx.region"
-                                   : p.kind == abi::ParamKind::RegionList
-                                         ? "a list of #pccx.region"
-                                         : abi::paramKindName(p.kind));
+                               : p.kind == abi::ParamKind::RegionList
+                                   ? "a list of #pccx.region"
+                                   : abi::paramKindName(p.kind));
     // A symbolic region must lie inside the host buffer it names.
     for (HostRegionAttr r : regions) {
       if (!r.getBuffer())
         continue;
       HostBufferOp buffer = lookupHostBuffer(*this, r.getBuffer());
       if (!buffer)
-        return emitOpError() << "parameter '" << p.key << "' names "
-                             << r.getBuffer()
-                             << ", which is not a pccx.host.buffer of the "
-                                "program";
+        return emitOpError()
+               << "parameter '" << p.key << "' names " << r.getBuffer()
+               << ", which is not a pccx.host.buffer of the "
+                  "program";
       if (r.getOffset() + r.getSpanWords() > buffer.getWords())
-        return emitOpError() << "parameter '" << p.key << "' reaches word "
-                             << r.getOffset() + r.getSpanWords() << " of "
-                             << r.getBuffer() << ", which has "
-                             << buffer.getWords() << " words";
+        return emitOpError()
+               << "parameter '" << p.key << "' reaches word "
+               << r.getOffset() + r.getSpanWords() << " of " << r.getBuffer()
+               << ", which has " << buffer.getWords() << " words";
     }
   }
   return success();

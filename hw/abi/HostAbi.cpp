@@ -11,7 +11,7 @@ namespace {
 constexpr ParamInfo kParams[] = {
 #define PCCX_HOST_PARAM(Kernel, Id, Key, Kind, Role, Required)                 \
   {HostParam::Kernel##_##Id, HostKernel::Kernel, Key, ParamKind::Kind,         \
-   ParamRole::Role, Required, 0},
+   ParamRole::Role,          Required,           0},
 #include "hw/abi/HostKernels.def"
 };
 constexpr unsigned kNumParams = sizeof(kParams) / sizeof(kParams[0]);
@@ -39,8 +39,8 @@ const Tables &tables() {
         t.params[last].slot = last - first;
         ++last;
       }
-      t.kernels[k] = {HostKernel(k), names[k],
-                      {t.params + first, t.params + last}};
+      t.kernels[k] = {
+          HostKernel(k), names[k], {t.params + first, t.params + last}};
     }
     return t;
   }();

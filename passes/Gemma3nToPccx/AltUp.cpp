@@ -1,4 +1,5 @@
-//===- AltUp.cpp - the AltUp stream stack =---------------------------------===//
+//===- AltUp.cpp - the AltUp stream stack
+//=---------------------------------===//
 //
 // AltUp init, predict, correct and collapse run on the host (small
 // matrices and coefficient mixing); a stream is a view of the stack.
@@ -14,10 +15,10 @@ LogicalResult ProgramLowering::visit(AltUpInitOp a) {
   if (failed(names) || failed(ensureHost(a.getX0())))
     return failure();
   Place &out = newHostValue(a.getResult());
-  return hostKernel(kernelName(pccx::abi::HostKernel::AltUpInit), {a.getX0()}, {a.getResult()},
+  return hostKernel(kernelName(pccx::abi::HostKernel::AltUpInit), {a.getX0()},
+                    {a.getResult()},
                     {attr("x0", region(place(a.getX0()))),
-                     attr("out", region(out)),
-                     attr("projections", *names)});
+                     attr("out", region(out)), attr("projections", *names)});
 }
 
 LogicalResult ProgramLowering::visit(AltUpPredictOp a) {
@@ -27,9 +28,8 @@ LogicalResult ProgramLowering::visit(AltUpPredictOp a) {
       failed(tensorParam(a.getCoefs(), "coefs", params)) ||
       failed(ensureHost(a.getStreams())))
     return failure();
-  Place &out = a->hasAttr("in_place")
-                   ? reuseHost(a.getStreams(), a.getResult())
-                   : newHostValue(a.getResult());
+  Place &out = a->hasAttr("in_place") ? reuseHost(a.getStreams(), a.getResult())
+                                      : newHostValue(a.getResult());
   int64_t numInputs =
       cast<RankedTensorType>(a.getStreams().getType()).getShape().end()[-2];
   params.append({attr("streams", region(place(a.getStreams()))),
@@ -39,8 +39,8 @@ LogicalResult ProgramLowering::visit(AltUpPredictOp a) {
                  attr("eps", f64(a.getEps().convertToFloat()))});
   if (auto clip = a.getCoefClipAttr())
     params.push_back(attr("clip", f64(clip.getValueAsDouble())));
-  return hostKernel(kernelName(pccx::abi::HostKernel::AltUpPredict), {a.getStreams()},
-                    {a.getResult()}, params);
+  return hostKernel(kernelName(pccx::abi::HostKernel::AltUpPredict),
+                    {a.getStreams()}, {a.getResult()}, params);
 }
 
 LogicalResult ProgramLowering::visit(AltUpCorrectOp a) {
@@ -54,9 +54,8 @@ LogicalResult ProgramLowering::visit(AltUpCorrectOp a) {
   Place &out = a->hasAttr("in_place")
                    ? reuseHost(a.getPredictions(), a.getResult())
                    : newHostValue(a.getResult());
-  int64_t numInputs = cast<RankedTensorType>(a.getPredictions().getType())
-                          .getShape()
-                          .end()[-2];
+  int64_t numInputs =
+      cast<RankedTensorType>(a.getPredictions().getType()).getShape().end()[-2];
   params.append({attr("predictions", region(place(a.getPredictions()))),
                  attr("output", region(place(a.getOutput()))),
                  attr("out", region(out)),
@@ -75,20 +74,18 @@ LogicalResult ProgramLowering::visit(AltUpCollapseOp a) {
   if (failed(names) || failed(ensureHost(a.getStreams())))
     return failure();
   Place &out = newHostValue(a.getResult());
-  return hostKernel(kernelName(pccx::abi::HostKernel::AltUpCollapse), {a.getStreams()},
-                    {a.getResult()},
+  return hostKernel(kernelName(pccx::abi::HostKernel::AltUpCollapse),
+                    {a.getStreams()}, {a.getResult()},
                     {attr("streams", region(place(a.getStreams()))),
-                     attr("out", region(out)),
-                     attr("projections", *names)});
+                     attr("out", region(out)), attr("projections", *names)});
 }
 
 LogicalResult ProgramLowering::visit(StreamOp s) {
   if (failed(ensureHost(s.getStreams())))
     return failure();
   const Place &parent = place(s.getStreams());
-  int64_t a = cast<RankedTensorType>(s.getStreams().getType())
-                  .getShape()
-                  .end()[-2];
+  int64_t a =
+      cast<RankedTensorType>(s.getStreams().getType()).getShape().end()[-2];
   Place view = layoutOf(s.getResult());
   view.host = parent.host;
   view.hostOffset =

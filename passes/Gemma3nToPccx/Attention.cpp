@@ -1,4 +1,5 @@
-//===- Attention.cpp - attention over the KV cache =------------------------===//
+//===- Attention.cpp - attention over the KV cache
+//=------------------------===//
 //
 // The cache write, the query projection, scores on the host as weight
 // records, softmax on the SFU and P.V on the host.
@@ -18,7 +19,8 @@ LogicalResult ProgramLowering::visit(KVCacheWriteOp w) {
   Place result;
   result.cache = found->second.cache;
   places_[w.getResult()] = result;
-  return hostKernel(kernelName(pccx::abi::HostKernel::CacheWrite), {w.getRows()}, {},
+  return hostKernel(kernelName(pccx::abi::HostKernel::CacheWrite),
+                    {w.getRows()}, {},
                     {attr("rows", region(place(w.getRows()))),
                      attr("cache", b_.getStringAttr(found->second.cache))});
 }

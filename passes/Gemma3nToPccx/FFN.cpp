@@ -1,4 +1,5 @@
-//===- FFN.cpp - the feed-forward block =-----------------------------------===//
+//===- FFN.cpp - the feed-forward block
+//=-----------------------------------===//
 //
 // Gate and up projections, Gaussian top-k sparsity, GELU on the SFU, the
 // gate.up product on the host and the down projection.
@@ -29,8 +30,8 @@ LogicalResult ProgramLowering::visit(FFNOp f) {
             kernelName(pccx::abi::HostKernel::GaussianTopK), {gate}, {sparse},
             {attr("in", region(place(gate))), attr("out", region(out)),
              attr("multiplier",
-                  b_.getF64FloatAttr(float(
-                      pccx::import::normalQuantile(sparsity))))})))
+                  b_.getF64FloatAttr(
+                      float(pccx::import::normalQuantile(sparsity))))})))
       return failure();
     dropHost(gate);
     gate = sparse;
@@ -47,9 +48,9 @@ LogicalResult ProgramLowering::visit(FFNOp f) {
   // full-size prefill step holds two [rows, intermediate] regions, not three.
   const pd::HostRegionAttr actRegion = region(place(act));
   const pd::HostRegionAttr prodRegion = region(reuseHost(act, prod));
-  if (failed(hostKernel(kernelName(pccx::abi::HostKernel::Mul), {act, up}, {prod},
-                        {attr("a", actRegion),
-                         attr("b", region(place(up))),
+  if (failed(hostKernel(kernelName(pccx::abi::HostKernel::Mul), {act, up},
+                        {prod},
+                        {attr("a", actRegion), attr("b", region(place(up))),
                          attr("out", prodRegion)})))
     return failure();
   place(act).host.clear(); // overwritten

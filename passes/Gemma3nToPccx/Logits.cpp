@@ -1,4 +1,5 @@
-//===- Logits.cpp - the LM head and logits =--------------------------------===//
+//===- Logits.cpp - the LM head and logits
+//=--------------------------------===//
 //
 // The LM head streamed row by row with its soft-cap, and the hand-off of
 // the logits to the runtime.
@@ -13,8 +14,7 @@ LogicalResult ProgramLowering::visit(LMHeadOp l) {
   // Logits that only go (soft-capped) to the return are streamed.
   Operation *user = l->hasOneUse() ? *l->getUsers().begin() : nullptr;
   auto cap = dyn_cast_or_null<SoftCapOp>(user);
-  Operation *end = cap && cap->hasOneUse() ? *cap->getUsers().begin()
-                                           : user;
+  Operation *end = cap && cap->hasOneUse() ? *cap->getUsers().begin() : user;
   if (llvm::isa_and_nonnull<func::ReturnOp>(end))
     return lowerLogits(l, cap);
   return matmul(l.getInput(), l.getTable(), l.getResult(), "logits");
@@ -41,8 +41,8 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
   pd::HostRegionAttr rowRegion = region(row, 0, n, 1, rowWords);
   std::vector<std::pair<int64_t, std::string>> tiles;
   for (int64_t first = 0; first < n; first += kMaxRows)
-    tiles.push_back({first, newBuffer(wordsFor(std::min(kMaxRows, n - first)),
-                                      "logits")});
+    tiles.push_back(
+        {first, newBuffer(wordsFor(std::min(kMaxRows, n - first)), "logits")});
   for (int64_t r = 0; r < in.rows; ++r) {
     for (auto &[first, buffer] : tiles) {
       int64_t count = std::min(kMaxRows, n - first);
@@ -56,9 +56,10 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
              wordsFor(count));
     }
     if (cap)
-      hostCall(abi::HostKernel::SoftCap,
-               {attr("in", rowRegion), attr("out", rowRegion),
-                attr("cap", b_.getF64FloatAttr(cap.getCap().convertToFloat()))});
+      hostCall(
+          abi::HostKernel::SoftCap,
+          {attr("in", rowRegion), attr("out", rowRegion),
+           attr("cap", b_.getF64FloatAttr(cap.getCap().convertToFloat()))});
     hostCall(abi::HostKernel::EmitLogits,
              {attr("in", rowRegion), attr("first_row", i64(r))});
   }
@@ -76,9 +77,9 @@ LogicalResult ProgramLowering::visit(func::ReturnOp r) {
   Value logits = r.getOperand(0);
   if (failed(ensureHost(logits)))
     return failure();
-  return hostKernel(kernelName(pccx::abi::HostKernel::EmitLogits), {logits}, {},
-                    {attr("in", region(place(logits))),
-                     attr("first_row", i64(0))});
+  return hostKernel(
+      kernelName(pccx::abi::HostKernel::EmitLogits), {logits}, {},
+      {attr("in", region(place(logits))), attr("first_row", i64(0))});
 }
 
 } // namespace pccx::lowering

@@ -1,4 +1,5 @@
-//===- LoweringState.cpp - the lowering state =-----------------------------===//
+//===- LoweringState.cpp - the lowering state
+//=-----------------------------===//
 //
 // Structure (programs, segments, buffers), value placement and the
 // emission helpers every family uses; the walk over a function and the
@@ -16,8 +17,8 @@ void ProgramLowering::startSegment(const std::string &name) {
   if (segment_ && segmentName_ == name)
     return;
   b_.setInsertionPointToEnd(&program_.getBody().front());
-  segment_ = b_.create<pd::SegmentOp>(loc(), b_.getStringAttr(name),
-                                      IntegerAttr());
+  segment_ =
+      b_.create<pd::SegmentOp>(loc(), b_.getStringAttr(name), IntegerAttr());
   segment_.getBody().emplaceBlock();
   segmentName_ = name;
   b_.setInsertionPointToEnd(&segment_.getBody().front());
@@ -77,7 +78,7 @@ pd::GemvOp ProgramLowering::gemv(const std::string &dest,
 }
 
 pd::GemmOp ProgramLowering::gemm_(const std::string &dest,
-                                 const std::string &src) {
+                                  const std::string &src) {
   return b_.create<pd::GemmOp>(
       loc(), sym(dest), sym(src), b_.getI64IntegerAttr(0),
       b_.getI64IntegerAttr(0), IntegerAttr(), UnitAttr(), UnitAttr(),
@@ -87,10 +88,10 @@ pd::GemmOp ProgramLowering::gemm_(const std::string &dest,
 
 pd::CvoOp ProgramLowering::cvoOp(StringRef func, const std::string &src,
                                  const std::string &dst, int64_t length) {
-  return b_.create<pd::CvoOp>(loc(), b_.getStringAttr(func), sym(src),
-                              sym(dst), b_.getI64IntegerAttr(length),
-                              UnitAttr(), UnitAttr(), UnitAttr(), UnitAttr(),
-                              ArrayAttr(), IntegerAttr(), IntegerAttr());
+  return b_.create<pd::CvoOp>(loc(), b_.getStringAttr(func), sym(src), sym(dst),
+                              b_.getI64IntegerAttr(length), UnitAttr(),
+                              UnitAttr(), UnitAttr(), UnitAttr(), ArrayAttr(),
+                              IntegerAttr(), IntegerAttr());
 }
 
 pd::HostKernelOp ProgramLowering::hostCall(abi::HostKernel kernel,
@@ -197,8 +198,7 @@ FailureOr<std::string> ProgramLowering::hostTensor(Value weight) {
   DictionaryAttr recipe = pccx::weightRecipe(weight);
   WeightOp root = pccx::rootWeight(weight);
   if (!recipe || !root)
-    return emitError(loc()) << "operand is not a weight expression",
-           failure();
+    return emitError(loc()) << "operand is not a weight expression", failure();
   std::string base = root.getName().str(), name = base;
   for (int n = 1;; ++n) {
     auto it = hostTensors_.find(name);
@@ -307,8 +307,8 @@ LogicalResult ProgramLowering::run() {
     if (!kind || !layer)
       continue;
     auto shape = cast<RankedTensorType>(arg.getType()).getShape();
-    std::string name = "kv." + std::to_string(layer.getInt()) + "." +
-                       kind.getValue().str();
+    std::string name =
+        "kv." + std::to_string(layer.getInt()) + "." + kind.getValue().str();
     // Sliding layers keep only what a step can see: the window plus the
     // rows a prefill step writes before its first row reads (a ring).
     int64_t slots = shape[0];
@@ -343,8 +343,8 @@ LogicalResult ProgramLowering::run() {
   // What the runtime needs besides the words.
   SmallVector<NamedAttribute> caches;
   for (auto &[name, dims] : caches_)
-    caches.push_back(attr(name, b_.getArrayAttr({i64(dims.first),
-                                                 i64(dims.second)})));
+    caches.push_back(
+        attr(name, b_.getArrayAttr({i64(dims.first), i64(dims.second)})));
   program_->setAttr("caches", b_.getDictionaryAttr(caches));
   // Buffers live to the end of the step are released last, in creation
   // order.
@@ -359,11 +359,11 @@ LogicalResult ProgramLowering::run() {
 
 LogicalResult ProgramLowering::lower(Operation *op) {
   return TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<EmbedOp, PerLayerInputsOp, PLEInjectOp, AltUpInitOp,
-            AltUpPredictOp, AltUpCorrectOp, AltUpCollapseOp, StreamOp,
-            RMSNormOp, CombineOp, SoftCapOp, LaurelOp, LaurelResidualOp,
-            KVProjectOp, KVCacheWriteOp, AttentionOp, FFNOp, LMHeadOp,
-            func::ReturnOp>([&](auto typed) { return visit(typed); })
+      .Case<EmbedOp, PerLayerInputsOp, PLEInjectOp, AltUpInitOp, AltUpPredictOp,
+            AltUpCorrectOp, AltUpCollapseOp, StreamOp, RMSNormOp, CombineOp,
+            SoftCapOp, LaurelOp, LaurelResidualOp, KVProjectOp, KVCacheWriteOp,
+            AttentionOp, FFNOp, LMHeadOp, func::ReturnOp>(
+          [&](auto typed) { return visit(typed); })
       .Default([&](Operation *other) {
         return other->emitOpError("has no lowering to the pccx dialect");
       });

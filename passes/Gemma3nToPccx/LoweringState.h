@@ -50,16 +50,15 @@ constexpr int64_t kMaxRows = 65528;
 
 inline int64_t wordsFor(int64_t elems) { return (elems + 7) / 8; }
 
-
 /// Where a value lives.
 struct Place {
   int64_t rows = 0, elems = 0;
-  std::string l2;       ///< buffer symbol, or empty
-  std::string host;     ///< host buffer symbol, or empty
+  std::string l2;         ///< buffer symbol, or empty
+  std::string host;       ///< host buffer symbol, or empty
   int64_t hostOffset = 0; ///< words from the host buffer's start (views)
   int64_t hostStride = 0;
   bool ownsHost = false; ///< false for views of another value's region
-  std::string cache;    ///< KV cache name (cache values only)
+  std::string cache;     ///< KV cache name (cache values only)
 };
 
 /// The lowering of one gemma3n function into one pccx.program: where each

@@ -1,4 +1,5 @@
-//===- Norms.cpp - norms, sums, soft-cap =----------------------------------===//
+//===- Norms.cpp - norms, sums, soft-cap
+//=----------------------------------===//
 //
 // RMSNorm, weighted sums and the tanh soft-cap: host kernels (the v002
 // SFU has no square, vector product or tanh).
@@ -19,8 +20,8 @@ LogicalResult ProgramLowering::visit(RMSNormOp n) {
   params.append({attr("in", region(place(n.getInput()))),
                  attr("out", region(out)),
                  attr("eps", f64(n.getEps().convertToFloat()))});
-  return hostKernel(kernelName(pccx::abi::HostKernel::RmsNorm), {n.getInput()}, {n.getResult()},
-                    params);
+  return hostKernel(kernelName(pccx::abi::HostKernel::RmsNorm), {n.getInput()},
+                    {n.getResult()}, params);
 }
 
 LogicalResult ProgramLowering::visit(CombineOp c) {
@@ -32,10 +33,10 @@ LogicalResult ProgramLowering::visit(CombineOp c) {
     inputs.push_back(region(place(v)));
   }
   Place &out = newHostValue(c.getResult());
-  return hostKernel(kernelName(pccx::abi::HostKernel::Combine), values, {c.getResult()},
-                    {attr("inputs", b_.getArrayAttr(inputs)),
-                     attr("out", region(out)),
-                     attr("scale", f64(c.getScale().convertToFloat()))});
+  return hostKernel(
+      kernelName(pccx::abi::HostKernel::Combine), values, {c.getResult()},
+      {attr("inputs", b_.getArrayAttr(inputs)), attr("out", region(out)),
+       attr("scale", f64(c.getScale().convertToFloat()))});
 }
 
 LogicalResult ProgramLowering::visit(SoftCapOp s) {
@@ -44,7 +45,8 @@ LogicalResult ProgramLowering::visit(SoftCapOp s) {
   if (failed(ensureHost(s.getInput())))
     return failure();
   Place &out = newHostValue(s.getResult());
-  return hostKernel(kernelName(pccx::abi::HostKernel::SoftCap), {s.getInput()}, {s.getResult()},
+  return hostKernel(kernelName(pccx::abi::HostKernel::SoftCap), {s.getInput()},
+                    {s.getResult()},
                     {attr("in", region(place(s.getInput()))),
                      attr("out", region(out)),
                      attr("cap", f64(s.getCap().convertToFloat()))});

@@ -1,4 +1,5 @@
-//===- PLE.cpp - token embedding and per-layer inputs =---------------------===//
+//===- PLE.cpp - token embedding and per-layer inputs
+//=---------------------===//
 //
 // The embedding gather, the per-layer-input projection and table, and the
 // per-layer-input injection into the AltUp streams.
@@ -14,10 +15,10 @@ LogicalResult ProgramLowering::visit(EmbedOp e) {
   if (failed(table))
     return failure();
   Place &out = newHostValue(e.getResult());
-  return hostKernel(kernelName(pccx::abi::HostKernel::Embed), {}, {e.getResult()},
-                    {attr("out", region(out)),
-                     attr("table", b_.getStringAttr(*table)),
-                     attr("scale", f64(e.getScale().convertToFloat()))});
+  return hostKernel(
+      kernelName(pccx::abi::HostKernel::Embed), {}, {e.getResult()},
+      {attr("out", region(out)), attr("table", b_.getStringAttr(*table)),
+       attr("scale", f64(e.getScale().convertToFloat()))});
 }
 
 LogicalResult ProgramLowering::visit(PerLayerInputsOp p) {
@@ -38,23 +39,21 @@ LogicalResult ProgramLowering::visit(PerLayerInputsOp p) {
   if (failed(ensureHost(projValue)))
     return failure();
   Place &out = newHostValue(p.getResult());
-  const int64_t h = cast<RankedTensorType>(p.getX0().getType())
-                        .getShape()
-                        .back();
-  const int64_t width = cast<RankedTensorType>(p.getNorm().getType())
-                            .getShape()
-                            .back();
-  params.append(
-      {attr("proj", region(place(projValue))), attr("out", region(out)),
-       attr("table", b_.getStringAttr(*table)),
-       attr("num_layers", i64(int64_t(p.getNumLayers()))),
-       attr("eps", f64(p.getEps().convertToFloat())),
-       attr("proj_scale", f64(float(1.0 / std::sqrt(double(h))))),
-       attr("embed_scale", f64(float(std::sqrt(double(width))))),
-       attr("input_scale", f64(float(1.0 / std::sqrt(2.0))))});
+  const int64_t h =
+      cast<RankedTensorType>(p.getX0().getType()).getShape().back();
+  const int64_t width =
+      cast<RankedTensorType>(p.getNorm().getType()).getShape().back();
+  params.append({attr("proj", region(place(projValue))),
+                 attr("out", region(out)),
+                 attr("table", b_.getStringAttr(*table)),
+                 attr("num_layers", i64(int64_t(p.getNumLayers()))),
+                 attr("eps", f64(p.getEps().convertToFloat())),
+                 attr("proj_scale", f64(float(1.0 / std::sqrt(double(h))))),
+                 attr("embed_scale", f64(float(std::sqrt(double(width))))),
+                 attr("input_scale", f64(float(1.0 / std::sqrt(2.0))))});
   LogicalResult r =
-      hostKernel(kernelName(pccx::abi::HostKernel::PerLayerInputs), {projValue}, {p.getResult()},
-                 params);
+      hostKernel(kernelName(pccx::abi::HostKernel::PerLayerInputs), {projValue},
+                 {p.getResult()}, params);
   dropScratch(projValue);
   return r;
 }
@@ -97,7 +96,8 @@ LogicalResult ProgramLowering::visit(PLEInjectOp p) {
       return failure();
     Value scaled = temp(rowShape);
     Place &out = newHostValue(scaled);
-    if (failed(hostKernel(kernelName(pccx::abi::HostKernel::MulTensor), {active}, {scaled},
+    if (failed(hostKernel(kernelName(pccx::abi::HostKernel::MulTensor),
+                          {active}, {scaled},
                           {attr("in", region(place(active))),
                            attr("tensor", b_.getStringAttr(*scale)),
                            attr("out", region(out))})))
@@ -115,12 +115,11 @@ LogicalResult ProgramLowering::visit(PLEInjectOp p) {
   if (failed(proj) || failed(norm))
     return failure();
   const Place streamsPlace = place(p.getStreams());
-  Place &out = p->hasAttr("in_place")
-                   ? reuseHost(p.getStreams(), p.getResult())
-                   : newHostValue(p.getResult());
+  Place &out = p->hasAttr("in_place") ? reuseHost(p.getStreams(), p.getResult())
+                                      : newHostValue(p.getResult());
   if (failed(hostKernel(
-          kernelName(pccx::abi::HostKernel::PleInject), {p.getStreams(), gelu, p.getPerLayerInputs()},
-          {p.getResult()},
+          kernelName(pccx::abi::HostKernel::PleInject),
+          {p.getStreams(), gelu, p.getPerLayerInputs()}, {p.getResult()},
           {attr("streams", region(streamsPlace)),
            attr("gate", region(place(gelu))),
            attr("pli", region(place(p.getPerLayerInputs()))),

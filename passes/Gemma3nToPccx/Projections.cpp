@@ -1,4 +1,5 @@
-//===- Projections.cpp - projections on the NPU =---------------------------===//
+//===- Projections.cpp - projections on the NPU
+//=---------------------------===//
 //
 // GEMV/GEMM of INT4/INT8 weights (tiled past the 16-bit shape limit),
 // LAuReL's low-rank branch and the K/V projections with their norm and
@@ -65,18 +66,17 @@ LogicalResult ProgramLowering::matmul(Value input, Value weight, Value result,
 LogicalResult ProgramLowering::visit(LaurelOp l) {
   Value lowT, rankT;
   SmallVector<NamedAttribute> params;
-  if (failed(laurelProjection(l, l.getInput(), l.getLeft(),
-                              l.getRight(), lowT, rankT)) ||
+  if (failed(laurelProjection(l, l.getInput(), l.getLeft(), l.getRight(), lowT,
+                              rankT)) ||
       failed(tensorParam(l.getNorm(), "gain", params)) ||
       failed(ensureHost(l.getInput())) || failed(ensureHost(lowT)))
     return failure();
   Place &out = newHostValue(l.getResult());
   params.append({attr("x", region(place(l.getInput()))),
-                 attr("y", region(place(lowT))),
-                 attr("out", region(out)),
+                 attr("y", region(place(lowT))), attr("out", region(out)),
                  attr("eps", f64(l.getEps().convertToFloat()))});
-  LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::AddRmsNorm), {l.getInput(), lowT},
-                               {l.getResult()}, params);
+  LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::AddRmsNorm),
+                               {l.getInput(), lowT}, {l.getResult()}, params);
   dropScratch(lowT);
   dropScratch(rankT);
   return r;
@@ -85,8 +85,8 @@ LogicalResult ProgramLowering::visit(LaurelOp l) {
 LogicalResult ProgramLowering::visit(LaurelResidualOp l) {
   Value lowT, rankT;
   SmallVector<NamedAttribute> params;
-  if (failed(laurelProjection(l, l.getXn(), l.getLeft(), l.getRight(),
-                              lowT, rankT)) ||
+  if (failed(laurelProjection(l, l.getXn(), l.getLeft(), l.getRight(), lowT,
+                              rankT)) ||
       failed(tensorParam(l.getAttnGain(), "attn_gain", params)) ||
       failed(tensorParam(l.getLaurelGain(), "laurel_gain", params)))
     return failure();
@@ -98,14 +98,13 @@ LogicalResult ProgramLowering::visit(LaurelResidualOp l) {
   params.append(
       {attr("act", region(place(l.getAct()))),
        attr("attn", region(place(l.getAttn()))),
-       attr("xn", region(place(l.getXn()))),
-       attr("low", region(place(lowT))), attr("out", region(out)),
-       attr("residual_scale",
-            f64(l.getResidualScale().convertToFloat())),
+       attr("xn", region(place(l.getXn()))), attr("low", region(place(lowT))),
+       attr("out", region(out)),
+       attr("residual_scale", f64(l.getResidualScale().convertToFloat())),
        attr("eps", f64(l.getEps().convertToFloat()))});
   LogicalResult r = hostKernel(
-      kernelName(pccx::abi::HostKernel::LaurelResidual), {l.getAct(), l.getAttn(), l.getXn(), lowT},
-      {l.getResult()}, params);
+      kernelName(pccx::abi::HostKernel::LaurelResidual),
+      {l.getAct(), l.getAttn(), l.getXn(), lowT}, {l.getResult()}, params);
   dropScratch(lowT);
   dropScratch(rankT);
   return r;
@@ -122,15 +121,14 @@ LogicalResult ProgramLowering::visit(KVProjectOp kv) {
     return failure();
   Place &k = newHostValue(kv.getK());
   Place &v = newHostValue(kv.getV());
-  params.append({attr("k", region(place(kRaw))),
-                 attr("v", region(place(vRaw))),
+  params.append({attr("k", region(place(kRaw))), attr("v", region(place(vRaw))),
                  attr("k_out", region(k)), attr("v_out", region(v)),
                  attr("kv_heads", i64(int64_t(kv.getNumKvHeads()))),
                  attr("head_dim", i64(int64_t(kv.getHeadDim()))),
                  attr("theta", f64(kv.getRopeTheta().convertToDouble())),
                  attr("eps", f64(kv.getEps().convertToFloat()))});
-  LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::KvNormRope), {kRaw, vRaw},
-                               {kv.getK(), kv.getV()}, params);
+  LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::KvNormRope),
+                               {kRaw, vRaw}, {kv.getK(), kv.getV()}, params);
   dropScratch(kRaw);
   dropScratch(vRaw);
   return r;

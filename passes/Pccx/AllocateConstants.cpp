@@ -77,8 +77,8 @@ struct AllocateConstantsPass
         };
         SmallVector<Use> uses;
         if (isa<pd::GemvOp, pd::GemmOp>(op)) {
-          uses.push_back({"weight_shape", "weight_shape", "shape_ptr_addr",
-                          &weight});
+          uses.push_back(
+              {"weight_shape", "weight_shape", "shape_ptr_addr", &weight});
           uses.push_back({"fmap_shape", "fmap_shape", "size_ptr_addr", &fmap});
         } else if (isa<pd::MemcpyOp>(op)) {
           uses.push_back({"fmap_shape", "fmap_shape", "shape_ptr_addr", &fmap});

@@ -50,15 +50,14 @@ struct PlaceHostBuffersPass
       events.push_back({buffer.getAlloc(), false, buffer});
       events.push_back({buffer.getFree(), true, buffer});
     }
-    std::stable_sort(events.begin(), events.end(),
-                     [](const Event &a, const Event &b) {
-                       return a.ordinal < b.ordinal;
-                     });
+    std::stable_sort(
+        events.begin(), events.end(),
+        [](const Event &a, const Event &b) { return a.ordinal < b.ordinal; });
     for (size_t i = 1; i < events.size(); ++i)
       if (events[i].ordinal == events[i - 1].ordinal)
         return events[i].buffer.emitOpError()
-               << "shares allocation event " << events[i].ordinal
-               << " with @" << events[i - 1].buffer.getSymName()
+               << "shares allocation event " << events[i].ordinal << " with @"
+               << events[i - 1].buffer.getSymName()
                << "; every event must have its own ordinal";
 
     pccx::FirstFitAllocator window(int64_t(pccx::machine::host_window_words));
@@ -93,10 +92,10 @@ struct PlaceHostBuffersPass
       auto r = dyn_cast<pd::HostRegionAttr>(a);
       if (!r || !r.getBuffer())
         return a;
-      return pd::HostRegionAttr::get(
-          a.getContext(), FlatSymbolRefAttr(),
-          address[r.getBuffer().getValue().str()] + r.getOffset(),
-          r.getElems(), r.getRows(), r.getStride());
+      return pd::HostRegionAttr::get(a.getContext(), FlatSymbolRefAttr(),
+                                     address[r.getBuffer().getValue().str()] +
+                                         r.getOffset(),
+                                     r.getElems(), r.getRows(), r.getStride());
     };
     WalkResult result = program.walk([&](Operation *op) {
       if (auto copy = dyn_cast<pd::MemcpyOp>(op)) {
@@ -104,13 +103,13 @@ struct PlaceHostBuffersPass
         if (auto sym = dyn_cast<FlatSymbolRefAttr>(copy.getAuxAddr())) {
           auto it = address.find(sym.getValue().str());
           if (it == address.end()) {
-            op->emitOpError() << "names " << sym
-                              << ", which the program does not declare";
+            op->emitOpError()
+                << "names " << sym << ", which the program does not declare";
             return WalkResult::interrupt();
           }
-          op->setAttr("aux_addr", b.getI64IntegerAttr(
-                                      it->second +
-                                      (offset ? offset.getInt() : 0)));
+          op->setAttr(
+              "aux_addr",
+              b.getI64IntegerAttr(it->second + (offset ? offset.getInt() : 0)));
         }
         op->removeAttr("aux_addr_offset");
       }

@@ -21,8 +21,7 @@ namespace pd = pccx::dialect;
 bool isWordAttribute(Operation *op, StringAttr name) {
   if (name.getValue() == "patches" || name.getValue() == "weights")
     return true;
-  pccx::isa::Format format =
-      pccx::isa::opcodeInfo(*pd::opcodeOf(op)).format;
+  pccx::isa::Format format = pccx::isa::opcodeInfo(*pd::opcodeOf(op)).format;
   for (pccx::isa::Field f : pccx::isa::fieldsOf(format)) {
     const pccx::isa::FieldInfo &info = pccx::isa::fieldInfo(f);
     if (name.getValue() == info.name)
@@ -36,8 +35,7 @@ bool isWordAttribute(Operation *op, StringAttr name) {
   return false;
 }
 
-struct VerifyLegalityPass
-    : pccx::impl::VerifyLegalityBase<VerifyLegalityPass> {
+struct VerifyLegalityPass : pccx::impl::VerifyLegalityBase<VerifyLegalityPass> {
   void runOnOperation() override {
     WalkResult result = getOperation().walk([&](Operation *op) {
       if (!pd::opcodeOf(op))
@@ -77,9 +75,9 @@ struct VerifyLegalityPass
       for (bool outputs : {false, true})
         for (pd::HostRegionAttr r : kernel.getRegions(outputs))
           if (r.getBuffer()) {
-            kernel.emitOpError() << "uses the unplaced host buffer "
-                                 << r.getBuffer()
-                                 << "; run pccx-place-host-buffers first";
+            kernel.emitOpError()
+                << "uses the unplaced host buffer " << r.getBuffer()
+                << "; run pccx-place-host-buffers first";
             return WalkResult::interrupt();
           }
       return WalkResult::advance();

@@ -44,10 +44,10 @@ public:
     if (!v || !v->is_number_integer())
       return fail(where, std::string("'") + key + "' must be an integer");
     // Unsigned values above INT64_MAX read as negative and are refused.
-    int64_t x = v->is_number_unsigned() &&
-                        v->get<uint64_t>() > uint64_t(INT64_MAX)
-                    ? -1
-                    : v->get<int64_t>();
+    int64_t x =
+        v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(INT64_MAX)
+            ? -1
+            : v->get<int64_t>();
     if (x < lo || x > hi)
       return fail(where, std::string("'") + key + "' is " + v->dump() +
                              ", outside [" + std::to_string(lo) + ", " +
@@ -56,8 +56,8 @@ public:
     return true;
   }
 
-  bool optionalInteger(const json &j, const char *key,
-                       const std::string &where, int64_t *out, int64_t dflt) {
+  bool optionalInteger(const json &j, const char *key, const std::string &where,
+                       int64_t *out, int64_t dflt) {
     if (!member(j, key)) {
       *out = dflt;
       return true;
@@ -219,7 +219,8 @@ json toJson(const ModelManifest &m) {
     out[manifest_keys::kAnnotations] = m.annotations;
   json caches = json::object();
   for (const CacheEntry &c : m.caches)
-    caches[c.name] = {{"slots", c.slots}, {"width", c.width}, {"dtype", c.dtype}};
+    caches[c.name] = {
+        {"slots", c.slots}, {"width", c.width}, {"dtype", c.dtype}};
   out["caches"] = caches;
   json tensors = json::object();
   for (const HostTensorEntry &t : m.hostTensors)
@@ -255,43 +256,14 @@ json toJson(const ModelManifest &m) {
   return out;
 }
 
-bool readModelManifest(const Bundle &bundle, ModelManifest *out,
-                       std::string *error) {
-  Reader rd(bundle.path(), error);
-  const json &j = bundle.manifest();
-  ModelManifest m;
-  for (const char *key : {"config", "programs", "caches", "host_tensors",
-                          "gather_tables"})
-    if (!rd.member(j, key) || !rd.member(j, key)->is_object())
-      return rd.fail(std::string("'") + key + "'",
-                     "missing or not an object (is this a model bundle from "
-                     "pccx-compile?)");
-  if (!rd.member(j, "segments") || !rd.member(j, "segments")->is_array())
-    return rd.fail("'segments'", "missing or not a list (is this a model "
-                                 "bundle from pccx-compile?)");
-  // The weight table describes the records for tools that map them back to
-  // checkpoint tensors; a hand-assembled bundle may have none.
-  if (const json *t = rd.member(j, "weight_table"))
-    if (!t->is_array())
-      return rd.fail("'weight_table'", "is not a list");
-  if (const json *p = rd.member(j, manifest_keys::kProducer))
-    m.producer = p->is_string() ? p->get<std::string>() : "";
-  m.config = j["config"];
-  if (!rd.integer(m.config, "vocab_size", "config", &m.vocabSize, 1,
-                  int64_t(1) << 31))
-    return false;
-  const json *options = rd.member(j, "compile_options");
-  if (!options || !options->is_object())
-    return rd.fail("'compile_options'", "missing or not an object");
-  m.compileOptions = *options;
-  if (!rd.integer(*options, "max_seq_len", "compile_options", &m.maxPositions,
-                  1, int64_t(1) << 31))
-    return false;
+/// Section sizes the tables must fit.
+namespace {
+struct Sizes {
+  uint64_t weights = 0, host = 0, gather = 0;
+};
+} // namespace
 
-  const uint64_t weightsSize = sectionSize(bundle, "weights"),
-                 hostSize = sectionSize(bundle, "host_tensors"),
-                 gatherSize = sectionSize(bundle, "gather");
-
+static bool readCaches(Reader &rd, const json &j, ModelManifest &m) {
   for (auto &[name, spec] : j["caches"].items()) {
     CacheEntry c;
     c.name = name;
@@ -302,10 +274,15 @@ bool readModelManifest(const Bundle &bundle, ModelManifest *out,
     if (rd.member(spec, "dtype") && !rd.string(spec, "dtype", where, &c.dtype))
       return false;
     if (c.dtype != "f32" && c.dtype != "f16" && c.dtype != "int8")
-      return rd.fail(where, "dtype '" + c.dtype +
-                                "' is not one of f32, f16, int8");
+      return rd.fail(where,
+                     "dtype '" + c.dtype + "' is not one of f32, f16, int8");
     m.caches.push_back(c);
   }
+  return true;
+}
+
+static bool readHostTensors(Reader &rd, const json &j, const Sizes &size,
+                            ModelManifest &m) {
   for (auto &[name, spec] : j["host_tensors"].items()) {
     HostTensorEntry t;
     t.name = name;
@@ -320,11 +297,16 @@ bool readModelManifest(const Bundle &bundle, ModelManifest *out,
     if (t.offset % 4)
       return rd.fail(where, "offset is not a multiple of 4");
     if (t.rows > kMaxCount / t.cols ||
-        !rd.inside(t.offset, uint64_t(t.rows * t.cols) * 4, hostSize, where,
+        !rd.inside(t.offset, uint64_t(t.rows * t.cols) * 4, size.host, where,
                    "host_tensors"))
       return rd.fail(where, "does not fit in the host_tensors section");
     m.hostTensors.push_back(std::move(t));
   }
+  return true;
+}
+
+static bool readGathers(Reader &rd, const json &j, const Sizes &size,
+                        ModelManifest &m) {
   for (auto &[name, spec] : j["gather_tables"].items()) {
     GatherEntry g;
     g.name = name;
@@ -346,24 +328,29 @@ bool readModelManifest(const Bundle &bundle, ModelManifest *out,
       const uint64_t rowBytes = hw::packedRowBytes(format, size_t(g.cols));
       if (g.scalesOffset % 4)
         return rd.fail(where, "scales_offset is not a multiple of 4");
-      if (!rd.inside(g.offset, uint64_t(g.rows) * rowBytes, gatherSize, where,
+      if (!rd.inside(g.offset, uint64_t(g.rows) * rowBytes, size.gather, where,
                      "gather") ||
-          !rd.inside(g.scalesOffset, uint64_t(g.rows) * 4, gatherSize, where,
+          !rd.inside(g.scalesOffset, uint64_t(g.rows) * 4, size.gather, where,
                      "gather"))
         return false;
     } else if (g.format == "f32") {
       if (g.offset % 4)
         return rd.fail(where, "offset is not a multiple of 4");
       if (g.rows > kMaxCount / g.cols ||
-          !rd.inside(g.offset, uint64_t(g.rows * g.cols) * 4, gatherSize,
+          !rd.inside(g.offset, uint64_t(g.rows * g.cols) * 4, size.gather,
                      where, "gather"))
         return false;
     } else {
-      return rd.fail(where, "format '" + g.format +
-                                "' is not one of int4, int8, f32");
+      return rd.fail(where,
+                     "format '" + g.format + "' is not one of int4, int8, f32");
     }
     m.gathers.push_back(std::move(g));
   }
+  return true;
+}
+
+static bool readWeightTable(Reader &rd, const json &j, const Sizes &size,
+                            ModelManifest &m) {
   size_t index = 0;
   for (const json &r :
        j.contains("weight_table") ? j["weight_table"] : json::array()) {
@@ -384,11 +371,16 @@ bool readModelManifest(const Bundle &bundle, ModelManifest *out,
       return rd.fail(where, "the recipe is not quantized with a known scheme");
     if (uint64_t(hw::recordBytes(format, e.rows, e.cols)) != e.bytes)
       return rd.fail(where, "'bytes' does not match rows and cols");
-    if (!rd.inside(e.offset, e.bytes, weightsSize, where, "weights"))
+    if (!rd.inside(e.offset, e.bytes, size.weights, where, "weights"))
       return false;
     m.weightTable.push_back(std::move(e));
   }
 
+  return true;
+}
+
+static bool readPrograms(Reader &rd, const json &j, const Bundle &bundle,
+                         const Sizes &size, ModelManifest &m) {
   for (auto &[section, info] : j["programs"].items()) {
     ProgramEntry p;
     p.section = section;
@@ -419,7 +411,7 @@ bool readModelManifest(const Bundle &bundle, ModelManifest *out,
             where + " weight record of word " + std::to_string(at);
         if (!rd.integer(u, "offset", rw, &offset) ||
             !rd.integer(u, "bytes", rw, &bytes, 1) ||
-            !rd.inside(uint64_t(offset), uint64_t(bytes), weightsSize, rw,
+            !rd.inside(uint64_t(offset), uint64_t(bytes), size.weights, rw,
                        "weights"))
           return false;
         w.offset = uint64_t(offset);
@@ -430,7 +422,12 @@ bool readModelManifest(const Bundle &bundle, ModelManifest *out,
     m.programs.push_back(std::move(p));
   }
 
-  index = 0;
+  return true;
+}
+
+static bool readSegments(Reader &rd, const json &j, const Bundle &bundle,
+                         ModelManifest &m) {
+  size_t index = 0;
   for (const json &seg : j[manifest_keys::kSegments]) {
     SegmentEntry s;
     std::string where = "segments[" + std::to_string(index++) + "]";
@@ -483,6 +480,50 @@ bool readModelManifest(const Bundle &bundle, ModelManifest *out,
     }
     m.segments.push_back(std::move(s));
   }
+
+  return true;
+}
+
+bool readModelManifest(const Bundle &bundle, ModelManifest *out,
+                       std::string *error) {
+  Reader rd(bundle.path(), error);
+  const json &j = bundle.manifest();
+  ModelManifest m;
+  for (const char *key :
+       {"config", "programs", "caches", "host_tensors", "gather_tables"})
+    if (!rd.member(j, key) || !rd.member(j, key)->is_object())
+      return rd.fail(std::string("'") + key + "'",
+                     "missing or not an object (is this a model bundle from "
+                     "pccx-compile?)");
+  if (!rd.member(j, "segments") || !rd.member(j, "segments")->is_array())
+    return rd.fail("'segments'", "missing or not a list (is this a model "
+                                 "bundle from pccx-compile?)");
+  // The weight table describes the records for tools that map them back to
+  // checkpoint tensors; a hand-assembled bundle may have none.
+  if (const json *t = rd.member(j, "weight_table"))
+    if (!t->is_array())
+      return rd.fail("'weight_table'", "is not a list");
+  if (const json *p = rd.member(j, manifest_keys::kProducer))
+    m.producer = p->is_string() ? p->get<std::string>() : "";
+  m.config = j["config"];
+  if (!rd.integer(m.config, "vocab_size", "config", &m.vocabSize, 1,
+                  int64_t(1) << 31))
+    return false;
+  const json *options = rd.member(j, "compile_options");
+  if (!options || !options->is_object())
+    return rd.fail("'compile_options'", "missing or not an object");
+  m.compileOptions = *options;
+  if (!rd.integer(*options, "max_seq_len", "compile_options", &m.maxPositions,
+                  1, int64_t(1) << 31))
+    return false;
+
+  const Sizes size{sectionSize(bundle, "weights"),
+                   sectionSize(bundle, "host_tensors"),
+                   sectionSize(bundle, "gather")};
+  if (!readCaches(rd, j, m) || !readHostTensors(rd, j, size, m) ||
+      !readGathers(rd, j, size, m) || !readWeightTable(rd, j, size, m) ||
+      !readPrograms(rd, j, bundle, size, m) || !readSegments(rd, j, bundle, m))
+    return false;
 
   std::string why;
   if (!parsePatchPoints(j, m.patchPoints, &why) ||

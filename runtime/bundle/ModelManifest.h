@@ -33,15 +33,15 @@ class Bundle;
 /// How a stored weight derives from checkpoint tensors (the compiler's
 /// weight expression, compiler/model/WeightEvaluator.h):
 ///   tensor                              {tensor}
-///   tensor * diag(by) * factor          {scale = {tensor}, by = {tensor}, factor}
-///   quantize(one of the above, scheme)  {quantize = ..., scheme}
+///   tensor * diag(by) * factor          {scale = {tensor}, by = {tensor},
+///   factor} quantize(one of the above, scheme)  {quantize = ..., scheme}
 struct WeightRecipe {
   std::string tensor;
   std::string scaledBy; ///< empty: no per-column gain folded in
   float factor = 1.0f;
-  bool scaled = false;  ///< the {scale = ...} form (factor applies)
-  std::string scheme;   ///< quantization scheme, empty when not quantized
-  nlohmann::json json;  ///< the recipe as written
+  bool scaled = false; ///< the {scale = ...} form (factor applies)
+  std::string scheme;  ///< quantization scheme, empty when not quantized
+  nlohmann::json json; ///< the recipe as written
 };
 
 /// Parses a recipe; false when it is not one of the forms above.
@@ -57,14 +57,14 @@ struct WeightRecordEntry {
 
 /// The weight-stream bytes of one GEMV/GEMM word.
 struct WeightUse {
-  uint64_t index = 0; ///< word index in the program
-  bool dynamic = false; ///< produced by a host kernel at run time
+  uint64_t index = 0;             ///< word index in the program
+  bool dynamic = false;           ///< produced by a host kernel at run time
   uint64_t offset = 0, bytes = 0; ///< static: the record's bytes
 };
 
 struct ProgramEntry {
-  std::string section; ///< "program.decode", "program.prefill"
-  int64_t rows = 1;    ///< tokens per run
+  std::string section;     ///< "program.decode", "program.prefill"
+  int64_t rows = 1;        ///< tokens per run
   int64_t windowWords = 0; ///< host-window high-water mark
   std::vector<WeightUse> weights;
 };

@@ -22,8 +22,8 @@ struct DeviceOptions {
   /// Simulator numerics: "hardware" (BF16 in L2) or "reference" (fp32).
   /// Devices that compute in hardware numerics refuse "reference".
   std::string numerics = "hardware";
-  std::string uioName = "pccx";      ///< kv260: UIO device of the overlay
-  std::string udmabuf = "udmabuf0";  ///< kv260: u-dma-buf buffer
+  std::string uioName = "pccx";     ///< kv260: UIO device of the overlay
+  std::string udmabuf = "udmabuf0"; ///< kv260: u-dma-buf buffer
 };
 
 /// The device names openDevice accepts, in the order --help lists them.

@@ -54,8 +54,8 @@ std::unique_ptr<Model> Model::load(const std::string &path,
     m->caches_.push_back(spec);
   }
   for (const bundle::HostTensorEntry &t : manifest.hostTensors)
-    m->tensors_[t.name] = {t.rows, t.cols,
-                           reinterpret_cast<const float *>(hostData + t.offset)};
+    m->tensors_[t.name] = {
+        t.rows, t.cols, reinterpret_cast<const float *>(hostData + t.offset)};
   for (const bundle::GatherEntry &e : manifest.gathers) {
     host::GatherTable g;
     g.rows = e.rows;
@@ -146,8 +146,9 @@ std::unique_ptr<Model> Model::load(const std::string &path,
           !isa::lookupField(inst.format(), pp.field, field) ||
           !bundle::parsePatchSource(pp.value.c_str(), &site.source) ||
           pp.delta < 0 || pp.delta >= p->rows) {
-        fail(error, path, section + ": patch point of word " +
-                              std::to_string(pp.index) + " is invalid");
+        fail(error, path,
+             section + ": patch point of word " + std::to_string(pp.index) +
+                 " is invalid");
         return nullptr;
       }
       const isa::FieldInfo &f = isa::fieldInfo(field);
@@ -190,7 +191,7 @@ std::vector<int32_t> Model::eosTokens() const {
 int32_t Model::bosToken() const {
   auto it = config_.find("bos_token_id");
   return it != config_.end() && it->is_number_integer() ? it->get<int32_t>()
-                                                         : -1;
+                                                        : -1;
 }
 
 const uint8_t *Model::tokenizer(size_t *bytes) const {

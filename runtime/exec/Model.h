@@ -29,8 +29,8 @@ namespace pccx::exec {
 /// writes the bits.
 struct PatchSite {
   uint32_t word = 0;
-  uint8_t lo = 0;            ///< first bit of the field
-  uint32_t maxValue = 0;     ///< the field's largest value
+  uint8_t lo = 0;        ///< first bit of the field
+  uint32_t maxValue = 0; ///< the field's largest value
   bundle::PatchSource source = bundle::PatchSource::Position;
   int64_t scale = 1, offset = 0, delta = 0, window = 0;
   isa::Field field = isa::Field(0); ///< for messages

@@ -2,8 +2,8 @@
 
 #include "runtime/exec/Session.h"
 
-#include "hw/isa/Isa.h"
 #include "hw/abi/PatchSources.h"
+#include "hw/isa/Isa.h"
 
 #include <cmath>
 #include <limits>
@@ -76,17 +76,16 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
   // Patch fields in place: each site's field is located already.
   for (const PatchSite &p : program.patches) {
     const int64_t value =
-        bundle::patchSourceValue(p.source, position_ + p.delta,
-                                 tokens[p.delta], p.window) *
+        bundle::patchSourceValue(p.source, position_ + p.delta, tokens[p.delta],
+                                 p.window) *
             p.scale +
         p.offset;
     if (value < 0 || uint64_t(value) > p.maxValue) {
       const std::string why =
           value < 0 ? "negative" : isa::checkField(p.field, uint64_t(value));
-      *error = where("patching " +
-                     std::string(isa::fieldInfo(p.field).name) + " of word " +
-                     std::to_string(p.word) + " to " + std::to_string(value) +
-                     ": " + why);
+      *error = where("patching " + std::string(isa::fieldInfo(p.field).name) +
+                     " of word " + std::to_string(p.word) + " to " +
+                     std::to_string(value) + ": " + why);
       return false;
     }
     const uint64_t mask = uint64_t(p.maxValue) << p.lo;

@@ -25,16 +25,14 @@ namespace pccx::exec {
 using device::Device;
 
 struct SessionStats {
-  uint64_t instructions = 0, hostOps = 0, syncs = 0, weightBytes = 0,
-           steps = 0;
+  uint64_t instructions = 0, hostOps = 0, syncs = 0, weightBytes = 0, steps = 0;
 };
 
 class Session {
 public:
   /// `fp32Caches` keeps KV caches in float32 whatever the bundle says (the
   /// reference numerics); otherwise they use the bundle's dtype.
-  Session(const Model &model, std::unique_ptr<Device> device,
-          bool fp32Caches);
+  Session(const Model &model, std::unique_ptr<Device> device, bool fp32Caches);
 
   int64_t position() const { return position_; }
   /// Positions the KV caches hold.

@@ -21,7 +21,6 @@ namespace pccx::host {
 
 namespace {
 
-
 float dotf(const float *a, const float *b, int64_t n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
@@ -64,7 +63,8 @@ public:
       : call_(call), ctx_(ctx), error_(error) {}
 
   bool fail(const std::string &key, const std::string &why) {
-    *error_ = "host kernel '" + std::string(abi::kernelInfo(call_.kernel).name) +
+    *error_ = "host kernel '" +
+              std::string(abi::kernelInfo(call_.kernel).name) +
               "': parameter '" + key + "' " + why;
     return false;
   }
@@ -85,8 +85,8 @@ public:
     return arg(key).regions;
   }
 
-  bool regionFrom(const std::string &key, const abi::HostRegion &r,
-                  Region *out, int64_t elems, int64_t rows) {
+  bool regionFrom(const std::string &key, const abi::HostRegion &r, Region *out,
+                  int64_t elems, int64_t rows) {
     std::string why = r.check(ctx_.windowWords);
     if (!why.empty())
       return fail(key, why);
@@ -390,7 +390,8 @@ bool kernelAltUpCorrect(Call &c) {
       !c.region("output", &output, p.h, p.t))
     return false;
   const int64_t a = p.a, h = p.h;
-  std::vector<float> m(static_cast<size_t>(a)), coef(static_cast<size_t>(a)), innovation(static_cast<size_t>(h));
+  std::vector<float> m(static_cast<size_t>(a)), coef(static_cast<size_t>(a)),
+      innovation(static_cast<size_t>(h));
   for (int64_t r = 0; r < p.t; ++r) {
     modalities(*p.norm, *p.router, output.row(r), h, float(p.eps), m.data());
     for (int64_t j = 0; j < a; ++j) {
@@ -682,8 +683,7 @@ bool kernelAttentionValues(Call &c) {
       window < 0 || !c.region("out", &out, hp.heads * hp.headDim) ||
       !c.stepRows("out", out.rows) || !c.integer("row", &only, false, -1) ||
       only >= out.rows ||
-      !c.region("probs", &probs, -1,
-                (only >= 0 ? 1 : out.rows) * hp.heads) ||
+      !c.region("probs", &probs, -1, (only >= 0 ? 1 : out.rows) * hp.heads) ||
       !c.cache("v_cache", &values, hp.kvHeads * hp.headDim))
     return only >= out.rows ? c.fail("row", "is past the step's rows") : false;
   const int64_t groups = hp.heads / hp.kvHeads, d = hp.headDim;
@@ -748,14 +748,14 @@ bool kernelPleInject(Call &c) {
     return c.fail("streams", "must hold num_inputs rows per token");
   const int64_t h = streams.elems, t = streams.rows / a;
   if (!c.region("gate", &gate, -1, t) || !c.integer("layer", &layer) ||
-      !c.region("pli", &pli, gate.elems) || pli.rows % t ||
-      layer < 0 || layer >= pli.rows / t)
+      !c.region("pli", &pli, gate.elems) || pli.rows % t || layer < 0 ||
+      layer >= pli.rows / t)
     return c.fail("pli", "must hold the per-layer inputs of every token, "
                          "'layer' one of them");
   const int64_t p = gate.elems, layers = pli.rows / t;
   if (!c.region("out", &out, h, streams.rows) ||
-      !c.tensor("proj", &proj, h, p) || !c.tensor("post_norm", &postNorm, 1, h) ||
-      !c.number("eps", &eps))
+      !c.tensor("proj", &proj, h, p) ||
+      !c.tensor("post_norm", &postNorm, 1, h) || !c.number("eps", &eps))
     return false;
   std::vector<float> g(static_cast<size_t>(p)), inj(static_cast<size_t>(h));
   for (int64_t r = 0; r < t; ++r) {
@@ -917,8 +917,8 @@ bool bindCall(const std::string &kernel, const json &params,
               const BindTables &tables, BoundCall *out, std::string *error) {
   abi::HostKernel id;
   if (!abi::lookupKernel(kernel, id)) {
-    *error = "unknown host kernel '" + kernel + "' (known: " +
-             abi::kernelNames() + ")";
+    *error = "unknown host kernel '" + kernel +
+             "' (known: " + abi::kernelNames() + ")";
     return false;
   }
   auto fail = [&](const std::string &key, const std::string &why) {
@@ -985,8 +985,9 @@ bool bindCall(const std::string &kernel, const json &params,
       for (const json &n : names) {
         if (!n.is_string())
           return fail(p.key, expected);
-        auto t = tables.tensors ? tables.tensors->find(n.get<std::string>())
-                                : std::map<std::string, HostTensor>::const_iterator();
+        auto t = tables.tensors
+                     ? tables.tensors->find(n.get<std::string>())
+                     : std::map<std::string, HostTensor>::const_iterator();
         if (!tables.tensors || t == tables.tensors->end())
           return fail(p.key, "names host tensor '" + n.get<std::string>() +
                                  "', which the bundle does not have");
@@ -1012,8 +1013,9 @@ bool bindCall(const std::string &kernel, const json &params,
       if (!v.is_string())
         return fail(p.key, expected);
       const std::string name = v.get<std::string>();
-      auto g = tables.gathers ? tables.gathers->find(name)
-                              : std::map<std::string, GatherTable>::const_iterator();
+      auto g = tables.gathers
+                   ? tables.gathers->find(name)
+                   : std::map<std::string, GatherTable>::const_iterator();
       if (!tables.gathers || g == tables.gathers->end())
         return fail(p.key, "names gather table '" + name +
                                "', which the bundle does not have");

@@ -53,8 +53,8 @@ struct GatherTable {
   hw::WeightFormat format = hw::WeightFormat::Int4;
   /// quantized: rows * packedRowBytes(format, cols) bytes
   const uint8_t *codes = nullptr;
-  const float *scales = nullptr;  ///< quantized: one per row
-  const float *values = nullptr;  ///< float32 rows otherwise
+  const float *scales = nullptr; ///< quantized: one per row
+  const float *values = nullptr; ///< float32 rows otherwise
   /// Row `row` as floats.
   void readRow(int64_t row, float *out) const;
 };
@@ -101,8 +101,8 @@ struct BoundArg {
   double number = 0;
   abi::HostRegion region;
   std::vector<abi::HostRegion> regions;
-  std::vector<std::string> names;           ///< tensor/cache/gather names
-  std::vector<const HostTensor *> tensors;  ///< Tensor, TensorList
+  std::vector<std::string> names;          ///< tensor/cache/gather names
+  std::vector<const HostTensor *> tensors; ///< Tensor, TensorList
   const GatherTable *gather = nullptr;
   int cache = -1; ///< index into HostContext::caches
 };
@@ -149,8 +149,7 @@ struct HostContext {
 
 /// Runs one bound call. False (with a message naming the kernel and the
 /// offending parameter) on any invalid operand.
-bool runKernel(const BoundCall &call, HostContext &context,
-               std::string *error);
+bool runKernel(const BoundCall &call, HostContext &context, std::string *error);
 
 /// Binds and runs in one go (tests and tools that run a single call).
 bool runKernel(const std::string &name, const nlohmann::json &params,

@@ -41,9 +41,9 @@ ModelManifest sample() {
   s.program = "program.decode";
   s.begin = 0;
   s.end = 2;
-  s.hostOps = {{0, "fill", {{"out", {0, 8, 1, 1}}, {"value", 1.0}}, false},
-               {2, "emit_logits", {{"in", {0, 16, 1, 2}}, {"first_row", 0}},
-                true}};
+  s.hostOps = {
+      {0, "fill", {{"out", {0, 8, 1, 1}}, {"value", 1.0}}, false},
+      {2, "emit_logits", {{"in", {0, 16, 1, 2}}, {"first_row", 0}}, true}};
   s.syncs = {1};
   m.segments.push_back(s);
   PatchPoint pp;
@@ -59,9 +59,9 @@ ModelManifest sample() {
   parseWeightRecipe({{"tensor", "norm.weight"}}, &leaf);
   m.hostTensors.push_back({"norm.weight", 0, 1, 4, leaf});
   WeightRecipe q;
-  parseWeightRecipe({{"quantize", {{"tensor", "embed.weight"}}},
-                     {"scheme", "int4_per_row"}},
-                    &q);
+  parseWeightRecipe(
+      {{"quantize", {{"tensor", "embed.weight"}}}, {"scheme", "int4_per_row"}},
+      &q);
   m.gathers.push_back({"embed.weight", 0, 32, 4, 8, "int4", q});
   WeightRecipe folded;
   parseWeightRecipe({{"quantize",
@@ -70,9 +70,9 @@ ModelManifest sample() {
                        {"factor", 0.5}}},
                      {"scheme", "int4_per_row"}},
                     &folded);
-  m.weightTable.push_back({0, uint64_t(hw::recordBytes(hw::WeightFormat::Int4,
-                                                       2, 8)),
-                           0, 2, 8, folded});
+  m.weightTable.push_back(
+      {0, uint64_t(hw::recordBytes(hw::WeightFormat::Int4, 2, 8)), 0, 2, 8,
+       folded});
   m.weightsBytes = m.weightTable[0].bytes;
   return m;
 }
@@ -154,10 +154,9 @@ TEST_F(ModelManifestTest, RoundTripsEveryTable) {
 }
 
 TEST_F(ModelManifestTest, RefusesEntriesOutsideTheirSections) {
-  EXPECT_NE(errorOf([](json &j) {
-              j["weight_table"][0]["offset"] = 16;
-            }).find("weight_table[0]: bytes [16, +48) lie outside the "
-                    "weights section of 48 bytes"),
+  EXPECT_NE(errorOf([](json &j) { j["weight_table"][0]["offset"] = 16; })
+                .find("weight_table[0]: bytes [16, +48) lie outside the "
+                      "weights section of 48 bytes"),
             std::string::npos);
   EXPECT_NE(errorOf([](json &j) {
               j["gather_tables"]["embed.weight"]["scales_offset"] = -8;
@@ -172,21 +171,25 @@ TEST_F(ModelManifestTest, RefusesEntriesOutsideTheirSections) {
               j["programs"]["program.decode"]["weight_records"][0]["index"] = 7;
             }).find("names a word the program does not have"),
             std::string::npos);
-  EXPECT_NE(errorOf([](json &j) { j["caches"]["kv.0.k"]["slots"] = 0; })
-                .find("cache 'kv.0.k': 'slots' is 0"),
+  EXPECT_NE(errorOf([](json &j) {
+              j["caches"]["kv.0.k"]["slots"] = 0;
+            }).find("cache 'kv.0.k': 'slots' is 0"),
             std::string::npos);
-  EXPECT_NE(errorOf([](json &j) { j["caches"]["kv.0.k"]["dtype"] = "bf16"; })
-                .find("dtype 'bf16' is not one of f32, f16, int8"),
+  EXPECT_NE(errorOf([](json &j) {
+              j["caches"]["kv.0.k"]["dtype"] = "bf16";
+            }).find("dtype 'bf16' is not one of f32, f16, int8"),
             std::string::npos);
   EXPECT_NE(errorOf([](json &j) {
               j["segments"][0]["host_ops"][0]["sync"] = "yes";
             }).find("'sync' must be true or false"),
             std::string::npos);
-  EXPECT_NE(errorOf([](json &j) { j["segments"][0]["syncs"] = {9}; })
-                .find("a sync lies outside the segment"),
+  EXPECT_NE(errorOf([](json &j) {
+              j["segments"][0]["syncs"] = {9};
+            }).find("a sync lies outside the segment"),
             std::string::npos);
-  EXPECT_NE(errorOf([](json &j) { j.erase("programs"); })
-                .find("'programs': missing or not an object"),
+  EXPECT_NE(errorOf([](json &j) {
+              j.erase("programs");
+            }).find("'programs': missing or not an object"),
             std::string::npos);
   EXPECT_NE(errorOf([](json &j) {
               j["weight_table"][0]["recipe"] = {{"tensor", 3}};

@@ -110,7 +110,8 @@ TEST_F(LoweringStateTest, BuffersSharingWordsAreNeverLiveTogether) {
           for (bool outputs : {false, true})
             for (pd::HostRegionAttr r : kernel.getRegions(outputs)) {
               ASSERT_FALSE(r.getBuffer()) << "placement left a symbol";
-              words.push_back({r.getOffset(), r.getOffset() + r.getSpanWords()});
+              words.push_back(
+                  {r.getOffset(), r.getOffset() + r.getSpanWords()});
             }
         touched.push_back(words);
       }
@@ -131,8 +132,8 @@ TEST_F(LoweringStateTest, BuffersSharingWordsAreNeverLiveTogether) {
         bool inside = false;
         for (const Buffer &b : buffers)
           inside |= lo >= b.begin && hi <= b.end;
-        EXPECT_TRUE(inside) << "words [" << lo << ", " << hi
-                            << ") lie in no host buffer";
+        EXPECT_TRUE(inside)
+            << "words [" << lo << ", " << hi << ") lie in no host buffer";
       }
 
     // The high-water mark is what placement used.
