@@ -8,6 +8,7 @@
 #include "hw/isa/Isa.h"
 #include "hw/numerics/Quantize.h"
 #include "runtime/bundle/Bundle.h"
+#include "runtime/bundle/ChatTemplate.h"
 #include "runtime/bundle/Manifest.h"
 #include "runtime/host/HostKernels.h"
 
@@ -349,6 +350,8 @@ bool emitBundle(ModuleOp module, const std::string &path,
                            {"cols", r.cols},
                            {"recipe", attrToJson(r.recipe)}});
   manifest["weight_table"] = recordTable;
+  if (!options.chatTemplate.empty())
+    manifest[bundle::kChatTemplateKey] = options.chatTemplate;
   if (!options.tokenizerPath.empty())
     manifest["tokenizer"] = {{"section", "tokenizer"},
                              {"format", "sentencepiece"}};

@@ -8,6 +8,7 @@
 #include "compiler/ModelImporter.h"
 #include "compiler/Pipeline.h"
 #include "compiler/emit/EmitBundle.h"
+#include "compiler/import/ChatTemplateFile.h"
 #include "compiler/reference/ExportEffective.h"
 #include "runtime/bundle/Bundle.h"
 #include "compiler/Registration.h"
@@ -265,6 +266,11 @@ int main(int argc, char **argv) {
         llvm::sys::fs::exists(std::string(checkpointDir) + "/tokenizer.model"))
       tok = std::string(checkpointDir) + "/tokenizer.model";
     emitOptions.tokenizerPath = tok;
+    std::string templateSource;
+    if (!pccx::import::readChatTemplate(checkpointDir,
+                                        &emitOptions.chatTemplate,
+                                        &templateSource, &error))
+      return fail(error);
     progress.stage(3, "writing " + outputFile);
     uint64_t totalBytes = 0;
     emitOptions.progress = [&](uint64_t done, uint64_t total) {
