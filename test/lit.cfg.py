@@ -29,3 +29,11 @@ if shutil.which("node") and shutil.which("npm"):
             config.environment[var] = os.environ[var]
 else:
     lit_config.note("node or npm not found: the OpenAI npm client test of pccx-serve is skipped (install nodejs and npm)")
+
+# The Python module's test runs under Debian's python3 with python3-numpy.
+import subprocess
+if os.path.exists("/usr/bin/python3") and subprocess.run(
+        ["/usr/bin/python3", "-c", "import numpy"], capture_output=True).returncode == 0:
+    config.available_features.add("python3-numpy")
+else:
+    lit_config.note("/usr/bin/python3 with numpy not found: the test of runtime/python/pccxrt.py is skipped (install python3-numpy)")
