@@ -1,4 +1,5 @@
-//===- ChatTemplateFile.cpp - a checkpoint's chat template -----------------===//
+//===- ChatTemplateFile.cpp - a checkpoint's chat template
+//-----------------===//
 
 #include "compiler/import/ChatTemplateFile.h"
 

@@ -1,4 +1,5 @@
-//===- Chat.cpp - conversations over a session -----------------------------===//
+//===- Chat.cpp - conversations over a session
+//-----------------------------===//
 
 #include "runtime/app/Chat.h"
 

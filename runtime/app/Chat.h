@@ -116,14 +116,13 @@ public:
   /// Generates a reply to `prompt`. Tokens of `prompt` already in the KV
   /// cache are not consumed again; otherwise the cache is reset first. A
   /// prompt longer than the cache is refused (the error says by how much).
-  bool complete(const std::vector<int32_t> &prompt,
-                const ReplyOptions &options, Reply *reply,
-                std::string *error);
+  bool complete(const std::vector<int32_t> &prompt, const ReplyOptions &options,
+                Reply *reply, std::string *error);
 
   /// The next user turn of the conversation kept by this object; the first
   /// turn carries the system prompt.
-  bool say(const std::string &text, const ReplyOptions &options,
-           Reply *reply, std::string *error);
+  bool say(const std::string &text, const ReplyOptions &options, Reply *reply,
+           std::string *error);
   void setSystemPrompt(const std::string &text) { system_ = text; }
   /// Starts a new conversation (and forgets the KV cache).
   void reset();

@@ -1,4 +1,5 @@
-//===- ChatConsole.cpp - a chat on a terminal or from a script -------------===//
+//===- ChatConsole.cpp - a chat on a terminal or from a script
+//-------------===//
 
 #include "runtime/app/ChatConsole.h"
 
@@ -117,8 +118,9 @@ int runChatConsole(ChatSession &chat, int input,
       return status;
     }
     if (got == Input::Failed) {
-      err << options.tool << ": error: reading the chat input: "
-          << std::strerror(errno) << "\n";
+      err << options.tool
+          << ": error: reading the chat input: " << std::strerror(errno)
+          << "\n";
       return 1;
     }
     if (!line.empty() && line.back() == '\r')
@@ -137,31 +139,31 @@ int runChatConsole(ChatSession &chat, int input,
     if (!options.interactive && !options.json)
       out << "> " << line << "\n";
     if (!options.json)
-      reply.onText = [&](const std::string &text) { out << text << std::flush; };
+      reply.onText = [&](const std::string &text) {
+        out << text << std::flush;
+      };
     else
       reply.onText = nullptr;
     Reply result;
     std::string error;
     if (!chat.say(line, reply, &result, &error)) {
-      err << options.tool << ": error: turn " << turn << ": " << error
-          << "\n";
+      err << options.tool << ": error: turn " << turn << ": " << error << "\n";
       if (chat.position() > 0 && options.interactive)
         err << "(type /reset to start a new conversation)\n";
       status = 1;
       continue;
     }
     if (options.json) {
-      nlohmann::json record = {
-          {"turn", turn},
-          {"fed_tokens", result.fed},
-          {"reused_tokens", result.reusedTokens},
-          {"prompt_tokens", result.promptTokens},
-          {"reply_tokens", result.tokens},
-          {"reply_text", result.text},
-          {"ended_by", replyEndName(result.end)},
-          {"position_after", result.positionAfter},
-          {"prompt_seconds", result.promptSeconds},
-          {"reply_seconds", result.replySeconds}};
+      nlohmann::json record = {{"turn", turn},
+                               {"fed_tokens", result.fed},
+                               {"reused_tokens", result.reusedTokens},
+                               {"prompt_tokens", result.promptTokens},
+                               {"reply_tokens", result.tokens},
+                               {"reply_text", result.text},
+                               {"ended_by", replyEndName(result.end)},
+                               {"position_after", result.positionAfter},
+                               {"prompt_seconds", result.promptSeconds},
+                               {"reply_seconds", result.replySeconds}};
       out << record.dump() << "\n" << std::flush;
     } else {
       out << "\n";

@@ -1,4 +1,5 @@
-//===- ChatTemplate.cpp - the chat template a bundle carries ---------------===//
+//===- ChatTemplate.cpp - the chat template a bundle carries
+//---------------===//
 
 #include "runtime/bundle/ChatTemplate.h"
 
@@ -12,14 +13,12 @@ ChatTemplate classifyChatTemplate(const std::string &text) {
   const TurnMarkers gemma;
   // Gemma's template writes '<start_of_turn>' + role + '\n' ... and
   // '<end_of_turn>\n', mapping the 'assistant' role to "model".
-  bool gemmaStyle = text.find(gemma.startOfTurn) != std::string::npos &&
-                    text.find(gemma.endOfTurn) != std::string::npos &&
-                    (text.find("\"" + gemma.modelRole + "\"") !=
-                         std::string::npos ||
-                     text.find("'" + gemma.modelRole + "'") !=
-                         std::string::npos ||
-                     text.find(gemma.startOfTurn + gemma.modelRole) !=
-                         std::string::npos);
+  bool gemmaStyle =
+      text.find(gemma.startOfTurn) != std::string::npos &&
+      text.find(gemma.endOfTurn) != std::string::npos &&
+      (text.find("\"" + gemma.modelRole + "\"") != std::string::npos ||
+       text.find("'" + gemma.modelRole + "'") != std::string::npos ||
+       text.find(gemma.startOfTurn + gemma.modelRole) != std::string::npos);
   chat.source = gemmaStyle ? ChatTemplate::Source::Bundle
                            : ChatTemplate::Source::NotGemmaStyle;
   return chat;

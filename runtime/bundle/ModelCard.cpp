@@ -1,4 +1,5 @@
-//===- ModelCard.cpp - a bundle's model card (pccx-objdump --info) ---------===//
+//===- ModelCard.cpp - a bundle's model card (pccx-objdump --info)
+//---------===//
 //
 // What a person deploying a bundle asks first: which model, compiled how,
 // how big, how many weight bytes every generated token streams (the figure
@@ -68,11 +69,11 @@ uint64_t gatherBytesPerToken(const json &gathers) {
 void printModelCard(const Bundle &b, std::ostream &out) {
   const json &m = b.manifest();
   const json empty = json::object();
-  const json &config = m.is_object() && m.contains("config") ? m["config"]
-                                                             : empty;
-  const json &options =
-      m.is_object() && m.contains("compile_options") ? m["compile_options"]
-                                                     : empty;
+  const json &config =
+      m.is_object() && m.contains("config") ? m["config"] : empty;
+  const json &options = m.is_object() && m.contains("compile_options")
+                            ? m["compile_options"]
+                            : empty;
   auto line = [&](const char *key, const std::string &value) {
     out << formatString("  %-17s %s\n", key, value.c_str());
   };
@@ -101,16 +102,16 @@ void printModelCard(const Bundle &b, std::ostream &out) {
   for (auto it = options.begin(); it != options.end(); ++it)
     if (it.key() != "compiler_version")
       opts += (opts.empty() ? "" : " ") + it.key() + "=" +
-            (it->is_string() ? it->get<std::string>() : it->dump());
+              (it->is_string() ? it->get<std::string>() : it->dump());
   line("compile options", opts.empty() ? "-" : opts);
-  line("compiler", show(m, "producer") + " " + show(options, "compiler_version"));
-  line("target", "pccx ISA " + isaVersionName(b.isaVersion()) +
-                     ", bundle format " + std::to_string(b.formatVersion()) +
-                     ", machine digest " +
-                     formatString("0x%016llx",
-                                  (unsigned long long)b.machineDigest()) +
-                     (b.machineDigestMatches() ? " (matches this build)"
-                                               : " (another machine model)"));
+  line("compiler",
+       show(m, "producer") + " " + show(options, "compiler_version"));
+  line("target",
+       "pccx ISA " + isaVersionName(b.isaVersion()) + ", bundle format " +
+           std::to_string(b.formatVersion()) + ", machine digest " +
+           formatString("0x%016llx", (unsigned long long)b.machineDigest()) +
+           (b.machineDigestMatches() ? " (matches this build)"
+                                     : " (another machine model)"));
   line("file size", mib(b.fileSize()));
 
   uint64_t hostBytes = 0, gatherBytes = 0;
@@ -126,10 +127,9 @@ void printModelCard(const Bundle &b, std::ostream &out) {
 
   const json programs =
       m.is_object() && m.contains("programs") ? m["programs"] : empty;
-  const uint64_t perToken =
-      gatherBytesPerToken(m.is_object() && m.contains("gather_tables")
-                              ? m["gather_tables"]
-                              : empty);
+  const uint64_t perToken = gatherBytesPerToken(
+      m.is_object() && m.contains("gather_tables") ? m["gather_tables"]
+                                                   : empty);
   if (programs.contains("program.decode")) {
     uint64_t decode = streamedBytes(programs["program.decode"]);
     line("weights/token",
@@ -160,9 +160,9 @@ void printModelCard(const Bundle &b, std::ostream &out) {
     }
   line("KV caches", std::to_string(caches) + " (" + dtype + ")");
   const SectionInfo *tok = b.find("tokenizer");
-  line("tokenizer", tok ? "SentencePiece, " + std::to_string(tok->size) +
-                              " bytes"
-                        : "none (token ids only)");
+  line("tokenizer",
+       tok ? "SentencePiece, " + std::to_string(tok->size) + " bytes"
+           : "none (token ids only)");
   line("chat template", describe(chatTemplateOf(m)));
 }
 

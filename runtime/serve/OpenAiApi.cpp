@@ -1,4 +1,5 @@
-//===- OpenAiApi.cpp - OpenAI-compatible requests and responses ------------===//
+//===- OpenAiApi.cpp - OpenAI-compatible requests and responses
+//------------===//
 
 #include "runtime/serve/OpenAiApi.h"
 
@@ -10,7 +11,9 @@ namespace pccx::serve {
 using nlohmann::json;
 
 json errorBody(const ApiError &error) {
-  auto orNull = [](const std::string &s) { return s.empty() ? json() : json(s); };
+  auto orNull = [](const std::string &s) {
+    return s.empty() ? json() : json(s);
+  };
   return {{"error",
            {{"message", error.message},
             {"type", error.type},
@@ -47,9 +50,9 @@ public:
         return fail(name, std::string("'") + name + "' must be a number");
       double d = v->get<double>();
       if (!(d >= lo && d <= hi))
-        return fail(name, std::string("'") + name + "' must be between " +
-                              trim(lo) + " and " + trim(hi) + ", got " +
-                              trim(d),
+        return fail(name,
+                    std::string("'") + name + "' must be between " + trim(lo) +
+                        " and " + trim(hi) + ", got " + trim(d),
                     "invalid_value");
       *out = d;
     }
@@ -77,9 +80,11 @@ public:
   void unsupported(const char *name, const json &neutral) {
     if (const json *v = field(name))
       if (*v != neutral)
-        fail(name, std::string("'") + name + "' is not supported by this "
-                                             "server (only " +
-                       neutral.dump() + ")",
+        fail(name,
+             std::string("'") + name +
+                 "' is not supported by this "
+                 "server (only " +
+                 neutral.dump() + ")",
              "unsupported_parameter");
   }
 
@@ -170,8 +175,8 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
         std::string why;
         if (!m.contains("content") || m["content"].is_null() ||
             !contentText(m["content"], &message.content, &why)) {
-          r.fail("messages", where + ": " +
-                                 (why.empty() ? "'content' is missing" : why));
+          r.fail("messages",
+                 where + ": " + (why.empty() ? "'content' is missing" : why));
           break;
         }
         req.messages.push_back(message);
@@ -297,10 +302,9 @@ json usage(const app::Reply &reply) {
 
 json envelope(const GenerationRequest &request, const ResponseIds &ids,
               bool chunk) {
-  const char *object = request.chat
-                           ? (chunk ? "chat.completion.chunk"
-                                    : "chat.completion")
-                           : "text_completion";
+  const char *object =
+      request.chat ? (chunk ? "chat.completion.chunk" : "chat.completion")
+                   : "text_completion";
   return {{"id", ids.id},
           {"object", object},
           {"created", ids.created},

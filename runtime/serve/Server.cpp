@@ -1,4 +1,5 @@
-//===- Server.cpp - the OpenAI-compatible HTTP server ----------------------===//
+//===- Server.cpp - the OpenAI-compatible HTTP server
+//----------------------===//
 
 #include "runtime/serve/Server.h"
 
@@ -24,7 +25,9 @@ void sendError(httplib::Response &res, const ApiError &error) {
 }
 
 /// "data: {...}\n\n", one server-sent event.
-std::string event(const json &chunk) { return "data: " + chunk.dump() + "\n\n"; }
+std::string event(const json &chunk) {
+  return "data: " + chunk.dump() + "\n\n";
+}
 
 } // namespace
 
@@ -84,11 +87,10 @@ struct Server::Impl {
       error->status = 503;
       error->type = "server_error";
       error->code = "queue_full";
-      error->message = "the server is busy: " +
-                       std::to_string(nextTicket - serving) +
-                       " requests are queued (at most " +
-                       std::to_string(options.maxQueue) +
-                       " wait); retry later";
+      error->message =
+          "the server is busy: " + std::to_string(nextTicket - serving) +
+          " requests are queued (at most " + std::to_string(options.maxQueue) +
+          " wait); retry later";
       return nullptr;
     }
     uint64_t ticket = nextTicket++;
@@ -106,30 +108,30 @@ struct Server::Impl {
   }
 
   void modelRoutes() {
-    http.Get("/health", [this](const httplib::Request &,
-                               httplib::Response &res) {
-      uint64_t queued;
-      {
-        std::lock_guard<std::mutex> lock(queueMutex);
-        queued = nextTicket - serving;
-      }
-      sendJson(res, 200,
-               {{"status", "ok"},
-                {"model", options.modelName},
-                {"requests_in_queue", queued},
-                {"context_length", session.capacity()}});
-    });
+    http.Get("/health",
+             [this](const httplib::Request &, httplib::Response &res) {
+               uint64_t queued;
+               {
+                 std::lock_guard<std::mutex> lock(queueMutex);
+                 queued = nextTicket - serving;
+               }
+               sendJson(res, 200,
+                        {{"status", "ok"},
+                         {"model", options.modelName},
+                         {"requests_in_queue", queued},
+                         {"context_length", session.capacity()}});
+             });
     http.Get("/v1/models", [this](const httplib::Request &,
                                   httplib::Response &res) {
       sendJson(res, 200,
                {{"object", "list"}, {"data", json::array({modelObject()})}});
     });
-    http.Get(R"(/v1/models/(.+))", [this](const httplib::Request &req,
-                                          httplib::Response &res) {
-      if (req.matches[1] == options.modelName)
-        return sendJson(res, 200, modelObject());
-      sendError(res, unknownModel(req.matches[1]));
-    });
+    http.Get(R"(/v1/models/(.+))",
+             [this](const httplib::Request &req, httplib::Response &res) {
+               if (req.matches[1] == options.modelName)
+                 return sendJson(res, 200, modelObject());
+               sendError(res, unknownModel(req.matches[1]));
+             });
     for (const char *path : {"/v1/completions", "/v1/chat/completions"}) {
       bool isChat = std::string(path) == "/v1/chat/completions";
       http.Post(path, [this, isChat](const httplib::Request &req,
@@ -149,26 +151,26 @@ struct Server::Impl {
     // OpenAI error body too; bodies the handlers wrote are kept.
     http.set_error_handler(httplib::Server::HandlerWithResponse(
         [this](const httplib::Request &req, httplib::Response &res) {
-      if (!res.body.empty())
-        return httplib::Server::HandlerResponse::Unhandled;
-      ApiError e;
-      e.status = res.status;
-      if (res.status == 404) {
-        e.message = "no route " + req.method + " " + req.path +
-                    " (see docs/serving.md)";
-        e.code = "unknown_url";
-      } else if (res.status == 413) {
-        e.message = "the request body is larger than " +
-                    std::to_string(options.maxBodyBytes) + " bytes";
-        e.code = "request_too_large";
-      } else {
-        e.message = "HTTP " + std::to_string(res.status);
-        if (res.status >= 500)
-          e.type = "server_error";
-      }
-      sendError(res, e);
-      return httplib::Server::HandlerResponse::Handled;
-    }));
+          if (!res.body.empty())
+            return httplib::Server::HandlerResponse::Unhandled;
+          ApiError e;
+          e.status = res.status;
+          if (res.status == 404) {
+            e.message = "no route " + req.method + " " + req.path +
+                        " (see docs/serving.md)";
+            e.code = "unknown_url";
+          } else if (res.status == 413) {
+            e.message = "the request body is larger than " +
+                        std::to_string(options.maxBodyBytes) + " bytes";
+            e.code = "request_too_large";
+          } else {
+            e.message = "HTTP " + std::to_string(res.status);
+            if (res.status >= 500)
+              e.type = "server_error";
+          }
+          sendError(res, e);
+          return httplib::Server::HandlerResponse::Handled;
+        }));
   }
 
   json modelObject() const {
@@ -182,8 +184,9 @@ struct Server::Impl {
   ApiError unknownModel(const std::string &name) const {
     ApiError e;
     e.status = 404;
-    e.message = "the model '" + name + "' does not exist; this server serves '" +
-                options.modelName + "'";
+    e.message = "the model '" + name +
+                "' does not exist; this server serves '" + options.modelName +
+                "'";
     e.param = "model";
     e.code = "model_not_found";
     return e;
@@ -227,18 +230,16 @@ struct Server::Impl {
     }
     const int64_t context = session.capacity();
     const int64_t promptTokens = int64_t(ids->size());
-    *maxTokens =
-        request.maxTokens
-            ? *request.maxTokens
-            : request.chat
-                  ? std::min(options.limits.maxTokens,
-                             std::max<int64_t>(1, context - promptTokens))
-                  : std::min<int64_t>(16, options.limits.maxTokens);
+    *maxTokens = request.maxTokens ? *request.maxTokens
+                 : request.chat
+                     ? std::min(options.limits.maxTokens,
+                                std::max<int64_t>(1, context - promptTokens))
+                     : std::min<int64_t>(16, options.limits.maxTokens);
     // The prompt fills positions 0..P-1; every reply token but the last is
     // fed back, so P + max_tokens - 1 positions are needed.
     if (promptTokens + *maxTokens - 1 > context) {
-      error->message = "this model's context holds " +
-                       std::to_string(context) + " tokens; the request needs " +
+      error->message = "this model's context holds " + std::to_string(context) +
+                       " tokens; the request needs " +
                        std::to_string(promptTokens + *maxTokens - 1) + " (" +
                        std::to_string(promptTokens) + " in the prompt, " +
                        std::to_string(*maxTokens) +
@@ -297,9 +298,8 @@ struct Server::Impl {
     auto shared = std::make_shared<GenerationRequest>(*request);
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
-        "text/event-stream",
-        [this, shared, ids, prompt, reply, turn](size_t,
-                                                 httplib::DataSink &sink) {
+        "text/event-stream", [this, shared, ids, prompt, reply,
+                              turn](size_t, httplib::DataSink &sink) {
           bool first = true;
           app::ReplyOptions options = reply;
           bool gone = false;
@@ -345,14 +345,16 @@ struct Server::Impl {
 Server::Server(exec::Session &session, const exec::Model &model,
                const app::Tokenizer &tokenizer, const app::ChatFormat &format,
                const ServeOptions &options)
-    : impl_(std::make_unique<Impl>(session, model, tokenizer, format,
-                                   options)) {
+    : impl_(
+          std::make_unique<Impl>(session, model, tokenizer, format, options)) {
   Impl &s = *impl_;
   s.http.set_payload_max_length(options.maxBodyBytes);
   s.http.set_read_timeout(30, 0);
   s.http.set_write_timeout(30, 0);
   int threads = std::max(2, options.threads);
-  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  s.http.new_task_queue = [threads] {
+    return new httplib::ThreadPool(size_t(threads));
+  };
   s.modelRoutes();
 }
 

@@ -21,10 +21,9 @@ namespace pccx::tools {
 /// Hides from `--help` every registered option outside `categories`, except
 /// LLVM's generic ones (--help, --version, ...) and the options named in
 /// `visible`, which are shown even when registered elsewhere.
-inline void
-showOnlyOwnOptions(std::initializer_list<const llvm::cl::OptionCategory *>
-                       categories,
-                   std::initializer_list<llvm::StringRef> visible = {}) {
+inline void showOnlyOwnOptions(
+    std::initializer_list<const llvm::cl::OptionCategory *> categories,
+    std::initializer_list<llvm::StringRef> visible = {}) {
   for (auto &entry : llvm::cl::getRegisteredOptions()) {
     llvm::cl::Option *option = entry.second;
     if (llvm::is_contained(visible, entry.first())) {
@@ -36,8 +35,8 @@ showOnlyOwnOptions(std::initializer_list<const llvm::cl::OptionCategory *>
       own |= llvm::is_contained(categories, category);
     // LLVM's own --help/--version live in a category of their own that is
     // neither the general one nor any tool's.
-    bool genericHelp = entry.first().starts_with("help") ||
-                       entry.first() == "version";
+    bool genericHelp =
+        entry.first().starts_with("help") || entry.first() == "version";
     if (!own && !genericHelp &&
         option->getOptionHiddenFlag() == llvm::cl::NotHidden)
       option->setHiddenFlag(llvm::cl::Hidden);

@@ -81,8 +81,8 @@ private:
     }
     pending_.clear();
     shown_ = now;
-    std::fprintf(out_, "\r\033[K[%d/%d] %s%s%s", stage_, stages_,
-                 name_.c_str(), detail.empty() ? "" : ": ", detail.c_str());
+    std::fprintf(out_, "\r\033[K[%d/%d] %s%s%s", stage_, stages_, name_.c_str(),
+                 detail.empty() ? "" : ": ", detail.c_str());
     std::fflush(out_);
     open_ = true;
   }

@@ -136,8 +136,7 @@ int main(int argc, char **argv) {
   auto dev = pccx::device::openDevice(device, devOptions, &error);
   if (!dev)
     return cl.fail(error);
-  pccx::exec::Session session(*model, std::move(dev),
-                              numerics == "reference");
+  pccx::exec::Session session(*model, std::move(dev), numerics == "reference");
 
   // SIGTERM and SIGINT are taken by one thread that stops the server; the
   // server's threads (created after this) never see them.
@@ -160,10 +159,9 @@ int main(int argc, char **argv) {
               << ": stopping\n";
     server.stop();
   });
-  std::cout << "pccx-serve: listening on http://" << options.host << ":"
-            << port << " (model " << options.modelName << ", context "
-            << session.capacity() << " tokens, " << device << ")"
-            << std::endl;
+  std::cout << "pccx-serve: listening on http://" << options.host << ":" << port
+            << " (model " << options.modelName << ", context "
+            << session.capacity() << " tokens, " << device << ")" << std::endl;
   if (options.host != "127.0.0.1" && options.host != "localhost" &&
       options.host != "::1")
     std::cerr << "pccx-serve: warning: listening on " << options.host
