@@ -295,9 +295,11 @@ namespace {
 
 json usage(const app::Reply &reply) {
   int64_t completion = int64_t(reply.tokens.size());
+  // cached_tokens: prompt tokens found in the KV cache (not recomputed).
   return {{"prompt_tokens", reply.promptTokens},
           {"completion_tokens", completion},
-          {"total_tokens", reply.promptTokens + completion}};
+          {"total_tokens", reply.promptTokens + completion},
+          {"prompt_tokens_details", {{"cached_tokens", reply.reusedTokens}}}};
 }
 
 json envelope(const GenerationRequest &request, const ResponseIds &ids,

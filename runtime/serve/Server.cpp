@@ -348,6 +348,12 @@ Server::Server(exec::Session &session, const exec::Model &model,
     : impl_(
           std::make_unique<Impl>(session, model, tokenizer, format, options)) {
   Impl &s = *impl_;
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a
+  // second server on the same port would silently share its connections.
+  s.http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   s.http.set_payload_max_length(options.maxBodyBytes);
   s.http.set_read_timeout(30, 0);
   s.http.set_write_timeout(30, 0);

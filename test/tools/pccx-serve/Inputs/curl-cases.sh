@@ -39,4 +39,17 @@ post /v1/chat/completions -d '{"messages": [{"role": "robot", "content": "Hi"}]}
 post /v1/chat/completions -d '{"messages": [{"role": "user", "content": "Hi"}, {"role": "user", "content": "Hi"}]}'
 post /v1/completions -d '{"prompt": "Hi", "n": 3}'
 post /v1/completions -d '{"prompt": [2, 99999]}'
+echo "== a conversation resent with one more turn reuses the KV cache"
+first=$(post /v1/chat/completions -d '{"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 6, "temperature": 0}')
+echo "$first" | grep -o '"cached_tokens":[0-9]*'
+answer=$(echo "$first" | python3 -c 'import json,sys; print(json.dumps(json.loads(sys.stdin.read().rsplit(" ", 1)[0])["choices"][0]["message"]["content"]))')
+post /v1/chat/completions -d "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello there\"}, {\"role\": \"assistant\", \"content\": $answer}, {\"role\": \"user\", \"content\": \"And then?\"}], \"max_tokens\": 6, \"temperature\": 0}" | grep -o '"cached_tokens":[0-9]*'
+echo "== concurrent requests, answered one at a time"
+dir=$(mktemp -d)
+for i in 1 2 3; do
+  post /v1/chat/completions -d '{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 20}' > "$dir/$i" &
+done
+wait
+for i in 1 2 3; do grep -o '"object":"chat.completion".* 200' "$dir/$i" | sed 's/,"usage".*//; s/"object"://'; done
+rm -rf "$dir"
 echo "== still healthy"; c "$PCCX_URL/health"
