@@ -44,6 +44,8 @@ first=$(post /v1/chat/completions -d '{"messages": [{"role": "user", "content": 
 echo "$first" | grep -o '"cached_tokens":[0-9]*'
 answer=$(echo "$first" | python3 -c 'import json,sys; print(json.dumps(json.loads(sys.stdin.read().rsplit(" ", 1)[0])["choices"][0]["message"]["content"]))')
 post /v1/chat/completions -d "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello there\"}, {\"role\": \"assistant\", \"content\": $answer}, {\"role\": \"user\", \"content\": \"And then?\"}], \"max_tokens\": 6, \"temperature\": 0}" | grep -o '"cached_tokens":[0-9]*'
+echo "== stop strings"
+python3 "$(dirname "$0")/stop_strings.py"
 echo "== concurrent requests, answered one at a time"
 dir=$(mktemp -d)
 for i in 1 2 3; do
