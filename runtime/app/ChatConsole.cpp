@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <poll.h>
 #include <unistd.h>
 
 namespace pccx::app {
@@ -20,16 +21,16 @@ std::atomic<bool> interrupted{false};
 
 extern "C" void onInterrupt(int) { interrupted.store(true); }
 
-/// SIGINT sets `interrupted` and makes a blocked read() return (no
-/// SA_RESTART) while the console runs; the previous action comes back
-/// after.
+/// SIGINT sets `interrupted` while the console runs; the previous action
+/// comes back after. SA_RESTART keeps interrupted writes going; the wait for
+/// input is a poll(), which a signal always interrupts.
 class InterruptScope {
 public:
   InterruptScope() {
     struct sigaction action {};
     action.sa_handler = onInterrupt;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = 0;
+    action.sa_flags = SA_RESTART;
     sigaction(SIGINT, &action, &previous_);
   }
   ~InterruptScope() { sigaction(SIGINT, &previous_, nullptr); }
@@ -60,13 +61,18 @@ public:
         buffer_.clear();
         return Input::Line;
       }
-      char chunk[4096];
-      ssize_t n = ::read(fd_, chunk, sizeof chunk);
-      if (n < 0 && errno == EINTR) {
+      struct pollfd ready = {fd_, POLLIN, 0};
+      if (::poll(&ready, 1, -1) < 0) {
+        if (errno != EINTR)
+          return Input::Failed;
         if (interrupted.load())
           return Input::Interrupted;
         continue;
       }
+      char chunk[4096];
+      ssize_t n = ::read(fd_, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR)
+        continue;
       if (n < 0)
         return Input::Failed;
       if (n == 0)
