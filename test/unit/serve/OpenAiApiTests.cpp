@@ -89,8 +89,8 @@ TEST(OpenAiApi, RefusedRequests) {
       {R"({"prompt": "x", "n": 2})", false, "n", "unsupported_parameter"},
       {R"({"prompt": "x", "echo": true})", false, "echo",
        "unsupported_parameter"},
-      {R"({"prompt": "x", "presence_penalty": 0.5})", false,
-       "presence_penalty", "unsupported_parameter"},
+      {R"({"prompt": "x", "presence_penalty": 0.5})", false, "presence_penalty",
+       "unsupported_parameter"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{}]})",
        true, "tools", "unsupported_parameter"},
       {R"({"prompt": "x", "stream": 1})", false, "stream", ""},
@@ -124,8 +124,8 @@ TEST(OpenAiApi, ErrorBody) {
 
 TEST(OpenAiApi, ResponsesAndChunks) {
   ApiError error;
-  auto chat = parse(R"({"messages": [{"role": "user", "content": "x"}]})",
-                    true, &error);
+  auto chat = parse(R"({"messages": [{"role": "user", "content": "x"}]})", true,
+                    &error);
   ASSERT_TRUE(chat);
   ResponseIds ids{"chatcmpl-1", 100, "m"};
   pccx::app::Reply reply;
