@@ -6,6 +6,7 @@
 #include <httplib.h>
 
 #include <condition_variable>
+#include <cstdio>
 #include <ctime>
 #include <mutex>
 
@@ -361,6 +362,15 @@ Server::Server(exec::Session &session, const exec::Model &model,
   s.http.new_task_queue = [threads] {
     return new httplib::ThreadPool(size_t(threads));
   };
+  if (options.logRequests)
+    s.http.set_logger(
+        [](const httplib::Request &req, const httplib::Response &res) {
+          // One write per line: requests are logged from several threads.
+          std::string line = "pccx-serve: " + req.remote_addr + " " +
+                             req.method + " " + req.path + " " +
+                             std::to_string(res.status) + "\n";
+          std::fwrite(line.data(), 1, line.size(), stderr);
+        });
   s.modelRoutes();
 }
 

@@ -32,6 +32,8 @@ struct ServeOptions {
   int maxQueue = 16;
   /// Connection threads (each request is read by one).
   int threads = 8;
+  /// One line per request on stderr: client, method, path, status.
+  bool logRequests = true;
 };
 
 class Server {

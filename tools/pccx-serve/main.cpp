@@ -52,6 +52,8 @@ LIMITS:
                            bundle's context (400 context_length_exceeded)
   --max-queue N            generation requests that may wait behind the
                            one being served; more get 503 (default 16)
+  --quiet                  no line per request on stderr (by default:
+                           "pccx-serve: CLIENT METHOD PATH STATUS")
   -h, --help               show this help
 )";
 
@@ -96,6 +98,8 @@ int main(int argc, char **argv) {
       options.limits.maxTokens = cl.count();
       if (options.limits.maxTokens < 1)
         return cl.fail("--max-tokens must be at least 1");
+    } else if (a == "--quiet") {
+      options.logRequests = false;
     } else if (cl.is("--max-queue")) {
       options.maxQueue = int(cl.count());
     } else if (a[0] == '-' && a.size() > 1) {

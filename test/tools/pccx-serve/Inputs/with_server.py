@@ -1,6 +1,6 @@
 """Runs a command against a pccx-serve started on a free loopback port.
 
-usage: with_server.py [--timeout S] BUNDLE [SERVER OPTIONS...] -- COMMAND...
+usage: with_server.py [--timeout S] [--print-log] BUNDLE [SERVER OPTIONS...] -- COMMAND...
 
 Starts `pccx-serve BUNDLE --host 127.0.0.1 --port 0 OPTIONS`, waits for
 its "listening on" line, runs COMMAND through the shell with $PCCX_URL set
@@ -15,9 +15,14 @@ import subprocess
 import sys
 
 args = sys.argv[1:]
-timeout = 60
-if args[0] == "--timeout":
-    timeout, args = float(args[1]), args[2:]
+timeout, print_log = 60, False
+while args[0].startswith("--"):
+    if args[0] == "--timeout":
+        timeout, args = float(args[1]), args[2:]
+    elif args[0] == "--print-log":  # the server's stderr after the output
+        print_log, args = True, args[1:]
+    else:
+        sys.exit("with_server.py: unknown option " + args[0])
 split = args.index("--")
 server_args, command = args[:split], args[split + 1:]
 
@@ -54,6 +59,8 @@ except subprocess.TimeoutExpired:
     print("FAIL: the server did not stop within 30 s of SIGTERM")
     stop(1)
 err = server.stderr.read()
+if print_log:
+    sys.stdout.write(err)
 print("server: exit", status)
 if status != 0 or "stopped" not in err:
     print(err)
