@@ -66,7 +66,7 @@ struct Server::Impl {
   /// destroyed.
   class Turn {
   public:
-    Turn(Impl &impl, uint64_t ticket) : impl_(impl), ticket_(ticket) {}
+    explicit Turn(Impl &impl) : impl_(impl) {}
     ~Turn() {
       std::lock_guard<std::mutex> lock(impl_.queueMutex);
       impl_.current = nullptr;
@@ -77,7 +77,6 @@ struct Server::Impl {
 
   private:
     Impl &impl_;
-    uint64_t ticket_;
   };
 
   /// Waits for the request's turn; null (with `*error`) when the queue is
@@ -90,19 +89,20 @@ struct Server::Impl {
       error->code = "queue_full";
       error->message =
           "the server is busy: " + std::to_string(nextTicket - serving) +
-          " requests are queued (at most " + std::to_string(options.maxQueue) +
-          " wait); retry later";
+          " requests are ahead of this one (at most " +
+          std::to_string(options.maxQueue) + " may wait); retry later";
       return nullptr;
     }
     uint64_t ticket = nextTicket++;
     queueChanged.wait(lock, [&] { return serving == ticket; });
-    auto turn = std::make_shared<Turn>(*this, ticket);
+    auto turn = std::make_shared<Turn>(*this);
     if (stopping.load()) {
       error->status = 503;
       error->type = "server_error";
       error->code = "shutting_down";
       error->message = "the server is shutting down";
-      return nullptr; // the Turn's destructor passes the model on
+      lock.unlock(); // the Turn's destructor takes it to pass the model on
+      return nullptr;
     }
     current = &turn->cancel;
     return turn;

@@ -4,7 +4,7 @@ usage: with_server.py [--timeout S] [--print-log] BUNDLE [SERVER OPTIONS...] -- 
 
 Starts `pccx-serve BUNDLE --host 127.0.0.1 --port 0 OPTIONS`, waits for
 its "listening on" line, runs COMMAND through the shell with $PCCX_URL set
-to the server's base URL (http://127.0.0.1:PORT), then stops the server
+to the server's base URL (http://127.0.0.1:PORT) and $PCCX_SERVER_PID, then stops the server
 with SIGTERM and checks that it exits with status 0. Everything is bounded
 in time. Prints the command's output, then "server: exit 0".
 """
@@ -42,7 +42,7 @@ match = re.search(r"listening on (http://127\.0\.0\.1:(\d+))", line)
 if not match:
     print("FAIL: no 'listening on' line:", line, server.stderr.read() if server.poll() is not None else "")
     stop(1)
-env = dict(os.environ, PCCX_URL=match.group(1))
+env = dict(os.environ, PCCX_URL=match.group(1), PCCX_SERVER_PID=str(server.pid))
 try:
     run = subprocess.run(" ".join(command), shell=True, env=env, timeout=timeout,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -52,7 +52,8 @@ except subprocess.TimeoutExpired:
 sys.stdout.write(run.stdout)
 if run.returncode != 0:
     print("FAIL: the command exited with", run.returncode)
-server.send_signal(signal.SIGTERM)
+if server.poll() is None:  # the command may have stopped it already
+    server.send_signal(signal.SIGTERM)
 try:
     status = server.wait(timeout=30)
 except subprocess.TimeoutExpired:
