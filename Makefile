@@ -11,7 +11,8 @@ JOBS ?= $(shell nproc)
 DEB_PACKAGES := cmake ninja-build g++ python3 \
 	libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools \
 	nlohmann-json3-dev libgtest-dev libxxhash-dev \
-	libsentencepiece-dev sentencepiece chromium
+	libsentencepiece-dev sentencepiece chromium \
+	pkg-config libcpp-httplib-dev curl nodejs npm python3-numpy
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -19,10 +20,15 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 all: build
 
+# A package counts as installed when it is, or when an installed package
+# provides it (e.g. a nodejs build that bundles npm).
 deps:
-	@missing=""; \
+	@provided=$$(dpkg-query -W -f='$${Status}|$${Provides}\n' 2>/dev/null | \
+	  sed -n 's/^install ok installed|//p' | tr ',' '\n' | sed 's/ *(.*//; s/^ *//'); \
+	missing=""; \
 	for p in $(DEB_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || \
+	    echo "$$provided" | grep -qx "$$p" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing:$$missing"; \

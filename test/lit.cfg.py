@@ -1,5 +1,6 @@
 # lit configuration for the tool, dialect and pass tests (FileCheck).
 import os
+import shutil
 import lit.formats
 
 config.name = "pccx"
@@ -13,8 +14,31 @@ path = os.pathsep.join([config.pccx_tools_dir, config.llvm_tools_dir, config.env
 config.environment["PATH"] = path
 config.substitutions.append(("%pccx_src", config.pccx_src_root))
 config.substitutions.append(("%python", "python3"))
+config.substitutions.append(("%pccx_obj", config.pccx_obj_root))
+
+# The server's client test runs OpenAI's npm package under Node.js (make
+# deps installs nodejs and npm); without them it is reported UNSUPPORTED.
+if shutil.which("node") and shutil.which("npm"):
+    config.available_features.add("node")
+    # npm reads the user's configuration (registry, proxy, certificate
+    # authorities) from these.
+    for var in ("HOME", "http_proxy", "https_proxy", "HTTP_PROXY",
+                "HTTPS_PROXY", "no_proxy", "NO_PROXY", "NODE_EXTRA_CA_CERTS",
+                "SSL_CERT_FILE", "SSL_CERT_DIR"):
+        if var in os.environ:
+            config.environment[var] = os.environ[var]
+else:
+    lit_config.note("node or npm not found: the OpenAI npm client test of pccx-serve is skipped (install nodejs and npm)")
+
+# The Python module's test runs under Debian's python3 with python3-numpy.
+import subprocess
+if os.path.exists("/usr/bin/python3") and subprocess.run(
+        ["/usr/bin/python3", "-c", "import numpy"], capture_output=True).returncode == 0:
+    config.available_features.add("python3-numpy")
+else:
+    lit_config.note("/usr/bin/python3 with numpy not found: the test of runtime/python/pccxrt.py is skipped (install python3-numpy)")
+
 
 # Tests that render a page in a real browser (the Makefile's deps install it).
-import shutil
 if shutil.which("chromium"):
     config.available_features.add("chromium")

@@ -14,12 +14,13 @@ rm -rf "$OUT/tiny"
 "$BIN/pccx-make-checkpoint" --preset tiny -o "$OUT/tiny"
 
 step "2. A 512-piece SentencePiece tokenizer, trained on this project's documentation"
-# Gemma's special ids: pad 0, eos 1, bos 2, unk 3.
+# Gemma's special ids: pad 0, eos 1, bos 2, unk 3; its turn markers are
+# single pieces, as in Gemma's tokenizer (pccx-run --chat needs them).
 cat "$SRC"/README.md "$SRC"/docs/*.md > "$OUT/corpus.txt"
 spm_train --input="$OUT/corpus.txt" --model_prefix="$OUT/tiny/tokenizer" \
   --vocab_size=512 --model_type=bpe --character_coverage=1.0 \
   --pad_id=0 --eos_id=1 --bos_id=2 --unk_id=3 --hard_vocab_limit=false \
-  --minloglevel=2 > "$OUT/spm_train.log" 2>&1
+  --user_defined_symbols='<start_of_turn>,<end_of_turn>' --minloglevel=2 > "$OUT/spm_train.log" 2>&1
 rm -f "$OUT/tiny/tokenizer.vocab"
 ls -l "$OUT/tiny"
 
@@ -42,6 +43,10 @@ printf 'generated: '
 "$BIN/pccx-run" "$OUT/tiny.pccx" --prompt "$PROMPT" --max-new-tokens 24 \
   --stop-tokens "" --temperature 0.8 --top-p 0.9 --repetition-penalty 1.15 \
   --seed 1 --numerics reference --compare-reference "$OUT/tiny"
+
+step "6. A chat in Gemma's turn template (pccx-run --chat; two turns from stdin, the KV cache kept between them)"
+printf 'Hello!\nWhat does the compiler do?\n' |
+  "$BIN/pccx-run" "$OUT/tiny.pccx" --chat --max-new-tokens 16
 
 printf '\n(The weights are random, so the text is too; the agreement figures\n'
 printf 'are what the demo shows.) Outputs are in %s/.\n' "$OUT"

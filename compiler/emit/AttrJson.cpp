@@ -26,12 +26,13 @@ json attrToJson(Attribute attr) {
   }
   if (auto s = dyn_cast<StringAttr>(attr))
     return s.str();
+  // BoolAttr is an i1 IntegerAttr: ask for it first.
+  if (auto b = dyn_cast<BoolAttr>(attr))
+    return b.getValue();
   if (auto i = dyn_cast<IntegerAttr>(attr))
     return i.getInt();
   if (auto f = dyn_cast<FloatAttr>(attr))
     return f.getValueAsDouble();
-  if (auto b = dyn_cast<BoolAttr>(attr))
-    return b.getValue();
   if (llvm::isa<UnitAttr>(attr))
     return true;
   if (auto s = dyn_cast<FlatSymbolRefAttr>(attr))

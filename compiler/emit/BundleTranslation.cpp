@@ -32,9 +32,15 @@ bool emitOptionsFromModule(ModuleOp module, EmitOptions *options,
     return false;
   }
   nlohmann::json recorded = attrToJson(dict);
+  // Inputs of the bundle, not options: the tokenizer file to embed and the
+  // checkpoint's chat template (stored under their own keys).
   if (auto tok = dict.getAs<StringAttr>("tokenizer")) {
     options->tokenizerPath = tok.str();
     recorded.erase("tokenizer");
+  }
+  if (auto chat = dict.getAs<StringAttr>("chat_template")) {
+    options->chatTemplate = chat.str();
+    recorded.erase("chat_template");
   }
   auto kv = dict.getAs<StringAttr>("kv_dtype");
   if (!kv || (kv.getValue() != "f16" && kv.getValue() != "f32" &&

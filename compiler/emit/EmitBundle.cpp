@@ -55,6 +55,7 @@ bool emitBundle(ModuleOp module, const std::string &path,
   manifest.weightTable = weights.table();
   manifest.weightsBytes = weights.bytes();
   manifest.tokenizer = !options.tokenizerPath.empty();
+  manifest.chatTemplate = options.chatTemplate;
 
   bundle::BundleWriter writer;
   if (!writer.addManifest(bundle::toJson(manifest), error))

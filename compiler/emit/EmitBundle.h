@@ -27,6 +27,9 @@ struct EmitOptions {
   std::string kvDtype = "f16";
   /// Optional tokenizer model file to embed.
   std::string tokenizerPath;
+  /// The checkpoint's chat template (Jinja text), stored verbatim under the
+  /// manifest key "chat_template" when not empty.
+  std::string chatTemplate;
   /// Called while the weights are written: bytes done, bytes total.
   std::function<void(uint64_t, uint64_t)> progress;
 };

@@ -41,6 +41,14 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids) const {
   return text;
 }
 
+int32_t Tokenizer::pieceId(const std::string &piece) const {
+  int id = sp_->PieceToId(piece);
+  // Unknown pieces map to the unknown id, whose own piece differs.
+  return id >= 0 && id < sp_->GetPieceSize() && sp_->IdToPiece(id) == piece
+             ? int32_t(id)
+             : -1;
+}
+
 std::string TextStream::push(int32_t id) {
   ids_.push_back(id);
   std::string text = tokenizer_.decode(ids_);

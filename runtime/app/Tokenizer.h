@@ -24,6 +24,9 @@ public:
   bool encode(const std::string &text, std::vector<int32_t> *ids,
               std::string *error) const;
   std::string decode(const std::vector<int32_t> &ids) const;
+  /// The id of a piece of the vocabulary (e.g. "<start_of_turn>"), -1 when
+  /// the vocabulary has no such piece.
+  int32_t pieceId(const std::string &piece) const;
 
 private:
   Tokenizer();

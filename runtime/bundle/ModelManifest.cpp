@@ -4,6 +4,7 @@
 
 #include "hw/numerics/Quantize.h"
 #include "runtime/bundle/Bundle.h"
+#include "runtime/bundle/ChatTemplate.h"
 
 #include <limits>
 
@@ -253,6 +254,8 @@ json toJson(const ModelManifest &m) {
   out["weight_table"] = table;
   if (m.tokenizer)
     out["tokenizer"] = {{"section", "tokenizer"}, {"format", "sentencepiece"}};
+  if (!m.chatTemplate.empty())
+    out[kChatTemplateKey] = m.chatTemplate;
   return out;
 }
 
@@ -552,6 +555,11 @@ bool readModelManifest(const Bundle &bundle, ModelManifest *out,
       wb = v->get<uint64_t>();
   m.weightsBytes = wb;
   m.tokenizer = rd.member(j, "tokenizer") && bundle.find("tokenizer");
+  if (const json *chat = rd.member(j, kChatTemplateKey)) {
+    if (!chat->is_string())
+      return rd.fail("'chat_template'", "must be a string");
+    m.chatTemplate = chat->get<std::string>();
+  }
   *out = std::move(m);
   return true;
 }

@@ -131,6 +131,8 @@ struct ModelManifest {
   std::vector<WeightRecordEntry> weightTable;
   uint64_t weightsBytes = 0;
   bool tokenizer = false; ///< a SentencePiece model in section "tokenizer"
+  /// The checkpoint's chat template, verbatim (ChatTemplate.h), or empty.
+  std::string chatTemplate;
 
   const ProgramEntry *program(const std::string &section) const;
 };

@@ -306,8 +306,8 @@ int runObjdump(const ObjdumpOptions &o, std::ostream &out, std::ostream &err,
     error("no input file (see --help)");
     return status;
   }
-  bool any =
-      o.headers || o.sections || o.manifest || o.manifestJson || o.disassemble;
+  bool any = o.headers || o.sections || o.manifest || o.manifestJson ||
+             o.disassemble || o.info;
   bool headers = any ? o.headers : true, sections = any ? o.sections : true,
        tables = any ? o.manifest : true, showJson = o.manifestJson,
        disasm = any ? o.disassemble : true;
@@ -337,6 +337,7 @@ int runObjdump(const ObjdumpOptions &o, std::ostream &out, std::ostream &err,
       out << "\n";
       print();
     };
+    part(o.info, [&] { printModelCard(*b, out); });
     part(headers, [&] { printHeader(*b, out); });
     part(sections, [&] { printSections(*b, out); });
     const json &m = b->manifest();

@@ -27,6 +27,8 @@ struct ObjdumpOptions {
   /// The complete manifest JSON.
   bool manifestJson = false;
   bool disassemble = false;
+  /// The model card (printModelCard).
+  bool info = false;
   /// Verify section checksums while opening.
   bool verify = true;
   /// Decode `words` instead of reading bundles.
@@ -46,6 +48,9 @@ void printSections(const Bundle &bundle, std::ostream &out);
 /// Memory map, patch points and segments, each only when present.
 void printManifestTables(const Bundle &bundle, std::ostream &out);
 void printManifestJson(const Bundle &bundle, std::ostream &out);
+/// The model card: model and configuration, compile options, compiler,
+/// target, sizes and the weight bytes each token streams.
+void printModelCard(const Bundle &bundle, std::ostream &out);
 /// Every program section. Words that do not decode are shown as such and
 /// described in `problems`; returns false when there was any.
 bool printDisassembly(const Bundle &bundle, std::ostream &out,

@@ -4,8 +4,10 @@
 
 #include "runtime/devices/Devices.h"
 #include "runtime/app/Sampler.h"
+#include "runtime/app/Tokenizer.h"
 #include "runtime/exec/Session.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -15,6 +17,7 @@ struct pccxrt_model {
   std::unique_ptr<pccx::exec::Session> session;
   std::unique_ptr<pccx::app::Sampler> sampler;
   pccx::app::SamplingOptions samplerOptions;
+  std::unique_ptr<pccx::app::Tokenizer> tokenizer; // loaded on first use
   std::string error;
 };
 
@@ -24,6 +27,20 @@ thread_local std::string openError;
 int failWith(pccxrt_model *m, const std::string &message) {
   m->error = message;
   return -1;
+}
+
+/// The bundle's tokenizer; null (with the error set) when it has none.
+const pccx::app::Tokenizer *tokenizerOf(pccxrt_model *m) {
+  if (!m->tokenizer) {
+    size_t bytes = 0;
+    const uint8_t *data = m->model->tokenizer(&bytes);
+    if (!data) {
+      m->error = m->model->bundle().path() + " carries no tokenizer";
+      return nullptr;
+    }
+    m->tokenizer = pccx::app::Tokenizer::load(data, bytes, &m->error);
+  }
+  return m->tokenizer.get();
 }
 } // namespace
 
@@ -77,6 +94,7 @@ int pccxrt_reset(pccxrt_model *m) {
   if (!m)
     return -1;
   m->session->reset();
+  m->sampler.reset();
   return 0;
 }
 
@@ -120,6 +138,71 @@ int pccxrt_sample(pccxrt_model *m, const pccxrt_sampling *options,
   std::vector<float> row(logits, logits + m->model->vocabSize());
   *token = m->sampler->next(row, std::vector<int32_t>(seen, seen + seen_count));
   std::memcpy(logits, row.data(), row.size() * sizeof(float));
+  return 0;
+}
+
+int32_t pccxrt_bos_token(const pccxrt_model *m) {
+  return m ? m->model->bosToken() : -1;
+}
+
+int pccxrt_eos_tokens(const pccxrt_model *m, int32_t *ids, size_t capacity,
+                      size_t *count) {
+  if (!m || !count)
+    return -1;
+  std::vector<int32_t> eos = m->model->eosTokens();
+  *count = eos.size();
+  if (capacity && !ids)
+    return -1;
+  for (size_t i = 0; i < eos.size() && i < capacity; ++i)
+    ids[i] = eos[i];
+  return 0;
+}
+
+int pccxrt_tokenize(pccxrt_model *m, const char *text, int add_bos,
+                    int32_t *ids, size_t capacity, size_t *count) {
+  if (!m)
+    return -1;
+  if (!text || !count || (capacity && !ids))
+    return failWith(m, "null argument");
+  const pccx::app::Tokenizer *tokenizer = tokenizerOf(m);
+  if (!tokenizer)
+    return -1;
+  std::vector<int32_t> out;
+  if (add_bos && m->model->bosToken() >= 0)
+    out.push_back(m->model->bosToken());
+  std::vector<int32_t> encoded;
+  if (!tokenizer->encode(text, &encoded, &m->error))
+    return -1;
+  out.insert(out.end(), encoded.begin(), encoded.end());
+  *count = out.size();
+  if (!ids && capacity == 0)
+    return 0;
+  if (out.size() > capacity)
+    return failWith(m, "the text has " + std::to_string(out.size()) +
+                           " tokens; the buffer holds " +
+                           std::to_string(capacity));
+  std::copy(out.begin(), out.end(), ids);
+  return 0;
+}
+
+int pccxrt_detokenize(pccxrt_model *m, const int32_t *ids, size_t count,
+                      char *text, size_t capacity, size_t *length) {
+  if (!m)
+    return -1;
+  if (!length || (count && !ids) || (capacity && !text))
+    return failWith(m, "null argument");
+  const pccx::app::Tokenizer *tokenizer = tokenizerOf(m);
+  if (!tokenizer)
+    return -1;
+  std::string out = tokenizer->decode(std::vector<int32_t>(ids, ids + count));
+  *length = out.size();
+  if (!text && capacity == 0)
+    return 0;
+  if (out.size() + 1 > capacity)
+    return failWith(m, "the text has " + std::to_string(out.size()) +
+                           " bytes; the buffer holds " +
+                           std::to_string(capacity) + " with its NUL");
+  std::memcpy(text, out.c_str(), out.size() + 1);
   return 0;
 }
 

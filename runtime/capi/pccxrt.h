@@ -49,7 +49,8 @@ int64_t pccxrt_vocab_size(const pccxrt_model *model);
 int64_t pccxrt_position(const pccxrt_model *model);
 int64_t pccxrt_capacity(const pccxrt_model *model);
 
-/* Forgets every cached position. */
+/* Forgets every cached position and restarts the sampler's generator
+ * (the same seed then draws the same tokens again). */
 int pccxrt_reset(pccxrt_model *model);
 
 /* Consumes `count` tokens at the next positions. With `logits` non-NULL,
@@ -62,6 +63,28 @@ int pccxrt_consume(pccxrt_model *model, const int32_t *tokens, size_t count,
 int pccxrt_sample(pccxrt_model *model, const pccxrt_sampling *options,
                   float *logits, const int32_t *seen, size_t seen_count,
                   int32_t *token);
+
+/* The BOS id of the model's config, or -1 when it has none. */
+int32_t pccxrt_bos_token(const pccxrt_model *model);
+
+/* The config's EOS ids: writes up to `capacity` of them to `ids` and their
+ * number to `*count` (call with capacity 0 to learn it). */
+int pccxrt_eos_tokens(const pccxrt_model *model, int32_t *ids,
+                      size_t capacity, size_t *count);
+
+/* Text to token ids with the bundle's tokenizer (BOS first when `add_bos`).
+ * Sets `*count` to the number of ids; writes them when they fit in
+ * `capacity` (else fails, so call again with a larger buffer; `ids` may be
+ * NULL with capacity 0 to learn the count). Fails when the bundle carries
+ * no tokenizer. */
+int pccxrt_tokenize(pccxrt_model *model, const char *text, int add_bos,
+                    int32_t *ids, size_t capacity, size_t *count);
+
+/* Token ids to UTF-8 text. Sets `*length` to the text's byte length; when
+ * length + 1 <= capacity writes the text and a terminating NUL to `text`
+ * (else fails; `text` may be NULL with capacity 0 to learn the length). */
+int pccxrt_detokenize(pccxrt_model *model, const int32_t *ids, size_t count,
+                      char *text, size_t capacity, size_t *length);
 
 #ifdef __cplusplus
 }

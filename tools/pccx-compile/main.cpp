@@ -9,13 +9,18 @@
 #include "compiler/Pipeline.h"
 #include "compiler/emit/EmitBundle.h"
 #include "compiler/model/ModelInfo.h"
+#include "compiler/import/ChatTemplateFile.h"
 #include "compiler/reference/ExportEffective.h"
 #include "runtime/bundle/Bundle.h"
 #include "compiler/Registration.h"
+#include "tools/common/LlvmHelp.h"
+#include "tools/common/ProgressLine.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
@@ -100,8 +105,39 @@ cl::opt<std::string> passPipeline(
     cl::desc("Textual pass pipeline to run instead of the default one, as in "
              "pccx-opt, e.g. 'builtin.module(gemma3n-resolve-kv-sharing)'"),
     cl::init(""), cl::cat(category));
+cl::opt<bool> quiet("quiet",
+                    cl::desc("No progress line (it is shown only when "
+                             "stderr is a terminal)"),
+                    cl::init(false), cl::cat(category));
+
+/// Shows which top-level pass of the pipeline runs ("pass 3 of 12: name").
+class PassProgress : public mlir::PassInstrumentation {
+public:
+  PassProgress(pccx::tools::ProgressLine &line, mlir::PassManager &pm)
+      : line_(line), pm_(pm) {}
+  void runBeforePass(mlir::Pass *pass, mlir::Operation *op) override {
+    size_t index = 0, count = pm_.size();
+    for (mlir::Pass &p : pm_.getPasses()) {
+      ++index;
+      if (&p == pass) {
+        line_.step("pass " + std::to_string(index) + " of " +
+                   std::to_string(count) + ": " + pass->getArgument().str());
+        return;
+      }
+    }
+  }
+
+private:
+  pccx::tools::ProgressLine &line_;
+  mlir::PassManager &pm_;
+};
+
+/// The progress line, ended before any message so that it starts a line.
+pccx::tools::ProgressLine *progressLine = nullptr;
 
 int fail(const Twine &message) {
+  if (progressLine)
+    progressLine->finish();
   WithColor::error(errs(), "pccx-compile") << message << "\n";
   return 1;
 }
@@ -115,6 +151,14 @@ int main(int argc, char **argv) {
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
   pccx::registerAllPasses();
+  // --help lists this tool's options and the MLIR ones the README documents;
+  // --help-hidden lists every option libLLVM and MLIR registered.
+  pccx::tools::showOnlyOwnOptions(
+      {&category}, {"mlir-print-ir-after-all", "mlir-timing",
+                    "mlir-print-debuginfo"});
+  cl::SetVersionPrinter([](raw_ostream &os) {
+    os << "pccx-compile " << PCCX_VERSION << " (pccx v002 NPU)\n";
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
       "pccx-compile: compiles a Hugging Face Gemma 3n checkpoint directory "
@@ -137,12 +181,22 @@ int main(int argc, char **argv) {
                                    mlir::DiagnosticSeverity::Remark
                                ? "remark"
                                : "note";
+        if (progressLine)
+          progressLine->finish();
         errs() << diag.getLocation() << ": " << kind << ": " << diag << "\n";
         if (diag.getSeverity() != mlir::DiagnosticSeverity::Remark)
           for (mlir::Diagnostic &note : diag.getNotes())
             errs() << note.getLocation() << ": note: " << note << "\n";
         return mlir::success();
       });
+
+  // Progress on a terminal only: logs and pipes stay clean.
+  const bool bundleOut = emit == Emit::Bundle;
+  pccx::tools::ProgressLine progress(
+      stderr, !quiet && llvm::sys::Process::StandardErrIsDisplayed(),
+      bundleOut ? 3 : 2);
+  progressLine = &progress;
+  progress.stage(1, "importing " + checkpointDir);
 
   std::string error;
   pccx::LoadedCheckpoint checkpoint;
@@ -197,7 +251,8 @@ int main(int argc, char **argv) {
                                      {"kv_dtype", std::string(kvDtype)},
                                      {"fold_norm_gains", !noFoldNormGains},
                                      {"fuse_laurel", !noFuseLaurel},
-                                     {"quantization", "int4_per_row"}};
+                                     {"quantization", "int4_per_row"},
+                                     {"compiler_version", PCCX_VERSION}};
     if (!int8Weights.empty())
       compileOptions["int8_weights"] = std::string(int8Weights);
     std::string tok = tokenizer;
@@ -206,27 +261,39 @@ int main(int argc, char **argv) {
       tok = std::string(checkpointDir) + "/tokenizer.model";
     if (!tok.empty())
       compileOptions["tokenizer"] = tok;
+    std::string chatTemplate, templateSource;
+    if (!pccx::import::readChatTemplate(checkpointDir, &chatTemplate,
+                                        &templateSource, &error))
+      return fail(error);
+    if (!chatTemplate.empty())
+      compileOptions["chat_template"] = chatTemplate;
     mlir::Builder b(&context);
     (*module)->setAttr(pccx::kCompileOptionsAttr,
                        pccx::jsonToAttr(b, compileOptions));
   }
-  if (failed(pm.run(*module)))
+  progress.stage(2, "running the pass pipeline");
+  pm.addInstrumentation(std::make_unique<PassProgress>(progress, pm));
+  if (failed(pm.run(*module))) {
+    progress.finish();
     return 1; // diagnostics already printed with their locations
+  }
 
   if (emit == Emit::Bundle) {
     pccx::EmitOptions emitOptions;
     if (!pccx::emitOptionsFromModule(*module, &emitOptions, &error))
       return fail(error);
-    bool tty = llvm::sys::Process::StandardErrIsDisplayed();
-    if (tty)
-      emitOptions.progress = [](uint64_t done, uint64_t total) {
-        errs() << "\rwriting weights: " << (done >> 20) << " / "
-               << (total >> 20) << " MiB";
-        if (done >= total)
-          errs() << "\n";
-      };
+    progress.stage(3, "writing " + outputFile);
+    uint64_t totalBytes = 0;
+    emitOptions.progress = [&](uint64_t done, uint64_t total) {
+      totalBytes = total;
+      progress.bytes(done, total);
+    };
     mlir::TimingScope emitTiming = timing.nest("EmitBundle");
-    if (!pccx::emitBundle(*module, outputFile, emitOptions, &error))
+    bool emitted = pccx::emitBundle(*module, outputFile, emitOptions, &error);
+    if (emitted) // the last section's padding is not reported
+      progress.bytes(totalBytes, totalBytes);
+    progress.finish();
+    if (!emitted)
       return fail(error);
     emitTiming.stop();
     if (!exportDir.empty()) {
@@ -238,6 +305,7 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  progress.finish();
   std::unique_ptr<ToolOutputFile> out =
       mlir::openOutputFile(outputFile, &error);
   if (!out)

@@ -28,6 +28,10 @@ OPTIONS:
                      and verification status
   --manifest         the manifest's memory map, patch points and segments
   --manifest-json    the complete manifest JSON (not included in --all)
+  --info             the model card: model and configuration, compile
+                     options, compiler, target, sizes, weight bytes per
+                     decode token, tokenizer and chat template (not
+                     included in --all)
   -d, --disassemble  every program section as assembly, one line per word:
                      index, hex word, disassembly, then "; annotation"
                      from the manifest and any patch point on that word
@@ -72,6 +76,8 @@ int main(int argc, char **argv) {
       o.sections = true;
     else if (!std::strcmp(a, "--manifest"))
       o.manifest = true;
+    else if (!std::strcmp(a, "--info"))
+      o.info = true;
     else if (!std::strcmp(a, "--manifest-json"))
       o.manifestJson = true;
     else if (!std::strcmp(a, "-d") || !std::strcmp(a, "--disassemble"))

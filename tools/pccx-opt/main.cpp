@@ -5,10 +5,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Registration.h"
+#include "tools/common/LlvmHelp.h"
 
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
+  // Everything registered before MlirOptMain adds the mlir-opt options is
+  // libLLVM's own (other targets' back ends): listed by --help-hidden only.
+  pccx::tools::showOnlyOwnOptions({});
   mlir::DialectRegistry registry;
   pccx::registerAllDialects(registry);
   pccx::registerAllPasses();

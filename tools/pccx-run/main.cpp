@@ -8,6 +8,7 @@
 
 #include "compiler/import/Gemma3nConfig.h"
 #include "compiler/reference/BundleWeights.h"
+#include "runtime/app/ChatConsole.h"
 #include "runtime/app/Generate.h"
 #include "runtime/devices/Devices.h"
 #include "runtime/app/Tokenizer.h"
@@ -19,7 +20,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <iostream>
+#include <unistd.h>
 
 using nlohmann::json;
 
@@ -27,10 +30,25 @@ namespace {
 
 const char kHelp[] =
     R"(USAGE: pccx-run MODEL.pccx (--prompt TEXT | --tokens IDS) [options]
+       pccx-run MODEL.pccx --chat [--chat-file FILE] [options]
 
 Runs a compiled Gemma 3n bundle: the prompt through the prefill program
 (in steps of its rows; the rest and every generated token through the
 decode program), then generation until --max-new-tokens or a stop token.
+
+CHAT:
+  --chat                   a conversation in Gemma's turn template (the
+                           bundle's chat template when it is Gemma's
+                           layout, the built-in one otherwise): one turn
+                           per input line, replies streamed, the KV cache
+                           kept between turns. Interactive on a terminal
+                           (Ctrl-C stops a reply, Ctrl-D or Ctrl-C twice
+                           exits, /reset starts over), else turns are read
+                           from stdin. Replies stop at <end_of_turn>, the
+                           stop tokens or --max-new-tokens (default 256)
+  --chat-file FILE         read the turns from FILE (implies --chat)
+  --system TEXT            system prompt (put before the first turn, as
+                           Gemma's template does)
 
 INPUT:
   --prompt TEXT            text, tokenized with the bundle's SentencePiece
@@ -71,7 +89,10 @@ OUTPUT:
                            agreement figures (and the cost of quantization against
                            the original weights)
   --json                   one JSON object on stdout at the end (token ids,
-                           row count, numerics, device, timing, figures)
+                           row count, numerics, device, timing, figures);
+                           with --chat, one per turn (fed and reply token
+                           ids, reused cache positions, position after,
+                           reply text, what ended it)
   -h, --help               show this help
 )";
 
@@ -117,7 +138,9 @@ int main(int argc, char **argv) {
   std::string bundlePath, prompt, tokensText, dumpPath, referenceDir,
       stopText, device = "sim", numerics = "hardware", uioName = "pccx",
       udmabuf = "udmabuf0";
-  bool hasPrompt = false, noBos = false, asJson = false, hasStop = false;
+  bool hasPrompt = false, noBos = false, asJson = false, hasStop = false,
+       chat = false, hasMaxNew = false;
+  std::string chatFile, systemPrompt;
   pccx::app::GenerateOptions gen;
   pccx::tools::CommandLine cl("pccx-run", argc, argv);
   auto fail = [&](const std::string &message) { return cl.fail(message); };
@@ -129,6 +152,13 @@ int main(int argc, char **argv) {
     } else if (cl.is("--prompt")) {
       prompt = cl.value();
       hasPrompt = true;
+    } else if (a == "--chat") {
+      chat = true;
+    } else if (cl.is("--chat-file")) {
+      chatFile = cl.value();
+      chat = true;
+    } else if (cl.is("--system")) {
+      systemPrompt = cl.value();
     } else if (cl.is("--tokens")) {
       tokensText = cl.value();
     } else if (a == "--no-bos") {
@@ -147,6 +177,7 @@ int main(int argc, char **argv) {
       udmabuf = cl.value();
     } else if (cl.is("--max-new-tokens")) {
       gen.maxNewTokens = cl.count();
+      hasMaxNew = true;
     } else if (cl.is("--temperature")) {
       gen.sampling.temperature = cl.number();
     } else if (cl.is("--top-k")) {
@@ -178,8 +209,18 @@ int main(int argc, char **argv) {
   }
   if (bundlePath.empty())
     return fail("no bundle (see --help)");
-  if (hasPrompt == !tokensText.empty())
+  if (chat) {
+    if (hasPrompt || !tokensText.empty())
+      return fail("--chat reads its turns from the input; --prompt and "
+                  "--tokens do not apply");
+    if (!dumpPath.empty() || !referenceDir.empty())
+      return fail("--dump-logits and --compare-reference do not apply to "
+                  "--chat");
+  } else if (!systemPrompt.empty()) {
+    return fail("--system needs --chat");
+  } else if (hasPrompt == !tokensText.empty()) {
     return fail("give exactly one of --prompt and --tokens");
+  }
   std::string why = pccx::app::checkSamplingOptions(gen.sampling);
   if (!why.empty())
     return fail(why);
@@ -197,6 +238,9 @@ int main(int argc, char **argv) {
     if (!tokenizer)
       return fail(error);
   }
+  if (chat && !tokenizer)
+    return fail(bundlePath + " carries no tokenizer; --chat needs one "
+                             "(compile with a tokenizer.model)");
   std::vector<int32_t> ids;
   if (hasPrompt) {
     if (!tokenizer)
@@ -230,6 +274,39 @@ int main(int argc, char **argv) {
     return fail(error);
   const bool reference = numerics == "reference";
   pccx::exec::Session session(*model, std::move(dev), reference);
+
+  if (chat) {
+    auto chatTemplate =
+        pccx::bundle::chatTemplateOf(model->bundle().manifest());
+    auto format = pccx::app::ChatFormat::create(
+        *tokenizer, chatTemplate, model->bosToken(), &error);
+    if (!format)
+      return fail(error);
+    int input = 0;
+    if (!chatFile.empty()) {
+      input = ::open(chatFile.c_str(), O_RDONLY | O_CLOEXEC);
+      if (input < 0)
+        return fail(chatFile + ": " + std::strerror(errno));
+    }
+    pccx::app::ChatSession conversation(session, *tokenizer, *format);
+    conversation.setSystemPrompt(systemPrompt);
+    pccx::app::ChatConsoleOptions console;
+    console.reply.sampling = gen.sampling;
+    console.reply.maxTokens = hasMaxNew ? gen.maxNewTokens : 256;
+    console.reply.stopTokens = gen.stopTokens;
+    console.reply.decodeOnly = gen.decodeOnly;
+    console.interactive = chatFile.empty() && ::isatty(0);
+    console.json = asJson;
+    if (console.interactive)
+      std::cerr << "chat template: " << pccx::bundle::describe(chatTemplate)
+                << "\n";
+    int status =
+        pccx::app::runChatConsole(conversation, input, console, std::cout,
+                                  std::cerr);
+    if (input != 0)
+      ::close(input);
+    return status;
+  }
 
   gen.keepLogits = !dumpPath.empty() || !referenceDir.empty();
   std::unique_ptr<pccx::app::TextStream> stream;

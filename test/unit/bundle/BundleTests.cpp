@@ -939,3 +939,31 @@ TEST(ObjdumpTest, RawWords) {
 }
 
 } // namespace
+
+// The chat template kinds pccx-objdump --info and pccx-run --chat report.
+#include "runtime/bundle/ChatTemplate.h"
+
+TEST(ChatTemplate, Classification) {
+  using pccx::bundle::ChatTemplate;
+  using pccx::bundle::classifyChatTemplate;
+  EXPECT_EQ(classifyChatTemplate("").source, ChatTemplate::Source::BuiltIn);
+  EXPECT_EQ(classifyChatTemplate("{{ '<start_of_turn>' + role + '\\n' }}"
+                                 "{% set role = \"model\" %}<end_of_turn>")
+                .source,
+            ChatTemplate::Source::Bundle);
+  EXPECT_EQ(classifyChatTemplate("<start_of_turn>model\n<end_of_turn>").source,
+            ChatTemplate::Source::Bundle);
+  // Markers without the model role, and other layouts, are not Gemma's.
+  EXPECT_EQ(classifyChatTemplate("<start_of_turn><end_of_turn>").source,
+            ChatTemplate::Source::NotGemmaStyle);
+  EXPECT_EQ(classifyChatTemplate("<|im_start|>{{ m.role }}<|im_end|>").source,
+            ChatTemplate::Source::NotGemmaStyle);
+  EXPECT_EQ(pccx::bundle::chatTemplateOf(nlohmann::json::object()).source,
+            ChatTemplate::Source::BuiltIn);
+  nlohmann::json manifest = {{"chat_template", "<start_of_turn>model"}};
+  EXPECT_EQ(pccx::bundle::chatTemplateOf(manifest).source,
+            ChatTemplate::Source::NotGemmaStyle);
+  EXPECT_NE(pccx::bundle::describe(pccx::bundle::chatTemplateOf(manifest))
+                .find("not interpreted"),
+            std::string::npos);
+}

@@ -97,3 +97,109 @@ TEST(CApi, OpenErrors) {
   EXPECT_NE(std::string(pccxrt_last_error(nullptr)).find("simulator mode"),
             std::string::npos);
 }
+
+namespace {
+
+/// The tiny bundle with a SentencePiece tokenizer trained for the tests.
+std::string tinyBundleWithTokenizer() {
+  static std::string path;
+  if (!path.empty())
+    return path;
+  std::string dir = PCCX_BIN_DIR, tmp = scratch();
+  tinyBundle(); // creates the scratch checkpoint
+  std::string cmd =
+      "spm_train --input=" PCCX_SOURCE_DIR
+      "/test/tools/pccx-run/Inputs/chat-corpus.txt --model_prefix=" +
+      tmp + "/ckpt/tokenizer --vocab_size=512 --model_type=bpe "
+            "--hard_vocab_limit=false --pad_id=0 --eos_id=1 --bos_id=2 "
+            "--unk_id=3 --minloglevel=2 > /dev/null 2>&1 && " +
+      dir + "/pccx-compile " + tmp + "/ckpt --max-seq-len 32 -o " + tmp +
+      "/tok.pccx";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  path = tmp + "/tok.pccx";
+  return path;
+}
+
+} // namespace
+
+TEST(CApi, SpecialTokens) {
+  pccxrt_model *m = pccxrt_open(tinyBundle().c_str(), PCCXRT_DEVICE_SIM,
+                                PCCXRT_NUMERICS_HARDWARE);
+  ASSERT_NE(m, nullptr) << pccxrt_last_error(nullptr);
+  EXPECT_EQ(pccxrt_bos_token(m), 2);
+  size_t count = 0;
+  ASSERT_EQ(pccxrt_eos_tokens(m, nullptr, 0, &count), 0);
+  EXPECT_EQ(count, 1u);
+  int32_t eos = -1;
+  ASSERT_EQ(pccxrt_eos_tokens(m, &eos, 1, &count), 0);
+  EXPECT_EQ(eos, 1);
+  EXPECT_LT(pccxrt_eos_tokens(m, nullptr, 4, &count), 0);
+
+  // No tokenizer in this bundle: a message, not a crash.
+  EXPECT_LT(pccxrt_tokenize(m, "hi", 1, nullptr, 0, &count), 0);
+  EXPECT_NE(std::string(pccxrt_last_error(m)).find("carries no tokenizer"),
+            std::string::npos);
+  pccxrt_close(m);
+}
+
+TEST(CApi, TokenizeDetokenize) {
+  pccxrt_model *m = pccxrt_open(tinyBundleWithTokenizer().c_str(),
+                                PCCXRT_DEVICE_SIM, PCCXRT_NUMERICS_HARDWARE);
+  ASSERT_NE(m, nullptr) << pccxrt_last_error(nullptr);
+  size_t count = 0;
+  ASSERT_EQ(pccxrt_tokenize(m, "Hello there", 1, nullptr, 0, &count), 0)
+      << pccxrt_last_error(m);
+  ASSERT_GT(count, 1u);
+  std::vector<int32_t> ids(count);
+  ASSERT_EQ(pccxrt_tokenize(m, "Hello there", 1, ids.data(), ids.size(),
+                            &count),
+            0);
+  EXPECT_EQ(ids[0], 2);
+  std::vector<int32_t> small(1);
+  EXPECT_LT(pccxrt_tokenize(m, "Hello there", 1, small.data(), 1, &count), 0);
+  EXPECT_NE(std::string(pccxrt_last_error(m)).find("the buffer holds 1"),
+            std::string::npos);
+  size_t withoutBos = 0;
+  ASSERT_EQ(pccxrt_tokenize(m, "Hello there", 0, nullptr, 0, &withoutBos), 0);
+  EXPECT_EQ(withoutBos + 1, count);
+
+  size_t length = 0;
+  ASSERT_EQ(pccxrt_detokenize(m, ids.data() + 1, ids.size() - 1, nullptr, 0,
+                              &length),
+            0);
+  EXPECT_EQ(length, 11u);
+  std::vector<char> text(length + 1);
+  ASSERT_EQ(pccxrt_detokenize(m, ids.data() + 1, ids.size() - 1, text.data(),
+                              text.size(), &length),
+            0);
+  EXPECT_STREQ(text.data(), "Hello there");
+  EXPECT_LT(pccxrt_detokenize(m, ids.data() + 1, ids.size() - 1, text.data(),
+                              length, &length),
+            0);
+  EXPECT_LT(pccxrt_tokenize(m, nullptr, 1, nullptr, 0, &count), 0);
+  pccxrt_close(m);
+}
+
+TEST(CApi, ResetRestartsTheSampler) {
+  pccxrt_model *m = pccxrt_open(tinyBundle().c_str(), PCCXRT_DEVICE_SIM,
+                                PCCXRT_NUMERICS_HARDWARE);
+  ASSERT_NE(m, nullptr) << pccxrt_last_error(nullptr);
+  pccxrt_sampling warm = {1.0, 0, 1.0, 1.0, 42};
+  auto draws = [&] {
+    std::vector<int32_t> out;
+    std::vector<float> row(512);
+    for (int i = 0; i < 8; ++i) {
+      for (int v = 0; v < 512; ++v)
+        row[size_t(v)] = float(v % 7); // a flat-ish distribution
+      int32_t token = -1;
+      EXPECT_EQ(pccxrt_sample(m, &warm, row.data(), nullptr, 0, &token), 0);
+      out.push_back(token);
+    }
+    return out;
+  };
+  std::vector<int32_t> first = draws(), second = draws();
+  EXPECT_NE(first, second); // the generator went on
+  ASSERT_EQ(pccxrt_reset(m), 0);
+  EXPECT_EQ(draws(), first); // and restarts after a reset
+  pccxrt_close(m);
+}

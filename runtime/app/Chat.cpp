@@ -1,0 +1,279 @@
+//===- Chat.cpp - conversations over a session
+//-----------------------------===//
+
+#include "runtime/app/Chat.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace pccx::app {
+
+namespace {
+
+/// Gemma's template trims every message's text.
+std::string trimmed(const std::string &text) {
+  const char *space = " \t\n\r\f\v";
+  size_t first = text.find_first_not_of(space);
+  if (first == std::string::npos)
+    return {};
+  return text.substr(first, text.find_last_not_of(space) - first + 1);
+}
+
+/// Length of the longest suffix of `text` that begins one of `stops`.
+size_t heldBack(const std::string &text,
+                const std::vector<std::string> &stops) {
+  size_t held = 0;
+  for (const std::string &stop : stops)
+    for (size_t n = std::min(stop.size() - 1, text.size()); n > held; --n)
+      if (text.compare(text.size() - n, n, stop, 0, n) == 0) {
+        held = n;
+        break;
+      }
+  return held;
+}
+
+} // namespace
+
+std::unique_ptr<ChatFormat> ChatFormat::create(const Tokenizer &tokenizer,
+                                               const bundle::ChatTemplate &chat,
+                                               int32_t bosToken,
+                                               std::string *error) {
+  std::unique_ptr<ChatFormat> format(new ChatFormat(tokenizer));
+  format->template_ = chat;
+  // A template that is not Gemma's layout is not interpreted: Gemma's
+  // built-in markers are used, as for a bundle without a template.
+  const bundle::TurnMarkers &markers = chat.markers;
+  format->bos_ = bosToken;
+  format->startOfTurn_ = tokenizer.pieceId(markers.startOfTurn);
+  format->endOfTurn_ = tokenizer.pieceId(markers.endOfTurn);
+  for (auto [piece, id] : {std::pair(markers.startOfTurn, format->startOfTurn_),
+                           std::pair(markers.endOfTurn, format->endOfTurn_)})
+    if (id < 0) {
+      *error = "the bundle's tokenizer has no '" + piece +
+               "' piece; chat needs Gemma's turn markers as single tokens";
+      return nullptr;
+    }
+  return format;
+}
+
+bool ChatFormat::appendText(const std::string &text, std::vector<int32_t> *ids,
+                            std::string *error) const {
+  if (text.empty())
+    return true;
+  std::vector<int32_t> encoded;
+  if (!tokenizer_.encode(text, &encoded, error))
+    return false;
+  ids->insert(ids->end(), encoded.begin(), encoded.end());
+  return true;
+}
+
+bool ChatFormat::appendTurnEnd(std::vector<int32_t> *ids,
+                               std::string *error) const {
+  ids->push_back(endOfTurn_);
+  return appendText("\n", ids, error);
+}
+
+bool ChatFormat::appendTurn(const std::string &role, const std::string &text,
+                            std::vector<int32_t> *ids,
+                            std::string *error) const {
+  ids->push_back(startOfTurn_);
+  return appendText(role + "\n" + trimmed(text), ids, error) &&
+         appendTurnEnd(ids, error);
+}
+
+bool ChatFormat::appendModelOpening(std::vector<int32_t> *ids,
+                                    std::string *error) const {
+  ids->push_back(startOfTurn_);
+  return appendText(template_.markers.modelRole + "\n", ids, error);
+}
+
+bool ChatFormat::render(const std::vector<ChatMessage> &messages,
+                        bool openModelTurn, std::vector<int32_t> *ids,
+                        std::string *error) const {
+  size_t first = 0;
+  std::string systemPrefix;
+  if (!messages.empty() && messages[0].role == "system") {
+    systemPrefix = trimmed(messages[0].content) + "\n\n";
+    first = 1;
+  }
+  if (bos_ >= 0)
+    ids->push_back(bos_);
+  for (size_t i = first; i < messages.size(); ++i) {
+    const ChatMessage &m = messages[i];
+    bool userTurn = (i - first) % 2 == 0;
+    std::string role = m.role == "assistant" ? "model" : m.role;
+    if (role != (userTurn ? "user" : "model")) {
+      *error = "message " + std::to_string(i) + " has role '" + m.role +
+               "': after an optional system message, roles must alternate "
+               "user, assistant, user, ...";
+      return false;
+    }
+    std::string text = trimmed(m.content);
+    if (i == first)
+      text = systemPrefix + text;
+    ids->push_back(startOfTurn_);
+    if (!appendText(role + "\n" + text, ids, error) ||
+        !appendTurnEnd(ids, error))
+      return false;
+  }
+  return !openModelTurn || appendModelOpening(ids, error);
+}
+
+const char *replyEndName(ReplyEnd end) {
+  switch (end) {
+  case ReplyEnd::EndOfTurn:
+    return "end_of_turn";
+  case ReplyEnd::StopToken:
+    return "stop_token";
+  case ReplyEnd::StopString:
+    return "stop_string";
+  case ReplyEnd::MaxTokens:
+    return "max_tokens";
+  case ReplyEnd::ContextFull:
+    return "context_full";
+  case ReplyEnd::Interrupted:
+    return "interrupted";
+  }
+  return "?";
+}
+
+void ChatSession::reset() {
+  session_.reset();
+  cached_.clear();
+  lastLogits_.clear();
+  history_.clear();
+}
+
+bool ChatSession::complete(const std::vector<int32_t> &prompt,
+                           const ReplyOptions &options, Reply *reply,
+                           std::string *error) {
+  using Clock = std::chrono::steady_clock;
+  *reply = Reply();
+  std::string why = checkSamplingOptions(options.sampling);
+  if (!why.empty()) {
+    *error = why;
+    return false;
+  }
+  if (prompt.empty()) {
+    *error = "the prompt is empty";
+    return false;
+  }
+  if (int64_t(prompt.size()) > capacity()) {
+    *error = "the prompt has " + std::to_string(prompt.size()) +
+             " tokens; the model's context holds " +
+             std::to_string(capacity()) +
+             " positions including the reply (compile with a larger "
+             "--max-seq-len, or start a new conversation)";
+    return false;
+  }
+  // Reuse the cache when it holds a proper prefix of the prompt.
+  size_t reused = cached_.size();
+  if (reused >= prompt.size() ||
+      !std::equal(cached_.begin(), cached_.end(), prompt.begin())) {
+    session_.reset();
+    cached_.clear();
+    reused = 0;
+  }
+  reply->promptTokens = int64_t(prompt.size());
+  reply->reusedTokens = int64_t(reused);
+  reply->fed.assign(prompt.begin() + long(reused), prompt.end());
+
+  auto t0 = Clock::now();
+  std::vector<float> logits;
+  if (!session_.consume(reply->fed, options.decodeOnly, &logits, error)) {
+    session_.reset();
+    cached_.clear();
+    return false;
+  }
+  cached_ = prompt;
+  const size_t vocab = logits.size() / reply->fed.size();
+  std::vector<float> last(logits.end() - long(vocab), logits.end());
+  auto t1 = Clock::now();
+  reply->promptSeconds = std::chrono::duration<double>(t1 - t0).count();
+
+  Sampler sampler(options.sampling);
+  TextStream stream(tokenizer_);
+  std::vector<int32_t> seen = prompt;
+  std::string text;   // every piece decoded so far
+  size_t emitted = 0; // bytes of `text` passed to onText
+  reply->end = ReplyEnd::MaxTokens;
+  for (int64_t n = 0; n < options.maxTokens; ++n) {
+    int32_t next = sampler.next(last, seen);
+    reply->tokens.push_back(next);
+    seen.push_back(next);
+    if (next == format_.endOfTurn()) {
+      reply->end = ReplyEnd::EndOfTurn;
+      break;
+    }
+    if (options.stopTokens.count(next)) {
+      reply->end = ReplyEnd::StopToken;
+      break;
+    }
+    text += stream.push(next);
+    size_t stopAt = std::string::npos;
+    for (const std::string &stop : options.stopStrings)
+      if (!stop.empty())
+        stopAt = std::min(stopAt, text.find(stop));
+    if (stopAt != std::string::npos) {
+      text.resize(stopAt);
+      reply->end = ReplyEnd::StopString;
+      break;
+    }
+    // Text that may be the start of a stop string waits for the next piece.
+    size_t ready = text.size() - heldBack(text, options.stopStrings);
+    if (options.onText && ready > emitted)
+      options.onText(text.substr(emitted, ready - emitted));
+    emitted = std::max(emitted, ready);
+    if (options.interrupt && options.interrupt->load()) {
+      reply->end = ReplyEnd::Interrupted;
+      break;
+    }
+    if (n + 1 == options.maxTokens)
+      break;
+    if (session_.position() >= capacity()) {
+      reply->end = ReplyEnd::ContextFull;
+      break;
+    }
+    last.clear();
+    if (!session_.consume({next}, true, &last, error)) {
+      session_.reset();
+      cached_.clear();
+      return false;
+    }
+    cached_.push_back(next);
+  }
+  if (options.onText && text.size() > emitted)
+    options.onText(text.substr(emitted));
+  reply->text = text;
+  reply->positionAfter = session_.position();
+  reply->replySeconds =
+      std::chrono::duration<double>(Clock::now() - t1).count();
+  return true;
+}
+
+bool ChatSession::say(const std::string &text, const ReplyOptions &options,
+                      Reply *reply, std::string *error) {
+  std::vector<int32_t> prompt = history_;
+  if (prompt.empty()) {
+    std::vector<ChatMessage> first;
+    if (!system_.empty())
+      first.push_back({"system", system_});
+    first.push_back({"user", text});
+    if (!format_.render(first, true, &prompt, error))
+      return false;
+  } else if (!format_.appendTurn("user", text, &prompt, error) ||
+             !format_.appendModelOpening(&prompt, error)) {
+    return false;
+  }
+  if (!complete(prompt, options, reply, error))
+    return false;
+  // The reply joins the history as Gemma's template writes a model turn:
+  // its text tokens, then <end_of_turn>\n (whatever ended it).
+  history_ = prompt;
+  for (int32_t id : reply->tokens)
+    if (id != format_.endOfTurn() && !options.stopTokens.count(id))
+      history_.push_back(id);
+  return format_.appendTurnEnd(&history_, error);
+}
+
+} // namespace pccx::app

@@ -1,0 +1,148 @@
+//===- Chat.h - conversations over a session --------------------*- C++ -*-===//
+//
+// Gemma's chat turns over a Session, with the KV cache kept between calls:
+// when the tokens already cached are a prefix of the next prompt (the next
+// turn of the same conversation, or a client resending its history), only
+// the new tokens are consumed. Replies stream as text, stop at
+// <end_of_turn>, the model's EOS ids or a stop string, and end cleanly when
+// the KV cache is full or an interrupt flag is raised.
+//
+// The turn layout is the one Gemma's chat template renders
+// (docs/serving.md, "Chat template"):
+//   <bos><start_of_turn>user\n{system}\n\n{text}<end_of_turn>\n
+//   <start_of_turn>model\n{reply}<end_of_turn>\n ... <start_of_turn>model\n
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_RUNTIME_APP_CHAT_H
+#define PCCX_RUNTIME_APP_CHAT_H
+
+#include "runtime/app/Sampler.h"
+#include "runtime/app/Tokenizer.h"
+#include "runtime/bundle/ChatTemplate.h"
+#include "runtime/exec/Session.h"
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <set>
+
+namespace pccx::app {
+
+struct ChatMessage {
+  std::string role; ///< "system", "user" or "assistant" ("model" too)
+  std::string content;
+};
+
+/// Renders turns to token ids with Gemma's layout. The turn markers must be
+/// single pieces of the tokenizer's vocabulary.
+class ChatFormat {
+public:
+  static std::unique_ptr<ChatFormat> create(const Tokenizer &tokenizer,
+                                            const bundle::ChatTemplate &chat,
+                                            int32_t bosToken,
+                                            std::string *error);
+  /// A whole conversation: an optional leading system message (prepended
+  /// to the first turn, as Gemma's template does), then turns alternating
+  /// user / assistant from a user turn; with `openModelTurn` it ends with
+  /// the opening of the model's turn.
+  bool render(const std::vector<ChatMessage> &messages, bool openModelTurn,
+              std::vector<int32_t> *ids, std::string *error) const;
+  /// Appends one closed turn of `role` ("user" or "model").
+  bool appendTurn(const std::string &role, const std::string &text,
+                  std::vector<int32_t> *ids, std::string *error) const;
+  /// Appends "<start_of_turn>model\n".
+  bool appendModelOpening(std::vector<int32_t> *ids, std::string *error) const;
+  /// Appends the end of a turn, "<end_of_turn>\n".
+  bool appendTurnEnd(std::vector<int32_t> *ids, std::string *error) const;
+
+  int32_t bos() const { return bos_; }
+  int32_t startOfTurn() const { return startOfTurn_; }
+  int32_t endOfTurn() const { return endOfTurn_; }
+  const bundle::ChatTemplate &chatTemplate() const { return template_; }
+
+private:
+  ChatFormat(const Tokenizer &tokenizer) : tokenizer_(tokenizer) {}
+  bool appendText(const std::string &text, std::vector<int32_t> *ids,
+                  std::string *error) const;
+  const Tokenizer &tokenizer_;
+  bundle::ChatTemplate template_;
+  int32_t bos_ = -1, startOfTurn_ = -1, endOfTurn_ = -1;
+};
+
+/// Why a reply ended.
+enum class ReplyEnd {
+  EndOfTurn,   ///< the model wrote <end_of_turn>
+  StopToken,   ///< another stop id (the model's EOS)
+  StopString,  ///< one of ReplyOptions::stopStrings appeared
+  MaxTokens,   ///< ReplyOptions::maxTokens were generated
+  ContextFull, ///< the KV cache has no position left
+  Interrupted, ///< ReplyOptions::interrupt was raised
+};
+const char *replyEndName(ReplyEnd end);
+
+struct ReplyOptions {
+  SamplingOptions sampling;
+  int64_t maxTokens = 256;
+  /// Ids that end the reply besides <end_of_turn> (the model's EOS ids).
+  std::set<int32_t> stopTokens;
+  /// Text that ends the reply; it is not part of the reply.
+  std::vector<std::string> stopStrings;
+  bool decodeOnly = false;
+  /// Checked after every token; raising it ends the reply.
+  const std::atomic<bool> *interrupt = nullptr;
+  /// The reply's text as it is produced (stop strings never reach it).
+  std::function<void(const std::string &)> onText;
+};
+
+struct Reply {
+  std::vector<int32_t> fed;    ///< prompt tokens consumed by this call
+  std::vector<int32_t> tokens; ///< generated ids (a stop id included)
+  std::string text;            ///< the reply's text
+  ReplyEnd end = ReplyEnd::MaxTokens;
+  int64_t promptTokens = 0; ///< length of the whole prompt
+  int64_t reusedTokens = 0; ///< prompt tokens found in the KV cache
+  int64_t positionAfter = 0;
+  double promptSeconds = 0, replySeconds = 0;
+};
+
+/// A conversation (or a series of prompts) on one session.
+class ChatSession {
+public:
+  ChatSession(exec::Session &session, const Tokenizer &tokenizer,
+              const ChatFormat &format)
+      : session_(session), tokenizer_(tokenizer), format_(format) {}
+
+  /// Generates a reply to `prompt`. Tokens of `prompt` already in the KV
+  /// cache are not consumed again; otherwise the cache is reset first. A
+  /// prompt longer than the cache is refused (the error says by how much).
+  bool complete(const std::vector<int32_t> &prompt, const ReplyOptions &options,
+                Reply *reply, std::string *error);
+
+  /// The next user turn of the conversation kept by this object; the first
+  /// turn carries the system prompt.
+  bool say(const std::string &text, const ReplyOptions &options, Reply *reply,
+           std::string *error);
+  void setSystemPrompt(const std::string &text) { system_ = text; }
+  /// Starts a new conversation (and forgets the KV cache).
+  void reset();
+  /// Tokens of the conversation so far (say()): every turn, replies closed.
+  const std::vector<int32_t> &history() const { return history_; }
+  int64_t capacity() const { return session_.capacity(); }
+  int64_t position() const { return session_.position(); }
+
+private:
+  exec::Session &session_;
+  const Tokenizer &tokenizer_;
+  const ChatFormat &format_;
+  /// The tokens the KV cache holds, position by position.
+  std::vector<int32_t> cached_;
+  /// Logits after the last cached token.
+  std::vector<float> lastLogits_;
+  std::vector<int32_t> history_;
+  std::string system_;
+};
+
+} // namespace pccx::app
+
+#endif

@@ -1,0 +1,187 @@
+//===- ChatConsole.cpp - a chat on a terminal or from a script
+//-------------===//
+
+#include "runtime/app/ChatConsole.h"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <poll.h>
+#include <unistd.h>
+
+namespace pccx::app {
+
+namespace {
+
+/// Raised by SIGINT; cleared before each reply and each prompt.
+std::atomic<bool> interrupted{false};
+
+extern "C" void onInterrupt(int) { interrupted.store(true); }
+
+/// SIGINT sets `interrupted` while the console runs; the previous action
+/// comes back after. SA_RESTART keeps interrupted writes going; the wait for
+/// input is a poll(), which a signal always interrupts.
+class InterruptScope {
+public:
+  InterruptScope() {
+    struct sigaction action {};
+    action.sa_handler = onInterrupt;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &action, &previous_);
+  }
+  ~InterruptScope() { sigaction(SIGINT, &previous_, nullptr); }
+
+private:
+  struct sigaction previous_ {};
+};
+
+enum class Input { Line, End, Interrupted, Failed };
+
+/// Reads one line (without its newline) from `fd`, unbuffered so that the
+/// rest of the input stays for the next call.
+class LineReader {
+public:
+  explicit LineReader(int fd) : fd_(fd) {}
+  Input next(std::string *line) {
+    for (;;) {
+      size_t newline = buffer_.find('\n');
+      if (newline != std::string::npos) {
+        *line = buffer_.substr(0, newline);
+        buffer_.erase(0, newline + 1);
+        return Input::Line;
+      }
+      if (ended_) {
+        if (buffer_.empty())
+          return Input::End;
+        *line = buffer_;
+        buffer_.clear();
+        return Input::Line;
+      }
+      struct pollfd ready = {fd_, POLLIN, 0};
+      if (::poll(&ready, 1, -1) < 0) {
+        if (errno != EINTR)
+          return Input::Failed;
+        if (interrupted.load())
+          return Input::Interrupted;
+        continue;
+      }
+      char chunk[4096];
+      ssize_t n = ::read(fd_, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return Input::Failed;
+      if (n == 0)
+        ended_ = true;
+      buffer_.append(chunk, size_t(n));
+    }
+  }
+
+private:
+  int fd_;
+  std::string buffer_;
+  bool ended_ = false;
+};
+
+} // namespace
+
+int runChatConsole(ChatSession &chat, int input,
+                   const ChatConsoleOptions &options, std::ostream &out,
+                   std::ostream &err) {
+  InterruptScope scope;
+  LineReader reader(input);
+  ReplyOptions reply = options.reply;
+  reply.interrupt = &interrupted;
+  int status = 0, turn = 0;
+  bool interruptedAtPrompt = false;
+  if (options.interactive)
+    err << "Chat: Ctrl-C stops a reply; Ctrl-D (or Ctrl-C twice) at the "
+           "prompt exits; /reset starts a new conversation.\n";
+  for (;;) {
+    if (options.interactive)
+      out << "> " << std::flush;
+    interrupted.store(false);
+    std::string line;
+    Input got = reader.next(&line);
+    if (got == Input::Interrupted) {
+      if (interruptedAtPrompt) {
+        out << "\n";
+        return status;
+      }
+      interruptedAtPrompt = true;
+      out << "\n";
+      err << "(Ctrl-C again or Ctrl-D to exit)\n";
+      continue;
+    }
+    interruptedAtPrompt = false;
+    if (got == Input::End) {
+      if (options.interactive)
+        out << "\n";
+      return status;
+    }
+    if (got == Input::Failed) {
+      err << options.tool
+          << ": error: reading the chat input: " << std::strerror(errno)
+          << "\n";
+      return 1;
+    }
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos)
+      continue;
+    if (line == "/exit" || line == "/quit")
+      return status;
+    if (line == "/reset") {
+      chat.reset();
+      if (options.interactive)
+        err << "(new conversation)\n";
+      continue;
+    }
+    ++turn;
+    if (!options.interactive && !options.json)
+      out << "> " << line << "\n";
+    if (!options.json)
+      reply.onText = [&](const std::string &text) {
+        out << text << std::flush;
+      };
+    else
+      reply.onText = nullptr;
+    Reply result;
+    std::string error;
+    if (!chat.say(line, reply, &result, &error)) {
+      err << options.tool << ": error: turn " << turn << ": " << error << "\n";
+      if (chat.position() > 0 && options.interactive)
+        err << "(type /reset to start a new conversation)\n";
+      status = 1;
+      continue;
+    }
+    if (options.json) {
+      nlohmann::json record = {{"turn", turn},
+                               {"fed_tokens", result.fed},
+                               {"reused_tokens", result.reusedTokens},
+                               {"prompt_tokens", result.promptTokens},
+                               {"reply_tokens", result.tokens},
+                               {"reply_text", result.text},
+                               {"ended_by", replyEndName(result.end)},
+                               {"position_after", result.positionAfter},
+                               {"prompt_seconds", result.promptSeconds},
+                               {"reply_seconds", result.replySeconds}};
+      out << record.dump() << "\n" << std::flush;
+    } else {
+      out << "\n";
+      if (result.end == ReplyEnd::Interrupted)
+        err << "(reply interrupted)\n";
+      else if (result.end == ReplyEnd::ContextFull)
+        err << "(the model's context of " << chat.capacity()
+            << " positions is full; /reset starts a new conversation)\n";
+      else if (result.end == ReplyEnd::MaxTokens)
+        err << "(reply cut at " << reply.maxTokens << " tokens)\n";
+    }
+  }
+}
+
+} // namespace pccx::app

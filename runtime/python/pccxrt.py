@@ -1,0 +1,211 @@
+"""Python access to the pccx runtime (libpccxrt) through ctypes.
+
+No build step: the module loads libpccxrt.so at import time and wraps its C
+API (runtime/capi/pccxrt.h). Logits come back as numpy float32 arrays.
+
+    import pccxrt
+    with pccxrt.Model("model.pccx") as model:
+        ids = model.tokenize("Hello")
+        logits = model.consume(ids)          # shape (len(ids), vocab_size)
+        print(model.detokenize(model.generate(ids, max_new_tokens=16)))
+
+The library is found at $PCCXRT_LIBRARY when set, else as build/lib/
+libpccxrt.so of the source tree this file sits in, else by the dynamic
+linker's search path (libpccxrt.so).
+"""
+
+import ctypes
+import os
+
+import numpy as np
+
+__all__ = ["Model", "PccxrtError", "library_path"]
+
+
+class PccxrtError(RuntimeError):
+    """A failure reported by libpccxrt (the message comes from the runtime)."""
+
+
+def library_path():
+    """Where libpccxrt.so is loaded from (see the module's documentation)."""
+    env = os.environ.get("PCCXRT_LIBRARY")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    built = os.path.join(here, "..", "..", "build", "lib", "libpccxrt.so")
+    return os.path.normpath(built) if os.path.exists(built) else "libpccxrt.so"
+
+
+class _Sampling(ctypes.Structure):
+    _fields_ = [("temperature", ctypes.c_double), ("top_k", ctypes.c_int64),
+                ("top_p", ctypes.c_double), ("repetition_penalty", ctypes.c_double),
+                ("seed", ctypes.c_uint64)]
+
+
+def _load():
+    lib = ctypes.CDLL(library_path())
+    handle, i32p, f32p = ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_float)
+    size_t, sizep = ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)
+    signatures = {
+        "pccxrt_open": (handle, [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]),
+        "pccxrt_close": (None, [handle]),
+        "pccxrt_last_error": (ctypes.c_char_p, [handle]),
+        "pccxrt_vocab_size": (ctypes.c_int64, [handle]),
+        "pccxrt_position": (ctypes.c_int64, [handle]),
+        "pccxrt_capacity": (ctypes.c_int64, [handle]),
+        "pccxrt_reset": (ctypes.c_int, [handle]),
+        "pccxrt_consume": (ctypes.c_int, [handle, i32p, size_t, ctypes.c_int, f32p]),
+        "pccxrt_sample": (ctypes.c_int, [handle, ctypes.POINTER(_Sampling), f32p, i32p, size_t, i32p]),
+        "pccxrt_bos_token": (ctypes.c_int32, [handle]),
+        "pccxrt_eos_tokens": (ctypes.c_int, [handle, i32p, size_t, sizep]),
+        "pccxrt_tokenize": (ctypes.c_int, [handle, ctypes.c_char_p, ctypes.c_int, i32p, size_t, sizep]),
+        "pccxrt_detokenize": (ctypes.c_int, [handle, i32p, size_t, ctypes.c_char_p, size_t, sizep]),
+    }
+    for name, (result, args) in signatures.items():
+        function = getattr(lib, name)
+        function.restype, function.argtypes = result, args
+    return lib
+
+
+_lib = _load()
+_DEVICES = {"sim": 0, "kv260": 1}
+_NUMERICS = {"hardware": 0, "reference": 1}
+
+
+def _ids(tokens):
+    array = np.ascontiguousarray(tokens, dtype=np.int32)
+    if array.ndim != 1:
+        raise ValueError("token ids must be a flat sequence")
+    return array, array.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+
+
+class Model:
+    """One bundle on one device, with its KV cache (a session)."""
+
+    def __init__(self, path, device="sim", numerics="hardware"):
+        if device not in _DEVICES:
+            raise ValueError("device must be one of %s" % ", ".join(_DEVICES))
+        if numerics not in _NUMERICS:
+            raise ValueError("numerics must be one of %s" % ", ".join(_NUMERICS))
+        self._handle = _lib.pccxrt_open(os.fsencode(path), _DEVICES[device], _NUMERICS[numerics])
+        if not self._handle:
+            raise PccxrtError(_lib.pccxrt_last_error(None).decode())
+
+    def close(self):
+        if self._handle:
+            _lib.pccxrt_close(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def _check(self, status):
+        if status != 0:
+            raise PccxrtError(_lib.pccxrt_last_error(self._handle).decode())
+
+    def _open_handle(self):
+        if not self._handle:
+            raise PccxrtError("the model is closed")
+        return self._handle
+
+    @property
+    def vocab_size(self):
+        return _lib.pccxrt_vocab_size(self._open_handle())
+
+    @property
+    def position(self):
+        """Positions consumed so far (the KV cache's fill)."""
+        return _lib.pccxrt_position(self._open_handle())
+
+    @property
+    def capacity(self):
+        """Positions the KV cache holds (the bundle's --max-seq-len)."""
+        return _lib.pccxrt_capacity(self._open_handle())
+
+    @property
+    def bos_token(self):
+        """The BOS id, or None."""
+        bos = _lib.pccxrt_bos_token(self._open_handle())
+        return None if bos < 0 else bos
+
+    @property
+    def eos_tokens(self):
+        count = ctypes.c_size_t()
+        self._check(_lib.pccxrt_eos_tokens(self._open_handle(), None, 0, ctypes.byref(count)))
+        ids = (ctypes.c_int32 * count.value)()
+        self._check(_lib.pccxrt_eos_tokens(self._handle, ids, count.value, ctypes.byref(count)))
+        return list(ids)
+
+    def reset(self):
+        """Forgets every cached position."""
+        self._check(_lib.pccxrt_reset(self._open_handle()))
+
+    def consume(self, tokens, decode_only=False, logits=True):
+        """Feeds token ids at the next positions; returns their logits as a
+        (len(tokens), vocab_size) float32 array (None with logits=False)."""
+        array, pointer = _ids(tokens)
+        if array.size == 0:
+            raise ValueError("no tokens")
+        out = np.empty((array.size, self.vocab_size), dtype=np.float32) if logits else None
+        target = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if logits else None
+        self._check(_lib.pccxrt_consume(self._handle, pointer, array.size, int(decode_only), target))
+        return out
+
+    def sample(self, logits, seen=(), temperature=0.0, top_k=0, top_p=1.0,
+               repetition_penalty=1.0, seed=0):
+        """Picks a token from one row of logits (greedy at temperature 0) as
+        pccx-run does; the generator state lives in the model."""
+        row = np.array(logits, dtype=np.float32, copy=True).reshape(-1)
+        if row.size != self.vocab_size:
+            raise ValueError("logits must hold vocab_size (%d) values" % self.vocab_size)
+        seen_array, seen_pointer = _ids(list(seen))
+        options = _Sampling(temperature, top_k, top_p, repetition_penalty, seed)
+        token = ctypes.c_int32()
+        self._check(_lib.pccxrt_sample(
+            self._handle, ctypes.byref(options), row.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+            seen_pointer, seen_array.size, ctypes.byref(token)))
+        return token.value
+
+    def generate(self, prompt, max_new_tokens=32, stop_tokens=None, on_token=None, **sampling):
+        """Consumes `prompt` (text or token ids) and samples up to
+        max_new_tokens ids, stopping after one of stop_tokens (default: the
+        EOS ids); returns the generated ids (a stop id included). Calls
+        on_token(id) as each one is chosen. Sampling keywords as in sample()."""
+        ids = self.tokenize(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+        stops = set(self.eos_tokens if stop_tokens is None else stop_tokens)
+        last = self.consume(ids)[-1]
+        seen, generated = list(ids), []
+        for n in range(max_new_tokens):
+            token = self.sample(last, seen, **sampling)
+            generated.append(token)
+            seen.append(token)
+            if on_token:
+                on_token(token)
+            if token in stops or n + 1 == max_new_tokens or self.position >= self.capacity:
+                break
+            last = self.consume([token])[-1]
+        return generated
+
+    def tokenize(self, text, add_bos=True):
+        """Text to ids with the bundle's SentencePiece model."""
+        data = text.encode("utf-8")
+        count = ctypes.c_size_t()
+        self._check(_lib.pccxrt_tokenize(self._open_handle(), data, int(add_bos), None, 0, ctypes.byref(count)))
+        ids = (ctypes.c_int32 * count.value)()
+        self._check(_lib.pccxrt_tokenize(self._handle, data, int(add_bos), ids, count.value, ctypes.byref(count)))
+        return list(ids)
+
+    def detokenize(self, ids):
+        array, pointer = _ids(list(ids))
+        length = ctypes.c_size_t()
+        self._check(_lib.pccxrt_detokenize(self._open_handle(), pointer, array.size, None, 0, ctypes.byref(length)))
+        text = ctypes.create_string_buffer(length.value + 1)
+        self._check(_lib.pccxrt_detokenize(self._handle, pointer, array.size, text, length.value + 1,
+                                           ctypes.byref(length)))
+        return text.raw[:length.value].decode("utf-8", errors="replace")

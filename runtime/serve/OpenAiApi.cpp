@@ -1,0 +1,361 @@
+//===- OpenAiApi.cpp - OpenAI-compatible requests and responses
+//------------===//
+
+#include "runtime/serve/OpenAiApi.h"
+
+#include <climits>
+#include <cmath>
+
+namespace pccx::serve {
+
+using nlohmann::json;
+
+json errorBody(const ApiError &error) {
+  auto orNull = [](const std::string &s) {
+    return s.empty() ? json() : json(s);
+  };
+  return {{"error",
+           {{"message", error.message},
+            {"type", error.type},
+            {"param", orNull(error.param)},
+            {"code", orNull(error.code)}}}};
+}
+
+namespace {
+
+/// Field readers: absent or null fields keep the default; a wrong type
+/// is an error naming the field.
+class Reader {
+public:
+  Reader(const json &body, ApiError *error) : body_(body), error_(error) {}
+  bool failed() const { return failed_; }
+
+  const json *field(const char *name) {
+    auto it = body_.find(name);
+    return it == body_.end() || it->is_null() ? nullptr : &*it;
+  }
+  void fail(const char *name, const std::string &message,
+            const char *code = nullptr) {
+    if (failed_)
+      return;
+    failed_ = true;
+    error_->status = 400;
+    error_->message = message;
+    error_->param = name;
+    error_->code = code ? code : "";
+  }
+  void number(const char *name, double *out, double lo, double hi) {
+    if (const json *v = field(name)) {
+      if (!v->is_number())
+        return fail(name, std::string("'") + name + "' must be a number");
+      double d = v->get<double>();
+      if (!(d >= lo && d <= hi))
+        return fail(name,
+                    std::string("'") + name + "' must be between " + trim(lo) +
+                        " and " + trim(hi) + ", got " + trim(d),
+                    "invalid_value");
+      *out = d;
+    }
+  }
+  bool integer(const char *name, int64_t *out) {
+    if (const json *v = field(name)) {
+      if (!v->is_number_integer()) {
+        fail(name, std::string("'") + name + "' must be an integer");
+        return false;
+      }
+      *out = v->get<int64_t>();
+      return true;
+    }
+    return false;
+  }
+  void boolean(const char *name, bool *out) {
+    if (const json *v = field(name)) {
+      if (!v->is_boolean())
+        return fail(name, std::string("'") + name + "' must be true or false");
+      *out = v->get<bool>();
+    }
+  }
+  /// Parameters the server does not implement: accepted at their neutral
+  /// value only, so that no request silently gets something else.
+  void unsupported(const char *name, const json &neutral) {
+    if (const json *v = field(name))
+      if (*v != neutral)
+        fail(name,
+             std::string("'") + name +
+                 "' is not supported by this "
+                 "server (only " +
+                 neutral.dump() + ")",
+             "unsupported_parameter");
+  }
+
+private:
+  static std::string trim(double d) {
+    std::string s = json(d).dump();
+    return s;
+  }
+  const json &body_;
+  ApiError *error_;
+  bool failed_ = false;
+};
+
+/// Message content: a string, or OpenAI's list of {"type": "text"} parts.
+bool contentText(const json &content, std::string *text, std::string *why) {
+  if (content.is_string()) {
+    *text = content.get<std::string>();
+    return true;
+  }
+  if (content.is_array()) {
+    for (const json &part : content) {
+      if (!part.is_object() || part.value("type", "") != "text" ||
+          !part.contains("text") || !part["text"].is_string()) {
+        *why = "only text content parts ({\"type\": \"text\", \"text\": "
+               "...}) are supported";
+        return false;
+      }
+      *text += part["text"].get<std::string>();
+    }
+    return true;
+  }
+  *why = "content must be a string or a list of text parts";
+  return false;
+}
+
+} // namespace
+
+std::optional<GenerationRequest> parseRequest(const std::string &body,
+                                              bool chat,
+                                              const RequestLimits &limits,
+                                              ApiError *error) {
+  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    error->status = 400;
+    error->message = "the request body is not valid JSON";
+    error->code = "invalid_json";
+    return std::nullopt;
+  }
+  if (!doc.is_object()) {
+    error->status = 400;
+    error->message = "the request body must be a JSON object";
+    return std::nullopt;
+  }
+  Reader r(doc, error);
+  GenerationRequest req;
+  req.chat = chat;
+  // OpenAI's defaults: temperature 1, top_p 1.
+  req.sampling.temperature = 1.0;
+  if (const json *m = r.field("model")) {
+    if (!m->is_string())
+      r.fail("model", "'model' must be a string");
+    else
+      req.model = m->get<std::string>();
+  }
+  if (chat) {
+    const json *messages = r.field("messages");
+    if (!messages || !messages->is_array() || messages->empty())
+      r.fail("messages", "'messages' must be a non-empty list");
+    else
+      for (size_t i = 0; i < messages->size() && !r.failed(); ++i) {
+        const json &m = (*messages)[i];
+        std::string where = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+          r.fail("messages", where + " needs a string 'role'");
+          break;
+        }
+        app::ChatMessage message;
+        message.role = m["role"].get<std::string>();
+        if (message.role != "system" && message.role != "user" &&
+            message.role != "assistant" && message.role != "developer") {
+          r.fail("messages", where + ": role '" + message.role +
+                                 "' is not one of system, developer, user, "
+                                 "assistant");
+          break;
+        }
+        if (message.role == "developer") // OpenAI's newer name for system
+          message.role = "system";
+        std::string why;
+        if (!m.contains("content") || m["content"].is_null() ||
+            !contentText(m["content"], &message.content, &why)) {
+          r.fail("messages",
+                 where + ": " + (why.empty() ? "'content' is missing" : why));
+          break;
+        }
+        req.messages.push_back(message);
+      }
+  } else {
+    const json *prompt = r.field("prompt");
+    if (!prompt) {
+      r.fail("prompt", "'prompt' is required");
+    } else if (prompt->is_string()) {
+      req.prompt = prompt->get<std::string>();
+    } else if (prompt->is_array() && prompt->size() == 1 &&
+               (*prompt)[0].is_string()) {
+      req.prompt = (*prompt)[0].get<std::string>();
+    } else if (prompt->is_array() && !prompt->empty() &&
+               (*prompt)[0].is_number_integer()) {
+      req.promptIsTokens = true;
+      for (const json &t : *prompt) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+            t.get<int64_t>() > INT32_MAX) {
+          r.fail("prompt", "'prompt' token ids must be non-negative integers");
+          break;
+        }
+        req.promptTokens.push_back(t.get<int32_t>());
+      }
+    } else {
+      r.fail("prompt", "'prompt' must be a string, a list of one string, or "
+                       "a list of token ids (one prompt per request)");
+    }
+    r.unsupported("echo", false);
+    r.unsupported("best_of", 1);
+    r.unsupported("suffix", "");
+  }
+
+  int64_t maxTokens = 0;
+  bool hasMax = r.integer("max_tokens", &maxTokens);
+  if (chat && !hasMax)
+    hasMax = r.integer("max_completion_tokens", &maxTokens);
+  if (hasMax && !r.failed()) {
+    if (maxTokens < 1)
+      r.fail("max_tokens", "'max_tokens' must be at least 1", "invalid_value");
+    else if (maxTokens > limits.maxTokens)
+      r.fail("max_tokens",
+             "'max_tokens' is " + std::to_string(maxTokens) +
+                 "; this server allows at most " +
+                 std::to_string(limits.maxTokens),
+             "invalid_value");
+    req.maxTokens = maxTokens;
+  }
+  r.number("temperature", &req.sampling.temperature, 0.0, 2.0);
+  r.number("top_p", &req.sampling.topP, 0.0, 1.0);
+  if (req.sampling.topP == 0.0 && !r.failed())
+    r.fail("top_p", "'top_p' must be greater than 0", "invalid_value");
+  int64_t seed = 0;
+  if (r.integer("seed", &seed)) {
+    req.hasSeed = true;
+    req.sampling.seed = uint64_t(seed);
+  }
+  if (const json *stop = r.field("stop")) {
+    if (stop->is_string())
+      req.stop.push_back(stop->get<std::string>());
+    else if (stop->is_array() && stop->size() <= 4) {
+      for (const json &s : *stop)
+        if (s.is_string())
+          req.stop.push_back(s.get<std::string>());
+        else
+          r.fail("stop", "'stop' must be a string or a list of up to 4 "
+                         "strings");
+    } else {
+      r.fail("stop", "'stop' must be a string or a list of up to 4 strings");
+    }
+    for (const std::string &s : req.stop)
+      if (s.empty())
+        r.fail("stop", "'stop' strings must not be empty");
+  }
+  r.boolean("stream", &req.stream);
+  if (const json *options = r.field("stream_options")) {
+    if (!options->is_object())
+      r.fail("stream_options", "'stream_options' must be an object");
+    else if (options->contains("include_usage")) {
+      const json &v = (*options)["include_usage"];
+      if (!v.is_boolean())
+        r.fail("stream_options", "'include_usage' must be true or false");
+      else
+        req.includeUsage = v.get<bool>();
+    }
+  }
+  r.unsupported("n", 1);
+  r.unsupported("logprobs", chat ? json(false) : json());
+  r.unsupported("presence_penalty", 0);
+  r.unsupported("frequency_penalty", 0);
+  r.unsupported("logit_bias", json::object());
+  if (chat) {
+    r.unsupported("tools", json::array());
+    r.unsupported("top_logprobs", 0);
+  }
+  if (r.failed())
+    return std::nullopt;
+  return req;
+}
+
+const char *finishReason(app::ReplyEnd end) {
+  switch (end) {
+  case app::ReplyEnd::EndOfTurn:
+  case app::ReplyEnd::StopToken:
+  case app::ReplyEnd::StopString:
+    return "stop";
+  case app::ReplyEnd::MaxTokens:
+  case app::ReplyEnd::ContextFull:
+  case app::ReplyEnd::Interrupted:
+    break;
+  }
+  return "length";
+}
+
+namespace {
+
+json usage(const app::Reply &reply) {
+  int64_t completion = int64_t(reply.tokens.size());
+  // cached_tokens: prompt tokens found in the KV cache (not recomputed).
+  return {{"prompt_tokens", reply.promptTokens},
+          {"completion_tokens", completion},
+          {"total_tokens", reply.promptTokens + completion},
+          {"prompt_tokens_details", {{"cached_tokens", reply.reusedTokens}}}};
+}
+
+json envelope(const GenerationRequest &request, const ResponseIds &ids,
+              bool chunk) {
+  const char *object =
+      request.chat ? (chunk ? "chat.completion.chunk" : "chat.completion")
+                   : "text_completion";
+  return {{"id", ids.id},
+          {"object", object},
+          {"created", ids.created},
+          {"model", ids.model}};
+}
+
+} // namespace
+
+json completionResponse(const GenerationRequest &request,
+                        const ResponseIds &ids, const app::Reply &reply) {
+  json out = envelope(request, ids, false);
+  json choice = {{"index", 0},
+                 {"finish_reason", finishReason(reply.end)},
+                 {"logprobs", nullptr}};
+  if (request.chat)
+    choice["message"] = {{"role", "assistant"}, {"content", reply.text}};
+  else
+    choice["text"] = reply.text;
+  out["choices"] = json::array({choice});
+  out["usage"] = usage(reply);
+  return out;
+}
+
+json streamChunk(const GenerationRequest &request, const ResponseIds &ids,
+                 const std::string &text, bool first, const char *finish) {
+  json out = envelope(request, ids, true);
+  json choice = {{"index", 0},
+                 {"logprobs", nullptr},
+                 {"finish_reason", finish ? json(finish) : json()}};
+  if (request.chat) {
+    json delta = json::object();
+    if (first)
+      delta["role"] = "assistant";
+    if (!finish)
+      delta["content"] = text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text;
+  }
+  out["choices"] = json::array({choice});
+  return out;
+}
+
+json usageChunk(const GenerationRequest &request, const ResponseIds &ids,
+                const app::Reply &reply) {
+  json out = envelope(request, ids, true);
+  out["choices"] = json::array();
+  out["usage"] = usage(reply);
+  return out;
+}
+
+} // namespace pccx::serve

@@ -1,0 +1,75 @@
+"""SIGINT in `pccx-run --chat`: during a reply it stops that reply and the
+conversation goes on (the next turn reuses the KV cache); at the prompt, a
+first SIGINT prints a hint and a second one ends the session with status 0.
+
+usage: chat_interrupt.py BUNDLE
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+proc = subprocess.Popen(
+    ["pccx-run", sys.argv[1], "--chat", "--json", "--max-new-tokens", "1900",
+     "--stop-tokens", ""],
+    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+out, err = bytearray(), bytearray()
+
+
+def pump(stream, sink):
+    for chunk in iter(lambda: os.read(stream.fileno(), 4096), b""):
+        sink.extend(chunk)
+
+
+for stream, sink in ((proc.stdout, out), (proc.stderr, err)):
+    threading.Thread(target=pump, args=(stream, sink), daemon=True).start()
+
+
+def wait_for(condition, what, seconds=30):
+    deadline = time.time() + seconds
+    while not condition():
+        if time.time() > deadline:
+            proc.kill()
+            print("FAIL: timed out waiting for", what)
+            print("stdout:", bytes(out)[-400:], "\nstderr:", bytes(err))
+            sys.exit(1)
+        time.sleep(0.005)
+
+
+def turns():
+    return [json.loads(l) for l in bytes(out).decode().splitlines() if l]
+
+
+# This reply runs to 1900 tokens (seconds); SIGINT lands in the middle.
+proc.stdin.write(b"Tell me a story\n")
+proc.stdin.flush()
+time.sleep(0.3)
+proc.send_signal(signal.SIGINT)
+wait_for(lambda: len(turns()) == 1, "the first reply")
+first = turns()[0]
+print("first reply ended by", first["ended_by"],
+      "after fewer tokens:", len(first["reply_tokens"]) < 1900)
+
+# The conversation goes on from the cached positions.
+proc.stdin.write(b"Hi\n")
+proc.stdin.flush()
+wait_for(lambda: len(turns()) == 2, "the second reply")
+second = turns()[1]
+print("second turn reused the cache:",
+      second["reused_tokens"] == first["prompt_tokens"] + len(first["reply_tokens"]) - 1)
+
+# At the prompt: one SIGINT is a hint, the second one ends the session.
+proc.send_signal(signal.SIGINT)
+wait_for(lambda: b"(Ctrl-C again or Ctrl-D to exit)" in err, "the hint")
+print("hint shown")
+proc.send_signal(signal.SIGINT)
+try:
+    status = proc.wait(timeout=30)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    print("FAIL: still running after the second SIGINT")
+    sys.exit(1)
+print("exit status", status)

@@ -1,0 +1,146 @@
+//===- ChatTests.cpp - Gemma's turn layout over a tokenizer ---------------===//
+
+#include "runtime/app/Chat.h"
+
+#include <gtest/gtest.h>
+#include <sentencepiece_trainer.h>
+
+#include <fstream>
+#include <sstream>
+
+using namespace pccx::app;
+
+namespace {
+
+/// Sentences from memory for the trainer.
+class Lines : public sentencepiece::SentenceIterator {
+public:
+  explicit Lines(std::vector<std::string> lines) : lines_(std::move(lines)) {}
+  bool done() const override { return next_ >= lines_.size(); }
+  void Next() override { ++next_; }
+  const std::string &value() const override { return lines_[next_]; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+private:
+  std::vector<std::string> lines_;
+  size_t next_ = 0;
+};
+
+/// A small SentencePiece model trained in memory on the chat tests' corpus;
+/// with the turn markers as single pieces unless `markers` is false.
+std::unique_ptr<Tokenizer> tokenizer(bool markers = true) {
+  std::ifstream in(PCCX_SOURCE_DIR
+                   "/test/tools/pccx-run/Inputs/chat-corpus.txt");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  EXPECT_FALSE(lines.empty());
+  std::string model;
+  std::string args = "--vocab_size=300 --model_type=bpe "
+                     "--hard_vocab_limit=false --pad_id=0 --eos_id=1 "
+                     "--bos_id=2 --unk_id=3 --minloglevel=2";
+  if (markers)
+    args += " --user_defined_symbols=<start_of_turn>,<end_of_turn>";
+  Lines sentences(lines);
+  auto status =
+      sentencepiece::SentencePieceTrainer::Train(args, &sentences, &model);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  std::string error;
+  auto t = Tokenizer::load(reinterpret_cast<const uint8_t *>(model.data()),
+                           model.size(), &error);
+  EXPECT_TRUE(t) << error;
+  return t;
+}
+
+std::vector<int32_t> encode(const Tokenizer &t, const std::string &text) {
+  std::vector<int32_t> ids;
+  std::string error;
+  EXPECT_TRUE(t.encode(text, &ids, &error)) << error;
+  return ids;
+}
+
+/// Concatenates id lists.
+std::vector<int32_t> cat(std::initializer_list<std::vector<int32_t>> parts) {
+  std::vector<int32_t> out;
+  for (const auto &p : parts)
+    out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+} // namespace
+
+TEST(Chat, RendersGemmaTurns) {
+  auto t = tokenizer();
+  std::string error;
+  auto format = ChatFormat::create(*t, {}, 2, &error);
+  ASSERT_TRUE(format) << error;
+  const int32_t sot = format->startOfTurn(), eot = format->endOfTurn();
+  EXPECT_EQ(sot, t->pieceId("<start_of_turn>"));
+  EXPECT_GE(sot, 0);
+
+  std::vector<int32_t> ids;
+  ASSERT_TRUE(format->render({{"system", " Be brief. "},
+                              {"user", "Hello there\n"},
+                              {"assistant", "Hi"},
+                              {"user", "Thanks"}},
+                             true, &ids, &error))
+      << error;
+  // The system text goes before the first user text; texts are trimmed;
+  // "assistant" is written "model".
+  std::vector<int32_t> want = cat({{2, sot},
+                                   encode(*t, "user\nBe brief.\n\nHello there"),
+                                   {eot},
+                                   encode(*t, "\n"),
+                                   {sot},
+                                   encode(*t, "model\nHi"),
+                                   {eot},
+                                   encode(*t, "\n"),
+                                   {sot},
+                                   encode(*t, "user\nThanks"),
+                                   {eot},
+                                   encode(*t, "\n"),
+                                   {sot},
+                                   encode(*t, "model\n")});
+  EXPECT_EQ(ids, want);
+
+  // Incremental turns give the same tokens as a whole rendering.
+  std::vector<int32_t> first, pieces;
+  ASSERT_TRUE(format->render({{"user", "Hello there"}}, false, &first, &error));
+  pieces = first;
+  ASSERT_TRUE(format->appendTurn("model", "Hi", &pieces, &error));
+  std::vector<int32_t> whole;
+  ASSERT_TRUE(format->render({{"user", "Hello there"}, {"assistant", "Hi"}},
+                             false, &whole, &error));
+  EXPECT_EQ(pieces, whole);
+}
+
+TEST(Chat, RefusesBadConversations) {
+  auto t = tokenizer();
+  std::string error;
+  auto format = ChatFormat::create(*t, {}, 2, &error);
+  ASSERT_TRUE(format) << error;
+  std::vector<int32_t> ids;
+  EXPECT_FALSE(
+      format->render({{"user", "a"}, {"user", "b"}}, true, &ids, &error));
+  EXPECT_NE(error.find("message 1 has role 'user'"), std::string::npos)
+      << error;
+  EXPECT_FALSE(format->render({{"assistant", "a"}}, true, &ids, &error));
+  EXPECT_FALSE(
+      format->render({{"system", "s"}, {"system", "t"}}, true, &ids, &error));
+}
+
+TEST(Chat, NeedsTheTurnMarkers) {
+  auto t = tokenizer(false);
+  std::string error;
+  EXPECT_FALSE(ChatFormat::create(*t, {}, 2, &error));
+  EXPECT_EQ(error, "the bundle's tokenizer has no '<start_of_turn>' piece; "
+                   "chat needs Gemma's turn markers as single tokens");
+  EXPECT_EQ(t->pieceId("<start_of_turn>"), -1);
+  EXPECT_EQ(t->pieceId("<s>"), 2);
+}
+
+TEST(Chat, ReplyEndNames) {
+  EXPECT_STREQ(replyEndName(ReplyEnd::EndOfTurn), "end_of_turn");
+  EXPECT_STREQ(replyEndName(ReplyEnd::ContextFull), "context_full");
+  EXPECT_STREQ(replyEndName(ReplyEnd::Interrupted), "interrupted");
+}

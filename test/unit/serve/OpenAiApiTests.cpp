@@ -1,0 +1,161 @@
+//===- OpenAiApiTests.cpp - request parsing and response shapes -----------===//
+
+#include "runtime/serve/OpenAiApi.h"
+
+#include <gtest/gtest.h>
+
+using namespace pccx::serve;
+using nlohmann::json;
+
+namespace {
+
+std::optional<GenerationRequest> parse(const std::string &body, bool chat,
+                                       ApiError *error,
+                                       int64_t maxTokens = 100) {
+  RequestLimits limits;
+  limits.maxTokens = maxTokens;
+  return parseRequest(body, chat, limits, error);
+}
+
+} // namespace
+
+TEST(OpenAiApi, ChatRequest) {
+  ApiError error;
+  auto r = parse(R"({"model": "m", "messages": [
+      {"role": "developer", "content": "Be brief."},
+      {"role": "user", "content": [{"type": "text", "text": "Hi "},
+                                   {"type": "text", "text": "there"}]}],
+      "max_completion_tokens": 7, "temperature": 0, "top_p": 0.5,
+      "seed": 3, "stop": ["x", "y"], "stream": true,
+      "stream_options": {"include_usage": true}, "user": "ignored"})",
+                 true, &error);
+  ASSERT_TRUE(r) << error.message;
+  EXPECT_EQ(r->model, "m");
+  ASSERT_EQ(r->messages.size(), 2u);
+  EXPECT_EQ(r->messages[0].role, "system"); // developer is OpenAI's system
+  EXPECT_EQ(r->messages[1].content, "Hi there");
+  EXPECT_EQ(*r->maxTokens, 7);
+  EXPECT_EQ(r->sampling.temperature, 0.0);
+  EXPECT_EQ(r->sampling.topP, 0.5);
+  EXPECT_TRUE(r->hasSeed);
+  EXPECT_EQ(r->sampling.seed, 3u);
+  EXPECT_EQ(r->stop, (std::vector<std::string>{"x", "y"}));
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->includeUsage);
+}
+
+TEST(OpenAiApi, CompletionPrompts) {
+  ApiError error;
+  auto text = parse(R"({"prompt": ["one string"]})", false, &error);
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->prompt, "one string");
+  EXPECT_FALSE(text->maxTokens.has_value());
+  EXPECT_EQ(text->sampling.temperature, 1.0); // OpenAI's default
+  auto ids = parse(R"({"prompt": [2, 10, 20]})", false, &error);
+  ASSERT_TRUE(ids);
+  EXPECT_TRUE(ids->promptIsTokens);
+  EXPECT_EQ(ids->promptTokens, (std::vector<int32_t>{2, 10, 20}));
+  EXPECT_FALSE(parse(R"({"prompt": ["a", "b"]})", false, &error));
+  EXPECT_EQ(error.param, "prompt");
+  EXPECT_FALSE(parse(R"({"prompt": [2, -1]})", false, &error));
+  EXPECT_FALSE(parse(R"({"max_tokens": 3})", false, &error));
+  EXPECT_EQ(error.message, "'prompt' is required");
+}
+
+TEST(OpenAiApi, RefusedRequests) {
+  struct Case {
+    const char *body;
+    bool chat;
+    const char *param, *code;
+  } cases[] = {
+      {"{not json", true, "", "invalid_json"},
+      {"[1]", true, "", ""},
+      {R"({"messages": []})", true, "messages", ""},
+      {R"({"messages": [{"role": "bot", "content": "x"}]})", true, "messages",
+       ""},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+       true, "messages", ""},
+      {R"({"prompt": "x", "max_tokens": 101})", false, "max_tokens",
+       "invalid_value"},
+      {R"({"prompt": "x", "max_tokens": 0})", false, "max_tokens",
+       "invalid_value"},
+      {R"({"prompt": "x", "temperature": 3})", false, "temperature",
+       "invalid_value"},
+      {R"({"prompt": "x", "temperature": "warm"})", false, "temperature", ""},
+      {R"({"prompt": "x", "top_p": 0})", false, "top_p", "invalid_value"},
+      {R"({"prompt": "x", "stop": ["a", "b", "c", "d", "e"]})", false, "stop",
+       ""},
+      {R"({"prompt": "x", "stop": [""]})", false, "stop", ""},
+      {R"({"prompt": "x", "n": 2})", false, "n", "unsupported_parameter"},
+      {R"({"prompt": "x", "echo": true})", false, "echo",
+       "unsupported_parameter"},
+      {R"({"prompt": "x", "presence_penalty": 0.5})", false, "presence_penalty",
+       "unsupported_parameter"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{}]})",
+       true, "tools", "unsupported_parameter"},
+      {R"({"prompt": "x", "stream": 1})", false, "stream", ""},
+      {R"({"prompt": "x", "model": 5})", false, "model", ""},
+  };
+  for (const Case &c : cases) {
+    ApiError error;
+    EXPECT_FALSE(parse(c.body, c.chat, &error)) << c.body;
+    EXPECT_EQ(error.status, 400) << c.body;
+    EXPECT_EQ(error.param, c.param) << c.body;
+    EXPECT_EQ(error.code, c.code) << c.body;
+    EXPECT_FALSE(error.message.empty()) << c.body;
+  }
+  // Neutral values of unsupported parameters are accepted.
+  ApiError error;
+  EXPECT_TRUE(parse(R"({"prompt": "x", "n": 1, "presence_penalty": 0,
+                        "logprobs": null, "echo": false})",
+                    false, &error))
+      << error.message;
+}
+
+TEST(OpenAiApi, ErrorBody) {
+  ApiError e;
+  e.status = 404;
+  e.message = "gone";
+  e.code = "model_not_found";
+  EXPECT_EQ(errorBody(e).dump(),
+            R"({"error":{"code":"model_not_found","message":"gone",)"
+            R"("param":null,"type":"invalid_request_error"}})");
+}
+
+TEST(OpenAiApi, ResponsesAndChunks) {
+  ApiError error;
+  auto chat = parse(R"({"messages": [{"role": "user", "content": "x"}]})", true,
+                    &error);
+  ASSERT_TRUE(chat);
+  ResponseIds ids{"chatcmpl-1", 100, "m"};
+  pccx::app::Reply reply;
+  reply.text = "hello";
+  reply.tokens = {5, 6, 7};
+  reply.promptTokens = 4;
+  reply.end = pccx::app::ReplyEnd::EndOfTurn;
+  json whole = completionResponse(*chat, ids, reply);
+  EXPECT_EQ(whole["object"], "chat.completion");
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "hello");
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(whole["usage"]["total_tokens"], 7);
+
+  json first = streamChunk(*chat, ids, "he", true, nullptr);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(first["choices"][0]["delta"]["content"], "he");
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  json last = streamChunk(*chat, ids, "", false, "length");
+  EXPECT_TRUE(last["choices"][0]["delta"].empty());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(usageChunk(*chat, ids, reply)["choices"].empty());
+
+  auto completion = parse(R"({"prompt": "x"})", false, &error);
+  ASSERT_TRUE(completion);
+  json chunk = streamChunk(*completion, ids, "lo", false, nullptr);
+  EXPECT_EQ(chunk["object"], "text_completion");
+  EXPECT_EQ(chunk["choices"][0]["text"], "lo");
+
+  EXPECT_STREQ(finishReason(pccx::app::ReplyEnd::StopString), "stop");
+  EXPECT_STREQ(finishReason(pccx::app::ReplyEnd::ContextFull), "length");
+  EXPECT_STREQ(finishReason(pccx::app::ReplyEnd::Interrupted), "length");
+}

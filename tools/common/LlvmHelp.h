@@ -1,0 +1,48 @@
+//===- LlvmHelp.h - --help of the tools that link LLVM ----------*- C++ -*-===//
+//
+// libLLVM registers hundreds of options of its own (back ends for other
+// targets, Polly, ...) in every program that links it. The tools that parse
+// their command line with llvm::cl keep `--help` to their own options with
+// this; the others stay usable and are listed by `--help-hidden` (LLVM's
+// HideUnrelatedOptions would make them ReallyHidden, unlisted everywhere).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_TOOLS_COMMON_LLVMHELP_H
+#define PCCX_TOOLS_COMMON_LLVMHELP_H
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CommandLine.h"
+
+#include <initializer_list>
+
+namespace pccx::tools {
+
+/// Hides from `--help` every registered option outside `categories`, except
+/// LLVM's generic ones (--help, --version, ...) and the options named in
+/// `visible`, which are shown even when registered elsewhere.
+inline void showOnlyOwnOptions(
+    std::initializer_list<const llvm::cl::OptionCategory *> categories,
+    std::initializer_list<llvm::StringRef> visible = {}) {
+  for (auto &entry : llvm::cl::getRegisteredOptions()) {
+    llvm::cl::Option *option = entry.second;
+    if (llvm::is_contained(visible, entry.first())) {
+      option->setHiddenFlag(llvm::cl::NotHidden);
+      continue;
+    }
+    bool own = false;
+    for (llvm::cl::OptionCategory *category : option->Categories)
+      own |= llvm::is_contained(categories, category);
+    // LLVM's own --help/--version live in a category of their own that is
+    // neither the general one nor any tool's.
+    bool genericHelp =
+        entry.first().starts_with("help") || entry.first() == "version";
+    if (!own && !genericHelp &&
+        option->getOptionHiddenFlag() == llvm::cl::NotHidden)
+      option->setHiddenFlag(llvm::cl::Hidden);
+  }
+}
+
+} // namespace pccx::tools
+
+#endif

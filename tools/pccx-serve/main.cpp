@@ -1,0 +1,182 @@
+//===- main.cpp - pccx-serve ------------------------------------*- C++ -*-===//
+//
+// Serves a .pccx bundle over HTTP with OpenAI's API. The server is
+// runtime/serve; this file reads the command line, opens the model and
+// turns SIGTERM/SIGINT into a graceful stop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/devices/Devices.h"
+#include "runtime/serve/Server.h"
+#include "tools/common/CommandLine.h"
+
+#include <csignal>
+#include <iostream>
+#include <pthread.h>
+#include <thread>
+
+namespace {
+
+const char kHelp[] =
+    R"(USAGE: pccx-serve MODEL.pccx [options]
+
+Serves one compiled Gemma 3n bundle with OpenAI's HTTP API:
+  POST /v1/completions        a prompt (string or token ids) continued
+  POST /v1/chat/completions   messages in Gemma's chat template
+                              ("stream": true sends server-sent events)
+  GET  /v1/models             the one model
+  GET  /health                status, queue length, context length
+Generation requests are answered one at a time, in arrival order; the
+others wait in a queue (docs/serving.md). SIGTERM or SIGINT stops the
+server: the reply being generated ends, queued requests get 503.
+
+OPTIONS:
+  --host ADDR              address to listen on (default 127.0.0.1, this
+                           machine only; 0.0.0.0 exposes the model to the
+                           network)
+  --port N                 TCP port (default 8080; 0 picks a free one). The
+                           chosen port is printed on the first line:
+                           "pccx-serve: listening on http://ADDR:PORT"
+  --model-name NAME        the model id clients use (default: the bundle's
+                           file name without .pccx)
+  --device sim|kv260       the functional simulator (default) or the board
+  --numerics MODE          simulator numerics: hardware (default) or
+                           reference
+  --uio-name NAME          kv260: UIO device name of the overlay (pccx)
+  --udmabuf NAME           kv260: u-dma-buf buffer (udmabuf0)
+
+LIMITS:
+  --max-body-bytes N       larger request bodies get 413 (default 1048576)
+  --max-tokens N           largest max_tokens a request may ask (default
+                           1024); prompt + reply must also fit the
+                           bundle's context (400 context_length_exceeded)
+  --max-queue N            generation requests that may wait behind the
+                           one being served; more get 503 (default 16)
+  --quiet                  no line per request on stderr (by default:
+                           "pccx-serve: CLIENT METHOD PATH STATUS")
+  -h, --help               show this help
+)";
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string bundlePath, device = "sim", numerics = "hardware";
+  pccx::device::DeviceOptions devOptions;
+  pccx::serve::ServeOptions options;
+  pccx::tools::CommandLine cl("pccx-serve", argc, argv);
+  while (cl.next()) {
+    const std::string &a = cl.arg();
+    if (a == "-h" || a == "--help") {
+      std::cout << kHelp;
+      return 0;
+    } else if (cl.is("--host")) {
+      options.host = cl.value();
+    } else if (cl.is("--port")) {
+      int64_t port = cl.count();
+      if (port > 65535)
+        return cl.fail("--port must be at most 65535");
+      options.port = int(port);
+    } else if (cl.is("--model-name")) {
+      options.modelName = cl.value();
+      if (options.modelName.empty())
+        return cl.fail("--model-name must not be empty");
+    } else if (cl.is("--device")) {
+      device = cl.value();
+      if (device != "sim" && device != "kv260")
+        return cl.fail("--device must be sim or kv260");
+    } else if (cl.is("--numerics")) {
+      numerics = cl.value();
+      if (numerics != "reference" && numerics != "hardware")
+        return cl.fail("--numerics must be reference or hardware");
+    } else if (cl.is("--uio-name")) {
+      devOptions.uioName = cl.value();
+    } else if (cl.is("--udmabuf")) {
+      devOptions.udmabuf = cl.value();
+    } else if (cl.is("--max-body-bytes")) {
+      options.maxBodyBytes = size_t(cl.count());
+    } else if (cl.is("--max-tokens")) {
+      options.limits.maxTokens = cl.count();
+      if (options.limits.maxTokens < 1)
+        return cl.fail("--max-tokens must be at least 1");
+    } else if (a == "--quiet") {
+      options.logRequests = false;
+    } else if (cl.is("--max-queue")) {
+      options.maxQueue = int(cl.count());
+    } else if (a[0] == '-' && a.size() > 1) {
+      return cl.fail("unknown option '" + a + "' (see --help)");
+    } else if (bundlePath.empty()) {
+      bundlePath = a;
+    } else {
+      return cl.fail("more than one bundle given");
+    }
+  }
+  if (bundlePath.empty())
+    return cl.fail("no bundle (see --help)");
+  if (options.modelName.empty()) {
+    std::string name = bundlePath.substr(bundlePath.find_last_of('/') + 1);
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".pccx") == 0)
+      name.resize(name.size() - 5);
+    options.modelName = name;
+  }
+
+  std::string error;
+  auto model = pccx::exec::Model::load(bundlePath, &error);
+  if (!model)
+    return cl.fail(error);
+  size_t tokBytes = 0;
+  const uint8_t *tok = model->tokenizer(&tokBytes);
+  if (!tok)
+    return cl.fail(bundlePath + " carries no tokenizer; the server needs "
+                                "one (compile with a tokenizer.model)");
+  auto tokenizer = pccx::app::Tokenizer::load(tok, tokBytes, &error);
+  if (!tokenizer)
+    return cl.fail(error);
+  auto format = pccx::app::ChatFormat::create(
+      *tokenizer, pccx::bundle::chatTemplateOf(model->bundle().manifest()),
+      model->bosToken(), &error);
+  if (!format)
+    return cl.fail(error);
+  devOptions.numerics = numerics;
+  auto dev = pccx::device::openDevice(device, devOptions, &error);
+  if (!dev)
+    return cl.fail(error);
+  pccx::exec::Session session(*model, std::move(dev), numerics == "reference");
+
+  // SIGTERM and SIGINT are taken by one thread that stops the server; the
+  // server's threads (created after this) never see them.
+  sigset_t stopSignals;
+  sigemptyset(&stopSignals);
+  sigaddset(&stopSignals, SIGTERM);
+  sigaddset(&stopSignals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+
+  pccx::serve::Server server(session, *model, *tokenizer, *format, options);
+  int port = server.bind(&error);
+  if (port < 0)
+    return cl.fail(error);
+  std::thread stopper([&] {
+    int signal = 0;
+    sigwait(&stopSignals, &signal);
+    if (signal == 0) // woken to end (the server stopped on its own)
+      return;
+    std::cerr << "pccx-serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT")
+              << ": stopping\n";
+    server.stop();
+  });
+  std::cout << "pccx-serve: listening on http://" << options.host << ":" << port
+            << " (model " << options.modelName << ", context "
+            << session.capacity() << " tokens, " << device << ")" << std::endl;
+  if (options.host != "127.0.0.1" && options.host != "localhost" &&
+      options.host != "::1")
+    std::cerr << "pccx-serve: warning: listening on " << options.host
+              << ": every machine that reaches it can use the model\n";
+  bool ran = server.run();
+  if (stopper.joinable()) {
+    pthread_kill(stopper.native_handle(), SIGTERM); // no-op if it returned
+    stopper.join();
+  }
+  if (!ran)
+    return cl.fail("the server stopped with an error");
+  std::cerr << "pccx-serve: stopped\n";
+  return 0;
+}
