@@ -1,5 +1,4 @@
-//===- ModelCard.cpp - a bundle's model card (pccx-objdump --info)
-//---------===//
+//===- ModelCard.cpp - a bundle's model card (pccx-objdump --info) -------===//
 //
 // What a person deploying a bundle asks first: which model, compiled how,
 // how big, how many weight bytes every generated token streams (the figure
@@ -14,6 +13,7 @@
 #include "hw/numerics/Quantize.h"
 #include "hw/support/Format.h"
 #include "runtime/bundle/ChatTemplate.h"
+#include "runtime/bundle/ModelManifest.h"
 
 namespace pccx::bundle {
 
@@ -33,33 +33,24 @@ std::string mib(uint64_t bytes) {
                       double(bytes) / (1 << 20));
 }
 
-uint64_t number(const json &object, const char *key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_number_unsigned() ? it->get<uint64_t>()
-                                                        : 0;
-}
-
 /// Bytes of weight records one run of `program` streams.
-uint64_t streamedBytes(const json &program) {
+uint64_t streamedBytes(const ProgramEntry &program) {
   uint64_t total = 0;
-  if (program.contains("weight_records"))
-    for (const json &r : program["weight_records"])
-      total += number(r, "bytes");
+  for (const WeightUse &u : program.weights)
+    total += u.bytes;
   return total;
 }
 
 /// Bytes one token reads from the gather tables (one row of each: the
 /// token and per-layer embeddings).
-uint64_t gatherBytesPerToken(const json &gathers) {
+uint64_t gatherBytesPerToken(const std::vector<GatherEntry> &gathers) {
   uint64_t total = 0;
-  for (const json &g : gathers) {
+  for (const GatherEntry &g : gathers) {
     hw::WeightFormat format;
-    uint64_t cols = number(g, "cols");
-    if (g.contains("format") && g["format"].is_string() &&
-        hw::parseFormatName(g["format"].get<std::string>(), &format))
-      total += hw::packedRowBytes(format, size_t(cols)) + 4; // row + scale
+    if (hw::parseFormatName(g.format, &format))
+      total += hw::packedRowBytes(format, size_t(g.cols)) + 4; // row + scale
     else
-      total += 4 * cols; // float32 rows
+      total += 4 * uint64_t(g.cols); // float32 rows
   }
   return total;
 }
@@ -67,17 +58,19 @@ uint64_t gatherBytesPerToken(const json &gathers) {
 } // namespace
 
 void printModelCard(const Bundle &b, std::ostream &out) {
-  const json &m = b.manifest();
-  const json empty = json::object();
-  const json &config =
-      m.is_object() && m.contains("config") ? m["config"] : empty;
-  const json &options = m.is_object() && m.contains("compile_options")
-                            ? m["compile_options"]
-                            : empty;
+  // The one validated reading of the manifest; a bundle that is not a
+  // model (hand-assembled) still shows what its header says.
+  ModelManifest m;
+  std::string why;
+  const bool model = readModelManifest(b, &m, &why);
+  const json &config = m.config;
+  const json &options = m.compileOptions;
   auto line = [&](const char *key, const std::string &value) {
     out << formatString("  %-17s %s\n", key, value.c_str());
   };
   out << "Model card:\n";
+  if (!model)
+    line("model", "none: " + why);
   std::string arch = "-";
   if (config.contains("architectures") && config["architectures"].is_array() &&
       !config["architectures"].empty() &&
@@ -105,7 +98,8 @@ void printModelCard(const Bundle &b, std::ostream &out) {
               (it->is_string() ? it->get<std::string>() : it->dump());
   line("compile options", opts.empty() ? "-" : opts);
   line("compiler",
-       show(m, "producer") + " " + show(options, "compiler_version"));
+       (m.producer.empty() ? "-" : m.producer) + " " +
+           show(options, "compiler_version"));
   line("target",
        "pccx ISA " + isaVersionName(b.isaVersion()) + ", bundle format " +
            std::to_string(b.formatVersion()) + ", machine digest " +
@@ -121,27 +115,22 @@ void printModelCard(const Bundle &b, std::ostream &out) {
     else if (s.name == "gather")
       gatherBytes = s.size;
   }
-  line("NPU weights", mib(number(m, "weights_bytes")));
+  line("NPU weights", mib(m.weightsBytes));
   line("host tensors", mib(hostBytes));
   line("gather tables", mib(gatherBytes));
 
-  const json programs =
-      m.is_object() && m.contains("programs") ? m["programs"] : empty;
-  const uint64_t perToken = gatherBytesPerToken(
-      m.is_object() && m.contains("gather_tables") ? m["gather_tables"]
-                                                   : empty);
-  if (programs.contains("program.decode")) {
-    uint64_t decode = streamedBytes(programs["program.decode"]);
+  const uint64_t perToken = gatherBytesPerToken(m.gathers);
+  if (const ProgramEntry *decode = m.program("program.decode")) {
+    uint64_t bytes = streamedBytes(*decode);
     line("weights/token",
-         mib(decode + perToken) + " per decode token (" +
-             std::to_string(decode) + " streamed to the NPU + " +
+         mib(bytes + perToken) + " per decode token (" +
+             std::to_string(bytes) + " streamed to the NPU + " +
              std::to_string(perToken) +
              " embedding rows); host kernels also read the host tensors");
   }
-  if (programs.contains("program.prefill")) {
-    const json &prefill = programs["program.prefill"];
-    uint64_t rows = std::max<uint64_t>(1, number(prefill, "rows"));
-    uint64_t step = streamedBytes(prefill);
+  if (const ProgramEntry *prefill = m.program("program.prefill")) {
+    uint64_t rows = uint64_t(std::max<int64_t>(1, prefill->rows));
+    uint64_t step = streamedBytes(*prefill);
     line("prefill", std::to_string(step) + " weight bytes per step of " +
                         std::to_string(rows) + " tokens (" +
                         std::to_string(step / rows + perToken) +
@@ -151,19 +140,14 @@ void printModelCard(const Bundle &b, std::ostream &out) {
     line(p->name.c_str(),
          std::to_string(Bundle::wordCount(*p)) + " instruction words");
 
-  uint64_t caches = 0;
-  std::string dtype = "-";
-  if (m.is_object() && m.contains("caches"))
-    for (const json &c : m["caches"]) {
-      ++caches;
-      dtype = show(c, "dtype");
-    }
-  line("KV caches", std::to_string(caches) + " (" + dtype + ")");
+  line("KV caches", std::to_string(m.caches.size()) + " (" +
+                       (m.caches.empty() ? "-" : m.caches.front().dtype) +
+                       ")");
   const SectionInfo *tok = b.find("tokenizer");
   line("tokenizer",
        tok ? "SentencePiece, " + std::to_string(tok->size) + " bytes"
            : "none (token ids only)");
-  line("chat template", describe(chatTemplateOf(m)));
+  line("chat template", describe(chatTemplateOf(b.manifest())));
 }
 
 } // namespace pccx::bundle
