@@ -2,23 +2,15 @@
 
 #include "compiler/reference/Math.h"
 
+#include "hw/numerics/Dot.h"
+
 #include <cmath>
 #include <vector>
 
 namespace pccx::reference {
 
 float dot(const float *a, const float *b, size_t n) {
-  // Eight independent partial sums: vectorisable and order-stable.
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j)
-      acc[j] += a[i + j] * b[i + j];
-  float tail = 0;
-  for (; i < n; ++i)
-    tail += a[i] * b[i];
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-         ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+  return hw::dot(a, b, n);
 }
 
 float rootMeanSquare(const float *x, size_t n) {

@@ -10,6 +10,24 @@
 
 namespace pccx::lowering {
 
+/// What predict and correct share: the output stack (over the input stack
+/// when the op is `in_place`), the active stream, the stack height, eps and
+/// the optional coefficient clip.
+template <typename AltUpOp>
+void ProgramLowering::altupStackParams(AltUpOp a, Value stack,
+                                       SmallVectorImpl<NamedAttribute> &params) {
+  Place &out = a->hasAttr("in_place") ? reuseHost(stack, a.getResult())
+                                      : newHostValue(a.getResult());
+  int64_t numInputs =
+      cast<RankedTensorType>(stack.getType()).getShape().end()[-2];
+  params.append({attr("out", region(out)),
+                 attr("active", i64(int64_t(a.getActive()))),
+                 attr("num_inputs", i64(numInputs)),
+                 attr("eps", f64(a.getEps().convertToFloat()))});
+  if (auto clip = a.getCoefClipAttr())
+    params.push_back(attr("clip", f64(clip.getValueAsDouble())));
+}
+
 LogicalResult ProgramLowering::visit(AltUpInitOp a) {
   FailureOr<ArrayAttr> names = hostTensors(a.getProjections());
   if (failed(names) || failed(ensureHost(a.getX0())))
@@ -28,17 +46,8 @@ LogicalResult ProgramLowering::visit(AltUpPredictOp a) {
       failed(tensorParam(a.getCoefs(), "coefs", params)) ||
       failed(ensureHost(a.getStreams())))
     return failure();
-  Place &out = a->hasAttr("in_place") ? reuseHost(a.getStreams(), a.getResult())
-                                      : newHostValue(a.getResult());
-  int64_t numInputs =
-      cast<RankedTensorType>(a.getStreams().getType()).getShape().end()[-2];
-  params.append({attr("streams", region(place(a.getStreams()))),
-                 attr("out", region(out)),
-                 attr("active", i64(int64_t(a.getActive()))),
-                 attr("num_inputs", i64(numInputs)),
-                 attr("eps", f64(a.getEps().convertToFloat()))});
-  if (auto clip = a.getCoefClipAttr())
-    params.push_back(attr("clip", f64(clip.getValueAsDouble())));
+  params.push_back(attr("streams", region(place(a.getStreams()))));
+  altupStackParams(a, a.getStreams(), params);
   return hostKernel(kernelName(pccx::abi::HostKernel::AltUpPredict),
                     {a.getStreams()}, {a.getResult()}, params);
 }
@@ -51,19 +60,9 @@ LogicalResult ProgramLowering::visit(AltUpCorrectOp a) {
       failed(ensureHost(a.getPredictions())) ||
       failed(ensureHost(a.getOutput())))
     return failure();
-  Place &out = a->hasAttr("in_place")
-                   ? reuseHost(a.getPredictions(), a.getResult())
-                   : newHostValue(a.getResult());
-  int64_t numInputs =
-      cast<RankedTensorType>(a.getPredictions().getType()).getShape().end()[-2];
   params.append({attr("predictions", region(place(a.getPredictions()))),
-                 attr("output", region(place(a.getOutput()))),
-                 attr("out", region(out)),
-                 attr("active", i64(int64_t(a.getActive()))),
-                 attr("num_inputs", i64(numInputs)),
-                 attr("eps", f64(a.getEps().convertToFloat()))});
-  if (auto clip = a.getCoefClipAttr())
-    params.push_back(attr("clip", f64(clip.getValueAsDouble())));
+                 attr("output", region(place(a.getOutput())))});
+  altupStackParams(a, a.getPredictions(), params);
   return hostKernel(kernelName(pccx::abi::HostKernel::AltUpCorrect),
                     {a.getPredictions(), a.getOutput()}, {a.getResult()},
                     params);

@@ -229,6 +229,9 @@ private:
   LogicalResult visit(AltUpCorrectOp op);
   LogicalResult visit(AltUpCollapseOp op);
   LogicalResult visit(StreamOp op);
+  template <typename AltUpOp>
+  void altupStackParams(AltUpOp a, Value stack,
+                        SmallVectorImpl<NamedAttribute> &params);
   // Norms.cpp: norms, sums and the soft-cap.
   LogicalResult visit(RMSNormOp op);
   LogicalResult visit(CombineOp op);

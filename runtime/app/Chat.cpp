@@ -3,6 +3,8 @@
 
 #include "runtime/app/Chat.h"
 
+#include "runtime/app/Generate.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -149,15 +151,8 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
                            std::string *error) {
   using Clock = std::chrono::steady_clock;
   *reply = Reply();
-  std::string why = checkSamplingOptions(options.sampling);
-  if (!why.empty()) {
-    *error = why;
+  if (!checkGenerationInput(prompt, options.sampling, error))
     return false;
-  }
-  if (prompt.empty()) {
-    *error = "the prompt is empty";
-    return false;
-  }
   if (int64_t(prompt.size()) > capacity()) {
     *error = "the prompt has " + std::to_string(prompt.size()) +
              " tokens; the model's context holds " +

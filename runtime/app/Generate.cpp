@@ -6,11 +6,10 @@
 
 namespace pccx::app {
 
-bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
-              const GenerateOptions &options, GenerateResult *result,
-              std::string *error) {
-  using Clock = std::chrono::steady_clock;
-  std::string why = checkSamplingOptions(options.sampling);
+bool checkGenerationInput(const std::vector<int32_t> &prompt,
+                          const SamplingOptions &sampling,
+                          std::string *error) {
+  std::string why = checkSamplingOptions(sampling);
   if (!why.empty()) {
     *error = why;
     return false;
@@ -19,6 +18,15 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
     *error = "the prompt is empty";
     return false;
   }
+  return true;
+}
+
+bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
+              const GenerateOptions &options, GenerateResult *result,
+              std::string *error) {
+  using Clock = std::chrono::steady_clock;
+  if (!checkGenerationInput(prompt, options.sampling, error))
+    return false;
   Sampler sampler(options.sampling);
   std::vector<float> logits;
   auto t0 = Clock::now();

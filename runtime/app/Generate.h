@@ -34,6 +34,11 @@ struct GenerateResult {
   double prefillSeconds = 0, decodeSeconds = 0;
 };
 
+/// Checks what every generation starts from: valid sampling options and a
+/// prompt of at least one token.
+bool checkGenerationInput(const std::vector<int32_t> &prompt,
+                          const SamplingOptions &sampling, std::string *error);
+
 /// Consumes the prompt, then samples up to maxNewTokens tokens, feeding each
 /// back (the last one is not fed: its logits are not needed).
 bool generate(exec::Session &session, const std::vector<int32_t> &prompt,

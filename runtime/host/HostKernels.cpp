@@ -8,6 +8,7 @@
 
 #include "runtime/host/HostKernels.h"
 
+#include "hw/numerics/Dot.h"
 #include "hw/numerics/HalfFloat.h"
 
 #include <algorithm>
@@ -22,16 +23,7 @@ namespace pccx::host {
 namespace {
 
 float dotf(const float *a, const float *b, int64_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j)
-      acc[j] += a[i + j] * b[i + j];
-  float tail = 0;
-  for (; i < n; ++i)
-    tail += a[i] * b[i];
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-         ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+  return hw::dot(a, b, size_t(n));
 }
 
 /// y = x / sqrt(mean(x^2) + eps) * (gain ? gain : 1); y may alias x.

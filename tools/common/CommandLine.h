@@ -68,6 +68,19 @@ public:
       exitWith(option + ": not a number: '" + v + "'");
     return d;
   }
+  /// Takes the current argument as the tool's one positional argument
+  /// (`what`: "bundle", "checkpoint directory"). An unknown option or a
+  /// second positional argument is reported; then it returns false and the
+  /// tool exits with status 1.
+  bool positional(std::string *slot, const char *what) const {
+    if (arg_.size() > 1 && arg_[0] == '-')
+      return fail("unknown option '" + arg_ + "' (see --help)") == 0;
+    if (!slot->empty())
+      return fail(std::string("more than one ") + what + " given ('" + *slot +
+                  "' and '" + arg_ + "')") == 0;
+    *slot = arg_;
+    return true;
+  }
   /// Prints "TOOL: error: message"; returns the exit status 1.
   int fail(const std::string &message) const {
     std::cerr << tool_ << ": error: " << message << "\n";

@@ -117,13 +117,8 @@ int main(int argc, char **argv) {
       tracePath = cl.value();
     } else if (cl.is("--report")) {
       reportPath = cl.value();
-    } else if (!a.empty() && a[0] == '-') {
-      return cl.fail("unknown option '" + a + "' (see --help)");
-    } else if (bundlePath.empty()) {
-      bundlePath = a;
-    } else {
-      return cl.fail("more than one bundle given ('" + bundlePath + "' and '" +
-                     a + "')");
+    } else if (!cl.positional(&bundlePath, "bundle")) {
+      return 1;
     }
   }
   if (!paramsPath.empty() && !params.load(paramsPath, &error))

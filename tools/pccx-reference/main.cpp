@@ -74,12 +74,8 @@ int main(int argc, char **argv) {
       int4 = true;
     } else if (a == "--decode-only") {
       decodeOnly = true;
-    } else if (a[0] == '-' && a.size() > 1) {
-      return fail("unknown option '" + a + "' (see --help)");
-    } else if (dir.empty()) {
-      dir = a;
-    } else {
-      return fail("more than one checkpoint directory given");
+    } else if (!cl.positional(&dir, "checkpoint directory")) {
+      return 1;
     }
   }
   if (dir.empty())

@@ -199,12 +199,8 @@ int main(int argc, char **argv) {
       referenceDir = cl.value();
     } else if (a == "--json") {
       asJson = true;
-    } else if (a[0] == '-' && a.size() > 1) {
-      return fail("unknown option '" + a + "' (see --help)");
-    } else if (bundlePath.empty()) {
-      bundlePath = a;
-    } else {
-      return fail("more than one bundle given");
+    } else if (!cl.positional(&bundlePath, "bundle")) {
+      return 1;
     }
   }
   if (bundlePath.empty())

@@ -102,12 +102,8 @@ int main(int argc, char **argv) {
       options.logRequests = false;
     } else if (cl.is("--max-queue")) {
       options.maxQueue = int(cl.count());
-    } else if (a[0] == '-' && a.size() > 1) {
-      return cl.fail("unknown option '" + a + "' (see --help)");
-    } else if (bundlePath.empty()) {
-      bundlePath = a;
-    } else {
-      return cl.fail("more than one bundle given");
+    } else if (!cl.positional(&bundlePath, "bundle")) {
+      return 1;
     }
   }
   if (bundlePath.empty())
