@@ -9,6 +9,7 @@
 #include "compiler/import/Safetensors.h"
 #include "compiler/reference/BundleWeights.h"
 #include "compiler/reference/Reference.h"
+#include "compiler/reference/ReferenceCheckpoint.h"
 #include "tools/common/CommandLine.h"
 
 #include <algorithm>
@@ -91,17 +92,12 @@ int main(int argc, char **argv) {
   std::vector<int32_t> prompt;
   if (!pccx::tools::parseTokenIds(tokensText, "--tokens", &prompt, &error))
     return fail(error);
-  pccx::import::Gemma3nTextConfig config;
-  if (!pccx::import::loadGemma3nConfig(dir + "/config.json", &config, &error))
+  auto checkpoint = pccx::reference::ReferenceCheckpoint::open(dir, &error);
+  if (!checkpoint)
     return fail(error);
-  auto checkpoint = pccx::import::Checkpoint::open(dir, &error);
-  std::string prefix;
-  if (!checkpoint || !pccx::import::detectTextPrefix(*checkpoint, &prefix,
-                                                      &error) ||
-      !pccx::import::validateCheckpoint(config, *checkpoint, &error))
-    return fail(error);
-
-  pccx::reference::CheckpointWeights original(*checkpoint, prefix);
+  const pccx::import::Gemma3nTextConfig &config = checkpoint->config;
+  const std::string &prefix = checkpoint->prefix;
+  const pccx::reference::Weights &original = *checkpoint->original;
   pccx::reference::Int4Weights quantized(original,
                                          pccx::import::isInt4ByDefault);
   if (int4 && !bundlePath.empty())
