@@ -98,6 +98,8 @@ bool quantizedRows(const WeightEvaluator &evaluator, const Record &r,
              " is not quantized";
     return false;
   }
+  hw::QuantScheme scheme;
+  recipeScheme(r.recipe, &scheme); // checked when the record was planned
   scales.resize(size_t(r.rows));
   codes.resize(size_t(r.rows * r.cols));
   const int64_t block = std::max<int64_t>(1, (int64_t(1) << 20) / r.cols);
@@ -107,9 +109,9 @@ bool quantizedRows(const WeightEvaluator &evaluator, const Record &r,
     if (!evaluator.readRows(inner, r.firstRow + row, n, buf.data(), error))
       return false;
     for (int64_t i = 0; i < n; ++i)
-      scales[size_t(row + i)] = hw::quantizeRow(
-          r.format, buf.data() + i * r.cols, size_t(r.cols),
-          codes.data() + (row + i) * r.cols);
+      scales[size_t(row + i)] =
+          hw::quantizeRow(scheme, buf.data() + i * r.cols, size_t(r.cols),
+                          codes.data() + (row + i) * r.cols);
   }
   return true;
 }
@@ -442,6 +444,8 @@ bool emitBundle(ModuleOp module, const std::string &path,
               DictionaryAttr inner = g.recipe.getAs<DictionaryAttr>("quantize");
               const int64_t rowBytes =
                   int64_t(hw::packedRowBytes(g.format, size_t(g.cols)));
+              hw::QuantScheme scheme;
+              recipeScheme(g.recipe, &scheme); // checked when planned
               std::vector<float> scales(size_t(g.rows));
               std::vector<int8_t> q(size_t(g.cols));
               std::vector<uint8_t> packed(static_cast<size_t>(rowBytes));
@@ -451,9 +455,9 @@ bool emitBundle(ModuleOp module, const std::string &path,
                 if (!evaluator.readRows(inner, row, n, buf.data(), err))
                   return false;
                 for (int64_t i = 0; i < n; ++i) {
-                  scales[size_t(row + i)] = hw::quantizeRow(
-                      g.format, buf.data() + i * g.cols, size_t(g.cols),
-                      q.data());
+                  scales[size_t(row + i)] =
+                      hw::quantizeRow(scheme, buf.data() + i * g.cols,
+                                      size_t(g.cols), q.data());
                   hw::packRow(g.format, q.data(), size_t(g.cols),
                               packed.data());
                   if (!sink.write(packed))

@@ -7,10 +7,11 @@
 
 #include "compiler/ModelImporter.h"
 #include "compiler/Pipeline.h"
+#include "compiler/Registration.h"
 #include "compiler/emit/EmitBundle.h"
 #include "compiler/reference/ExportEffective.h"
+#include "hw/numerics/Quantize.h"
 #include "runtime/bundle/Bundle.h"
-#include "compiler/Registration.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -68,6 +69,12 @@ cl::opt<std::string> int8Weights(
              "'.*self_attn\\..*' or '.*' for all); one scale per row either "
              "way"),
     cl::value_desc("regex"), cl::init(""), cl::cat(category));
+cl::opt<std::string> int4Scales(
+    "int4-scales",
+    cl::desc("How INT4 row scales are chosen: search (default; the scale "
+             "with the least squared row error, docs/quantization.md) or "
+             "absmax (max|row| / 7); the record format is the same"),
+    cl::value_desc("search|absmax"), cl::init("search"), cl::cat(category));
 cl::opt<bool> quantReport(
     "quant-report",
     cl::desc("Report each tensor's relative INT4 quantization error"),
@@ -164,6 +171,10 @@ int main(int argc, char **argv) {
   pm.enableTiming(timing);
   if (kvDtype != "f16" && kvDtype != "f32" && kvDtype != "int8")
     return fail("--kv-dtype must be f16, f32 or int8, got '" + kvDtype + "'");
+  pccx::hw::ScaleRule int4Rule;
+  if (!pccx::hw::parseScaleRule(int4Scales, &int4Rule))
+    return fail("--int4-scales must be absmax or search, got '" + int4Scales +
+                "'");
   if (!exportDir.empty() && emit != Emit::Bundle)
     return fail("--export-effective-weights needs --emit=bundle");
   if (emit == Emit::Bundle && (outputFile.empty() || outputFile == "-"))
@@ -172,6 +183,7 @@ int main(int argc, char **argv) {
   pipeline.prefillRows = prefillRows;
   pipeline.quantReport = quantReport;
   pipeline.int8Tensors = int8Weights;
+  pipeline.int4Scales = int4Scales;
   pipeline.foldNormGains = !noFoldNormGains;
   pipeline.fuseLaurel = !noFuseLaurel;
   if (passPipeline.empty() && emit != Emit::Gemma3n) {
@@ -194,12 +206,15 @@ int main(int argc, char **argv) {
   if (emit == Emit::Bundle) {
     pccx::EmitOptions emitOptions;
     emitOptions.kvDtype = kvDtype;
-    emitOptions.compileOptions = {{"max_seq_len", int64_t(maxSeqLen)},
-                                  {"prefill_rows", int64_t(prefillRows)},
-                                  {"kv_dtype", std::string(kvDtype)},
-                                  {"fold_norm_gains", !noFoldNormGains},
-                                  {"fuse_laurel", !noFuseLaurel},
-                                  {"quantization", "int4_per_row"}};
+    emitOptions.compileOptions = {
+        {"max_seq_len", int64_t(maxSeqLen)},
+        {"prefill_rows", int64_t(prefillRows)},
+        {"kv_dtype", std::string(kvDtype)},
+        {"fold_norm_gains", !noFoldNormGains},
+        {"fuse_laurel", !noFuseLaurel},
+        {"quantization", pccx::hw::schemeName(pccx::hw::QuantScheme{
+                             pccx::hw::WeightFormat::Int4, int4Rule})},
+        {"int4_scales", std::string(int4Scales)}};
     if (!int8Weights.empty())
       emitOptions.compileOptions["int8_weights"] = std::string(int8Weights);
     std::string tok = tokenizer;

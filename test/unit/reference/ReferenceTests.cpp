@@ -340,7 +340,8 @@ TEST(Reference, SlidingWindowMasksOldPositions) {
 
 TEST(Reference, QuantizedWeightsStayClose) {
   GeneratedModel m(tinyConfig());
-  Int4Weights int4(*m.weights, import::isInt4ByDefault);
+  // Absmax scales: their levels are known multiples of max|row| / 7.
+  Int4Weights int4(*m.weights, import::isInt4ByDefault, hw::ScaleRule::AbsMax);
   std::vector<int32_t> tokens = testTokens(10, int(m.config.vocab_size));
   std::vector<float> a = run(m.config, *m.weights, tokens, {10});
   std::vector<float> b = run(m.config, int4, tokens, {10});
@@ -373,6 +374,18 @@ TEST(Reference, QuantizedWeightsStayClose) {
     float k = v / (maxAbs / 7);
     EXPECT_NEAR(k, std::round(k), 1e-4);
   }
+  // Searched scales: still at most 16 levels, closer to the row.
+  Int4Weights searched(*m.weights, import::isInt4ByDefault);
+  std::vector<float> s(64);
+  ASSERT_TRUE(searched.readRows("layers.2.mlp.up_proj.weight", 5, 1, 64,
+                                s.data(), &error));
+  EXPECT_LE(std::set<float>(s.begin(), s.end()).size(), 16u);
+  double errAbsmax = 0, errSearch = 0;
+  for (size_t i = 0; i < 64; ++i) {
+    errAbsmax += (q[i] - raw[i]) * (q[i] - raw[i]);
+    errSearch += (s[i] - raw[i]) * (s[i] - raw[i]);
+  }
+  EXPECT_LE(errSearch, errAbsmax);
   ASSERT_TRUE(int4.readRows("layers.2.altup.router_norm.weight", 0, 1, 64,
                             q.data(), &error));
   ASSERT_TRUE(m.weights->readRows("layers.2.altup.router_norm.weight", 0, 1,
