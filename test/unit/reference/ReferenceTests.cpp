@@ -3,6 +3,7 @@
 #include "compiler/import/CheckpointGenerator.h"
 #include "compiler/reference/Math.h"
 #include "compiler/reference/Reference.h"
+#include "compiler/reference/Sensitivity.h"
 #include "hw/numerics/Quantize.h"
 
 #include <gtest/gtest.h>
@@ -128,6 +129,25 @@ private:
   const Weights &base_;
   std::set<std::string> patched_;
 };
+
+TEST(Sensitivity, BudgetTakesTheMostLossPerByte) {
+  // Extra bytes are int8Bytes - int4Bytes.
+  std::vector<TensorSensitivity> t = {
+      {"a.weight", 0.010, 100, 200}, // 1e-4 per byte
+      {"b.weight", 0.030, 100, 200}, // 3e-4
+      {"c.weight", 0.001, 10, 20},   // 1e-4
+      {"d.weight", 0.000, 10, 20},   // nothing to gain
+      {"e.weight", 0.100, 1000, 2000}};
+  // 1210 INT4 bytes in all; 10 % = 121 bytes: b (100), then c (10) still
+  // fits, a and e do not, d gains nothing.
+  EXPECT_EQ(chooseInt8Tensors(t, 0.10),
+            (std::vector<std::string>{"b.weight", "c.weight"}));
+  EXPECT_TRUE(chooseInt8Tensors(t, 0.0).empty());
+  EXPECT_EQ(chooseInt8Tensors(t, 1.0).size(), 4u);
+  EXPECT_EQ(exactNamesRegex({"layers.0.mlp.up_proj.weight", "x+y"}),
+            "layers\\.0\\.mlp\\.up_proj\\.weight|x\\+y");
+  EXPECT_EQ(exactNamesRegex({}), "");
+}
 
 } // namespace
 
