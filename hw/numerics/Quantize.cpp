@@ -26,29 +26,30 @@ float quantizeRowInt4(const float *row, size_t n, int8_t *q) {
 
 float quantizeRowInt4Search(const float *row, size_t n, int8_t *q) {
   std::vector<int8_t> candidate(n), best(n);
-  float maxAbs = 0;
-  for (size_t i = 0; i < n; ++i)
-    maxAbs = std::max(maxAbs, std::fabs(row[i]));
   float bestScale = quantizeRowInt4(row, n, best.data());
-  if (maxAbs == 0) {
+  if (bestScale == 0) {
     if (q)
       std::copy(best.begin(), best.end(), q);
     return bestScale;
   }
-  auto squaredError = [&](const int8_t *codes, float scale) {
-    double e = 0;
-    for (size_t i = 0; i < n; ++i) {
-      double d = double(row[i]) - double(float(codes[i]) * scale);
-      e += d * d;
-    }
-    return e;
+  float maxAbs = 0;
+  double rowSquares = 0, bestDot = 0, bestNorm = 0;
+  for (size_t i = 0; i < n; ++i) {
+    maxAbs = std::max(maxAbs, std::fabs(row[i]));
+    rowSquares += double(row[i]) * row[i];
+    bestDot += double(row[i]) * best[i];
+    bestNorm += double(best[i]) * best[i];
+  }
+  // sum (w - s q)^2 = sum w^2 - 2 s sum(w q) + s^2 sum(q q).
+  auto squaredError = [&](double dot, double norm, double scale) {
+    return rowSquares - 2 * scale * dot + scale * scale * norm;
   };
-  double bestError = squaredError(best.data(), bestScale);
+  double bestError = squaredError(bestDot, bestNorm, bestScale);
   for (int k = 0; k <= kScaleSearchSteps; ++k) {
-    const float trial = maxAbs / (7.0f + 0.25f * float(k));
+    const float inverse = (7.0f + 0.25f * float(k)) / maxAbs;
     double dot = 0, norm = 0;
     for (size_t i = 0; i < n; ++i) {
-      float v = std::round(row[i] / trial);
+      float v = std::round(row[i] * inverse);
       candidate[i] = int8_t(std::min(7.0f, std::max(-8.0f, v)));
       dot += double(row[i]) * candidate[i];
       norm += double(candidate[i]) * candidate[i];
@@ -57,7 +58,7 @@ float quantizeRowInt4Search(const float *row, size_t n, int8_t *q) {
       continue;
     // The least-squares scale for these codes.
     const float scale = float(dot / norm);
-    const double error = squaredError(candidate.data(), scale);
+    const double error = squaredError(dot, norm, scale);
     if (error < bestError) {
       bestError = error;
       bestScale = scale;
