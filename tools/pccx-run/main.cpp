@@ -278,6 +278,9 @@ int main(int argc, char **argv) {
           int(!perplexityPath.empty()) !=
       1)
     return fail("give exactly one of --prompt, --tokens and --perplexity");
+  if (!perplexityPath.empty() && (!dumpPath.empty() || gen.decodeOnly))
+    return fail("--dump-logits and --decode-only do not apply to "
+                "--perplexity");
   std::string why = pccx::app::checkSamplingOptions(gen.sampling);
   if (!why.empty())
     return fail(why);
