@@ -11,7 +11,9 @@ attends over its source layer's keys and values.
 
 Steps (docs/demo-model.md):
   1. corpus: `bible` (Debian bible-kjv) prints the text; one chapter per
-     line; every HOLDOUT_EVERY-th chapter is held out;
+     line; every HOLDOUT_EVERY-th chapter is held out (heldout.txt), and a
+     few training chapters are written as calibration text
+     (calibration.txt, for pccx-compile --int8-budget);
   2. tokenizer: spm_train (Debian sentencepiece) on the training verses;
   3. training: AdamW, warm-up then cosine decay, windows of BOS + CTX-1
      tokens at random offsets of the training token stream;
@@ -42,6 +44,7 @@ import torch
 import torch.nn.functional as F
 
 HOLDOUT_EVERY = 100  # every 100th chapter is held-out text
+CALIBRATION_CHAPTERS = [1, 300, 600, 900]  # training chapters, for --int8-budget
 
 CONFIG = {
     "model_type": "gemma3n_text",
@@ -416,6 +419,10 @@ def main():
     ap.add_argument("--ctx", type=int, default=128)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--calibration", default="tools/demo-model/calibration.txt",
+                    help="where to write the calibration text")
+    ap.add_argument("--corpus-only", action="store_true",
+                    help="write the held-out and calibration texts and stop")
     ap.add_argument("--work", default=None,
                     help="scratch directory (default: a temporary one)")
     args = ap.parse_args()
@@ -423,7 +430,7 @@ def main():
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
     random.seed(args.seed)
-    if not os.access(os.path.join(args.pccx_bin, "pccx-reference"), os.X_OK):
+    if not args.corpus_only and not os.access(os.path.join(args.pccx_bin, "pccx-reference"), os.X_OK):
         fail("%s/pccx-reference not found (build the project first or pass "
              "--pccx-bin)" % args.pccx_bin)
     work = args.work or tempfile.mkdtemp(prefix="demo-model-")
@@ -435,6 +442,12 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.heldout)), exist_ok=True)
     with open(args.heldout, "w") as f:
         f.write("\n".join(" ".join(ch) for ch in held) + "\n")
+    assert all(k % HOLDOUT_EVERY != 50 for k in CALIBRATION_CHAPTERS)
+    with open(args.calibration, "w") as f:
+        f.write("\n".join(" ".join(chapters[k])
+                          for k in CALIBRATION_CHAPTERS) + "\n")
+    if args.corpus_only:
+        return
     verses = os.path.join(work, "verses.txt")
     with open(verses, "w") as f:
         f.write("\n".join(v for ch in train for v in ch) + "\n")
