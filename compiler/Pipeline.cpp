@@ -20,6 +20,7 @@ void buildModelPipeline(OpPassManager &pm, const PipelineOptions &o) {
   QuantizeWeightsOptions quant;
   quant.report = o.quantReport;
   quant.int8Tensors = o.int8Tensors;
+  quant.int4Scales = o.int4Scales;
   pm.addPass(createQuantizeWeights(quant));
   pm.addPass(createPlaceAltUpStreams());
 }
@@ -48,11 +49,16 @@ struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
       *this, "int8-tensors",
       llvm::cl::desc("Keep the tensors whose name matches this regular "
                      "expression in INT8")};
+  Option<std::string> int4Scales{
+      *this, "int4-scales",
+      llvm::cl::desc("INT4 scale rule: search (default) or absmax"),
+      llvm::cl::init("search")};
   PipelineOptions get() const {
     PipelineOptions o;
     o.prefillRows = prefillRows;
     o.quantReport = quantReport;
     o.int8Tensors = int8Tensors;
+    o.int4Scales = int4Scales;
     return o;
   }
 };

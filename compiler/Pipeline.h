@@ -16,6 +16,8 @@ struct PipelineOptions {
   bool quantReport = false;
   /// Tensors kept in INT8 (a regular expression on checkpoint names).
   std::string int8Tensors;
+  /// INT4 scale rule name (hw::parseScaleRule).
+  std::string int4Scales = "search";
 };
 
 /// Model passes on imported gemma3n IR: KV-sharing resolution, norm-gain

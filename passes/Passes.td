@@ -57,6 +57,8 @@ def QuantizeWeights : Pass<"gemma3n-quantize-int4", "mlir::ModuleOp"> {
     Option<"int8Tensors", "int8-tensors", "std::string", /*default=*/"\"\"",
            "Keep the tensors whose name matches this regular expression in "
            "INT8">,
+    Option<"int4Scales", "int4-scales", "std::string", /*default=*/"\"search\"",
+           "INT4 scale rule: absmax or search (hw/numerics/Quantize.h)">,
   ];
   let dependentDialects = ["pccx::gemma3n::Gemma3nDialect"];
 }

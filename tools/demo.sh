@@ -1,52 +1,46 @@
 #!/bin/sh
-# make demo: the product end to end on the built-in tiny checkpoint.
+# make demo: the product end to end on the trained demo model
+# (tools/demo-model, docs/demo-model.md): a small Gemma 3n trained on the
+# King James Bible, with every Gemma 3n feature on.
 # Usage: tools/demo.sh BUILD_DIR [OUT_DIR]
 set -eu
 BIN="$1/bin"
 OUT="${2:-demo-out}"
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
+MODEL="$SRC/tools/demo-model"
 mkdir -p "$OUT"
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "1. A tiny Gemma 3n checkpoint (Hugging Face layout, bf16, random weights)"
-rm -rf "$OUT/tiny"
-"$BIN/pccx-make-checkpoint" --preset tiny -o "$OUT/tiny"
+step "1. The demo model (Hugging Face layout, bf16; trained by tools/train-demo-model/train.py)"
+ls -l "$MODEL"
+python3 -c "import json,sys; c=json.load(open(sys.argv[1])); print('hidden %d, %d layers (%d full attention, %d KV-shared), vocab %d, AltUp %d streams, LAuReL rank %d, PLE %d per layer, sparse FFN layers %d, soft-cap %g' % (c['hidden_size'], c['num_hidden_layers'], c['layer_types'].count('full_attention'), c['num_kv_shared_layers'], c['vocab_size'], c['altup_num_inputs'], c['laurel_rank'], c['hidden_size_per_layer_input'], sum(1 for s in c['activation_sparsity_pattern'] if s > 0), c['final_logit_softcapping']))" "$MODEL/config.json"
 
-step "2. A 512-piece SentencePiece tokenizer, trained on this project's documentation"
-# Gemma's special ids: pad 0, eos 1, bos 2, unk 3; its turn markers are
-# single pieces, as in Gemma's tokenizer (pccx-run --chat needs them).
-cat "$SRC"/README.md "$SRC"/docs/*.md > "$OUT/corpus.txt"
-spm_train --input="$OUT/corpus.txt" --model_prefix="$OUT/tiny/tokenizer" \
-  --vocab_size=512 --model_type=bpe --character_coverage=1.0 \
-  --pad_id=0 --eos_id=1 --bos_id=2 --unk_id=3 --hard_vocab_limit=false \
-  --user_defined_symbols='<start_of_turn>,<end_of_turn>' --minloglevel=2 > "$OUT/spm_train.log" 2>&1
-rm -f "$OUT/tiny/tokenizer.vocab"
-ls -l "$OUT/tiny"
-
-step "3. Compile it for pccx v002 (pccx-compile)"
-"$BIN/pccx-compile" "$OUT/tiny" --max-seq-len 128 -o "$OUT/tiny.pccx"
-"$BIN/pccx-objdump" --headers --sections "$OUT/tiny.pccx"
+step "2. Compile it for pccx v002 (pccx-compile; INT4 weights, searched row scales)"
+"$BIN/pccx-compile" "$MODEL" --max-seq-len 256 -o "$OUT/demo.pccx"
+"$BIN/pccx-objdump" --headers --sections "$OUT/demo.pccx"
 echo "first words of the decode program:"
-"$BIN/pccx-objdump" -d "$OUT/tiny.pccx" | sed -n '3,14p'
+"$BIN/pccx-objdump" -d "$OUT/demo.pccx" | sed -n '3,10p'
 
-PROMPT="The compiler lowers each layer to GEMV instructions and"
-step "4. Run a prompt on the simulator (hardware numerics: BF16 L2, fp16 KV cache)"
+PROMPT="And God said unto Moses,"
+step "3. Run a prompt on the simulator (hardware numerics: BF16 L2, fp16 KV cache)"
 echo "prompt: $PROMPT"
-printf 'generated: '
-"$BIN/pccx-run" "$OUT/tiny.pccx" --prompt "$PROMPT" --max-new-tokens 24 \
-  --stop-tokens "" --temperature 0.8 --top-p 0.9 --repetition-penalty 1.15 \
-  --seed 1 --compare-reference "$OUT/tiny"
+printf 'greedy: '
+"$BIN/pccx-run" "$OUT/demo.pccx" --prompt "$PROMPT" --max-new-tokens 40 \
+  --stop-tokens "" --compare-reference "$MODEL"
+printf 'sampled: '
+"$BIN/pccx-run" "$OUT/demo.pccx" --prompt "$PROMPT" --max-new-tokens 40 \
+  --stop-tokens "" --temperature 0.7 --top-p 0.9 --repetition-penalty 1.1 \
+  --seed 1
 
-step "5. The same in reference numerics (fp32 everywhere)"
-printf 'generated: '
-"$BIN/pccx-run" "$OUT/tiny.pccx" --prompt "$PROMPT" --max-new-tokens 24 \
-  --stop-tokens "" --temperature 0.8 --top-p 0.9 --repetition-penalty 1.15 \
-  --seed 1 --numerics reference --compare-reference "$OUT/tiny"
+step "4. The same prompt in reference numerics (fp32 everywhere)"
+printf 'greedy: '
+"$BIN/pccx-run" "$OUT/demo.pccx" --prompt "$PROMPT" --max-new-tokens 40 \
+  --stop-tokens "" --numerics reference --compare-reference "$MODEL"
 
-step "6. A chat in Gemma's turn template (pccx-run --chat; two turns from stdin, the KV cache kept between them)"
-printf 'Hello!\nWhat does the compiler do?\n' |
-  "$BIN/pccx-run" "$OUT/tiny.pccx" --chat --max-new-tokens 16
+step "5. Perplexity on held-out text (chapters never trained on): float reference vs bundle"
+echo "(the first 48 windows of $MODEL/heldout.txt; bench/quality.sh scores all of it)"
+"$BIN/pccx-run" "$OUT/demo.pccx" --perplexity "$MODEL/heldout.txt" \
+  --ctx 128 --stride 64 --max-windows 48 --compare-reference "$MODEL"
 
-printf '\n(The weights are random, so the text is too; the agreement figures\n'
-printf 'are what the demo shows.) Outputs are in %s/.\n' "$OUT"
+printf '\nOutputs are in %s/.\n' "$OUT"

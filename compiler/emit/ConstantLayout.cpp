@@ -102,6 +102,8 @@ bool ConstantLayout::streamGathers(
       continue;
     }
     DictionaryAttr inner = g.recipe.getAs<DictionaryAttr>("quantize");
+    hw::QuantScheme scheme;
+    recipeScheme(g.recipe, &scheme); // checked when planned
     const int64_t rowBytes =
         int64_t(hw::packedRowBytes(g.format, size_t(e.cols)));
     std::vector<float> scales(size_t(e.rows));
@@ -114,7 +116,7 @@ bool ConstantLayout::streamGathers(
         return false;
       for (int64_t i = 0; i < n; ++i) {
         scales[size_t(row + i)] = hw::quantizeRow(
-            g.format, buf.data() + i * e.cols, size_t(e.cols), q.data());
+            scheme, buf.data() + i * e.cols, size_t(e.cols), q.data());
         hw::packRow(g.format, q.data(), size_t(e.cols), packed.data());
         if (!sink.write(packed))
           return false;

@@ -64,6 +64,8 @@ bool WeightPlan::stream(bundle::SectionSink &sink,
   uint64_t done = 0;
   for (const Record &r : records_) {
     DictionaryAttr inner = r.recipe.getAs<DictionaryAttr>("quantize");
+    hw::QuantScheme scheme;
+    recipeScheme(r.recipe, &scheme); // checked when the record was planned
     scales.resize(size_t(r.rows));
     codes.resize(size_t(r.rows * r.cols));
     // About a MiB of floats at a time, straight from the mapped checkpoint.
@@ -75,7 +77,7 @@ bool WeightPlan::stream(bundle::SectionSink &sink,
         return false;
       for (int64_t i = 0; i < n; ++i)
         scales[size_t(row + i)] =
-            hw::quantizeRow(r.format, buf.data() + i * r.cols, size_t(r.cols),
+            hw::quantizeRow(scheme, buf.data() + i * r.cols, size_t(r.cols),
                             codes.data() + (row + i) * r.cols);
     }
     const int64_t scaleBytes = hw::recordScaleBytes(r.rows);

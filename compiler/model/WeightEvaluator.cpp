@@ -86,10 +86,18 @@ bool WeightEvaluator::shape(DictionaryAttr recipe, int64_t *rows,
   return false;
 }
 
+bool recipeScheme(DictionaryAttr recipe, hw::QuantScheme *scheme) {
+  auto name = recipe ? recipe.getAs<StringAttr>("scheme") : StringAttr();
+  return recipe && recipe.getAs<DictionaryAttr>("quantize") && name &&
+         hw::parseScheme(name.str(), scheme);
+}
+
 bool recipeFormat(DictionaryAttr recipe, hw::WeightFormat *format) {
-  auto scheme = recipe ? recipe.getAs<StringAttr>("scheme") : StringAttr();
-  return recipe && recipe.getAs<DictionaryAttr>("quantize") && scheme &&
-         hw::parseScheme(scheme.str(), format);
+  hw::QuantScheme scheme;
+  if (!recipeScheme(recipe, &scheme))
+    return false;
+  *format = scheme.format;
+  return true;
 }
 
 bool WeightEvaluator::readRows(DictionaryAttr recipe, int64_t row,
@@ -133,15 +141,15 @@ bool WeightEvaluator::readRows(DictionaryAttr recipe, int64_t row,
     return true;
   }
   if (auto inner = recipe.getAs<DictionaryAttr>("quantize")) {
-    hw::WeightFormat format;
-    if (!recipeFormat(recipe, &format)) {
+    hw::QuantScheme scheme;
+    if (!recipeScheme(recipe, &scheme)) {
       *error = "weight recipe has an unknown quantization scheme";
       return false;
     }
     if (!readRows(inner, row, count, out, error))
       return false;
     for (int64_t r = 0; r < count; ++r)
-      hw::fakeQuantizeRow(format, out + r * cols, size_t(cols));
+      hw::fakeQuantizeRow(scheme, out + r * cols, size_t(cols));
     return true;
   }
   *error = "malformed weight recipe";
@@ -203,15 +211,15 @@ bool WeightEvaluator::readRows(Value value, int64_t row, int64_t count,
     return true;
   }
   if (auto q = dyn_cast_or_null<gemma3n::QuantizeOp>(op)) {
-    hw::WeightFormat format;
-    if (!hw::parseScheme(q.getScheme().str(), &format)) {
+    hw::QuantScheme scheme;
+    if (!hw::parseScheme(q.getScheme().str(), &scheme)) {
       *error = "unknown quantization scheme '" + q.getScheme().str() + "'";
       return false;
     }
     if (!readRows(q.getWeight(), row, count, out, error))
       return false;
     for (int64_t r = 0; r < count; ++r)
-      hw::fakeQuantizeRow(format, out + r * cols, size_t(cols));
+      hw::fakeQuantizeRow(scheme, out + r * cols, size_t(cols));
     return true;
   }
   *error = "value is not a weight expression (gemma3n.weight, "

@@ -30,13 +30,16 @@ gemma3n::WeightOp rootWeight(mlir::Value value);
 /// programs can name their weights without keeping the gemma3n ops:
 ///   {tensor = "<checkpoint tensor>"}
 ///   {scale = <recipe>, by = <recipe>?, factor = f32}
-///   {quantize = <recipe>, scheme = "int4_per_row" | "int8_per_row"}
+///   {quantize = <recipe>, scheme = "int4_per_row" | "int4_per_row_search"
+///                                  | "int8_per_row"}
 /// Equal expressions give equal (uniqued) attributes.
 mlir::DictionaryAttr weightRecipe(mlir::Value value);
 
 /// The storage format of a quantized recipe ({quantize, scheme}); false for
 /// a recipe that is not quantized or names an unknown scheme.
 bool recipeFormat(mlir::DictionaryAttr recipe, hw::WeightFormat *format);
+/// The same with the scale rule: what quantizes the recipe's rows.
+bool recipeScheme(mlir::DictionaryAttr recipe, hw::QuantScheme *scheme);
 
 class WeightEvaluator {
 public:

@@ -50,8 +50,10 @@ bool CheckpointWeights::readRows(const std::string &name, int64_t row,
 }
 
 Int4Weights::Int4Weights(const Weights &base,
-                         std::function<bool(const std::string &)> quantized)
-    : base_(base), quantized_(std::move(quantized)) {}
+                         std::function<bool(const std::string &)> quantized,
+                         hw::ScaleRule scales)
+    : base_(base), quantized_(std::move(quantized)),
+      scheme_{hw::WeightFormat::Int4, scales} {}
 
 bool Int4Weights::readRows(const std::string &name, int64_t row,
                            int64_t count, int64_t columns, float *out,
@@ -60,7 +62,7 @@ bool Int4Weights::readRows(const std::string &name, int64_t row,
     return false;
   if (quantized_(name))
     for (int64_t r = 0; r < count; ++r)
-      hw::fakeQuantizeRowInt4(out + r * columns, size_t(columns));
+      hw::fakeQuantizeRow(scheme_, out + r * columns, size_t(columns));
   return true;
 }
 

@@ -13,6 +13,7 @@
 
 #include "compiler/import/Gemma3nConfig.h"
 #include "compiler/import/Safetensors.h"
+#include "hw/numerics/Quantize.h"
 
 #include <cstdint>
 #include <functional>
@@ -52,11 +53,12 @@ private:
 };
 
 /// Another source with INT4 quantization applied to the tensors `quantized`
-/// selects, row by row (hw::fakeQuantizeRowInt4).
+/// selects, row by row (hw::fakeQuantizeRow with `scales`).
 class Int4Weights : public Weights {
 public:
   Int4Weights(const Weights &base,
-              std::function<bool(const std::string &)> quantized);
+              std::function<bool(const std::string &)> quantized,
+              hw::ScaleRule scales = hw::ScaleRule::Search);
   bool readRows(const std::string &name, int64_t row, int64_t count,
                 int64_t columns, float *out,
                 std::string *error) const override;
@@ -64,6 +66,7 @@ public:
 private:
   const Weights &base_;
   std::function<bool(const std::string &)> quantized_;
+  hw::QuantScheme scheme_;
 };
 
 /// The text decoder with its KV cache. Positions are consecutive from 0.

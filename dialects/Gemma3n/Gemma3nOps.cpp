@@ -128,8 +128,9 @@ LogicalResult ScaleWeightOp::verify() {
 LogicalResult QuantizeOp::verify() {
   hw::WeightFormat format;
   if (!hw::parseScheme(getScheme().str(), &format))
-    return emitOpError() << "unknown scheme '" << getScheme()
-                         << "' (known: int4_per_row, int8_per_row)";
+    return emitOpError()
+           << "unknown scheme '" << getScheme()
+           << "' (known: int4_per_row, int4_per_row_search, int8_per_row)";
   ArrayRef<int64_t> w = shapeOf(getWeight());
   if (w.size() != 2)
     return emitOpError("quantizes [rows, columns] weights only");

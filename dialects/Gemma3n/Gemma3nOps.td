@@ -51,8 +51,10 @@ def Gemma3n_QuantizeOp : Gemma3n_PureOp<"quantize"> {
   let description = [{
     The values the NPU multiplies with, as floats. `scheme` "int4_per_row":
     per row, scale = max|row| / 7, q = clamp(round-half-away(w / scale),
-    -8, 7), value q * scale (docs: numerics); "int8_per_row": the same with
-    127 and [-127, 127]. The lowering emits the packed codes and scales of
+    -8, 7), value q * scale (docs: numerics); "int4_per_row_search": the
+    same codes range with the scale searched for the least row error
+    (hw::quantizeRowInt4Search); "int8_per_row": absmax with 127 and
+    [-127, 127]. The lowering emits the packed codes and scales of
     its operand.
   }];
   let arguments = (ins G3_WeightTensor:$weight, StrAttr:$scheme);

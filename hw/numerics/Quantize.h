@@ -25,6 +25,17 @@ float quantizeRowInt4(const float *row, size_t n, int8_t *q);
 /// Replaces row[i] by q[i] * scale, the value the hardware multiplies with.
 void fakeQuantizeRowInt4(float *row, size_t n);
 
+/// INT4 with a searched scale: the (scale, codes) pair with the smallest
+/// squared reconstruction error sum_i (row[i] - q[i] * scale)^2 among
+/// candidates that include the absmax one, so it is never worse than
+/// quantizeRowInt4. Candidate k = 0..kScaleSearchSteps divides max|row| by
+/// 7 + k/4, rounds to codes as quantizeRowInt4 does, then refits the scale
+/// to the least-squares optimum for those codes, sum(row*q) / sum(q*q).
+/// Deterministic; the record format is unchanged.
+float quantizeRowInt4Search(const float *row, size_t n, int8_t *q);
+/// The last candidate of quantizeRowInt4Search (divisor 7 + 12/4 = 10).
+constexpr int kScaleSearchSteps = 12;
+
 /// Packs q (values in [-8, 7]) two per byte: element 2j in the low nibble,
 /// 2j+1 in the high nibble, two's complement; for odd n the last high
 /// nibble is 0. `out` holds (n + 1) / 2 bytes.
@@ -42,10 +53,31 @@ void unpackInt4Row(const uint8_t *packed, size_t n, float scale, float *out);
 /// selects it in GEMV/GEMM (docs/isa-semantics.md section 4).
 enum class WeightFormat : uint8_t { Int4 = 0, Int8 = 1 };
 
+/// How the compiler chooses a row's scale (and so its codes). The record
+/// format is the same for every rule: one fp32 scale per row, symmetric
+/// codes, no zero-point (the record has no field for one).
+enum class ScaleRule : uint8_t {
+  AbsMax, ///< max|row| / qmax
+  Search, ///< INT4: quantizeRowInt4Search; INT8 keeps absmax
+};
+/// "absmax", "search".
+const char *scaleRuleName(ScaleRule rule);
+bool parseScaleRule(const std::string &name, ScaleRule *rule);
+
+/// A quantization scheme: storage format and scale rule.
+struct QuantScheme {
+  WeightFormat format = WeightFormat::Int4;
+  ScaleRule scales = ScaleRule::AbsMax;
+};
+
 /// The quantization scheme names of gemma3n.quantize and the manifest:
-/// "int4_per_row", "int8_per_row".
+/// "int4_per_row" (absmax scales), "int4_per_row_search", "int8_per_row".
+/// The WeightFormat forms name and accept the absmax scheme of a format /
+/// give the format of any scheme.
 const char *schemeName(WeightFormat format);
+const char *schemeName(QuantScheme scheme);
 bool parseScheme(const std::string &name, WeightFormat *format);
+bool parseScheme(const std::string &name, QuantScheme *scheme);
 /// "int4", "int8": a gather table's format in the manifest.
 const char *formatName(WeightFormat format);
 bool parseFormatName(const std::string &name, WeightFormat *format);
@@ -54,6 +86,11 @@ bool parseFormatName(const std::string &name, WeightFormat *format);
 float quantizeRow(WeightFormat format, const float *row, size_t n, int8_t *q);
 /// Replaces row[i] by the value the hardware multiplies with.
 void fakeQuantizeRow(WeightFormat format, float *row, size_t n);
+/// The same under a scheme's scale rule: every producer of a bundle's codes
+/// (records, gather tables) and every reader that re-derives them (weight
+/// expressions, the reference's quantized weights) goes through these.
+float quantizeRow(QuantScheme scheme, const float *row, size_t n, int8_t *q);
+void fakeQuantizeRow(QuantScheme scheme, float *row, size_t n);
 /// Bytes of n packed codes (INT4: two per byte; INT8: one).
 size_t packedRowBytes(WeightFormat format, size_t n);
 void packRow(WeightFormat format, const int8_t *q, size_t n, uint8_t *out);

@@ -43,6 +43,12 @@ struct QuantizeWeightsPass
                          << int8Tensors << "': " << regexError;
       return signalPassFailure();
     }
+    pccx::hw::ScaleRule int4Rule;
+    if (!pccx::hw::parseScaleRule(int4Scales, &int4Rule)) {
+      module.emitError() << "int4-scales: unknown scale rule '" << int4Scales
+                         << "' (known: absmax, search)";
+      return signalPassFailure();
+    }
 
     // Every weight expression feeding a model op, once per value.
     llvm::MapVector<Value, SmallVector<OpOperand *>> uses;
@@ -69,12 +75,12 @@ struct QuantizeWeightsPass
       b.setInsertionPointAfterValue(value);
       auto type = RankedTensorType::get(
           cast<RankedTensorType>(value.getType()).getShape(), b.getF32Type());
-      const pccx::hw::WeightFormat format =
-          !int8Tensors.empty() && int8.match(name)
-              ? pccx::hw::WeightFormat::Int8
-              : pccx::hw::WeightFormat::Int4;
-      auto q = b.create<QuantizeOp>(value.getLoc(), type, value,
-                                    b.getStringAttr(pccx::hw::schemeName(format)));
+      pccx::hw::QuantScheme scheme{pccx::hw::WeightFormat::Int4, int4Rule};
+      if (!int8Tensors.empty() && int8.match(name))
+        scheme = {pccx::hw::WeightFormat::Int8, pccx::hw::ScaleRule::AbsMax};
+      auto q =
+          b.create<QuantizeOp>(value.getLoc(), type, value,
+                               b.getStringAttr(pccx::hw::schemeName(scheme)));
       for (OpOperand *operand : operands)
         operand->set(q);
       created.push_back(q);
@@ -95,9 +101,10 @@ struct QuantizeWeightsPass
     std::map<std::string, std::pair<double, int64_t>> measured;
     for (QuantizeOp q : ops) {
       Value w = q.getWeight();
-      pccx::hw::WeightFormat format;
-      if (!pccx::hw::parseScheme(q.getScheme().str(), &format))
+      pccx::hw::QuantScheme scheme;
+      if (!pccx::hw::parseScheme(q.getScheme().str(), &scheme))
         return q.emitOpError("unknown quantization scheme");
+      const pccx::hw::WeightFormat format = scheme.format;
       int64_t rows = pccx::WeightEvaluator::rows(w);
       int64_t cols = pccx::WeightEvaluator::columns(w);
       std::string key;
@@ -115,7 +122,7 @@ struct QuantizeWeightsPass
           for (int64_t i = 0; i < n; ++i) {
             float *row = buf.data() + i * cols;
             std::vector<float> fq(row, row + cols);
-            pccx::hw::fakeQuantizeRow(format, fq.data(), size_t(cols));
+            pccx::hw::fakeQuantizeRow(scheme, fq.data(), size_t(cols));
             for (int64_t c = 0; c < cols; ++c) {
               double d = double(fq[size_t(c)]) - double(row[c]);
               errSq += d * d;

@@ -7,10 +7,13 @@
 
 #include "compiler/ModelImporter.h"
 #include "compiler/Pipeline.h"
+#include "compiler/Registration.h"
 #include "compiler/emit/EmitBundle.h"
 #include "compiler/model/ModelInfo.h"
 #include "compiler/import/ChatTemplateFile.h"
 #include "compiler/reference/ExportEffective.h"
+#include "compiler/reference/Sensitivity.h"
+#include "hw/numerics/Quantize.h"
 #include "runtime/bundle/Bundle.h"
 #include "compiler/Registration.h"
 #include "tools/common/LlvmHelp.h"
@@ -28,7 +31,9 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -74,6 +79,25 @@ cl::opt<std::string> int8Weights(
              "'.*self_attn\\..*' or '.*' for all); one scale per row either "
              "way"),
     cl::value_desc("regex"), cl::init(""), cl::cat(category));
+cl::opt<std::string> int4Scales(
+    "int4-scales",
+    cl::desc("How INT4 row scales are chosen: search (default; the scale "
+             "with the least squared row error, docs/quantization.md) or "
+             "absmax (max|row| / 7); the record format is the same"),
+    cl::value_desc("search|absmax"), cl::init("search"), cl::cat(category));
+cl::opt<std::string> int8Budget(
+    "int8-budget",
+    cl::desc("Keep in INT8 the tensors whose INT4 quantization moves the "
+             "float reference's predictions on the --calibration text most "
+             "per extra byte, spending at most P percent of the INT4 weight "
+             "bytes (e.g. 10 or 10%); adds to --int8-weights"),
+    cl::value_desc("P"), cl::init(""), cl::cat(category));
+cl::opt<std::string> calibration(
+    "calibration",
+    cl::desc("Text file for --int8-budget, tokenized with the checkpoint's "
+             "tokenizer.model; the first 4 windows of up to 128 positions "
+             "are scored"),
+    cl::value_desc("file"), cl::init(""), cl::cat(category));
 cl::opt<bool> quantReport(
     "quant-report",
     cl::desc("Report each tensor's relative INT4 quantization error"),
@@ -140,6 +164,56 @@ int fail(const Twine &message) {
     progressLine->finish();
   WithColor::error(errs(), "pccx-compile") << message << "\n";
   return 1;
+}
+
+/// --int8-budget: the tensors to keep in INT8 as an exact-name expression,
+/// with one line per measured tensor on stderr.
+bool chooseByBudget(pccx::hw::ScaleRule int4Rule, std::string *regex,
+                    std::string *error) {
+  if (int8Budget.empty() || calibration.empty()) {
+    *error = "--int8-budget and --calibration go together";
+    return false;
+  }
+  std::string text = int8Budget;
+  if (!text.empty() && text.back() == '%')
+    text.pop_back();
+  char *end = nullptr;
+  double percent = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end || !(percent >= 0 && percent <= 100)) {
+    *error = "--int8-budget must be a percentage from 0 to 100, got '" +
+             int8Budget + "'";
+    return false;
+  }
+  auto checkpoint = pccx::reference::ReferenceCheckpoint::open(
+      std::string(checkpointDir), error);
+  if (!checkpoint)
+    return false;
+  std::string tok = tokenizer.empty()
+                        ? std::string(checkpointDir) + "/tokenizer.model"
+                        : std::string(tokenizer);
+  const int64_t positions = std::min<int64_t>(128, maxSeqLen);
+  std::vector<std::vector<int32_t>> windows;
+  if (!pccx::reference::calibrationWindows(
+          calibration, tok,
+          int32_t(checkpoint->config.bos_token_id.value_or(-1)), positions, 4,
+          &windows, error))
+    return false;
+  std::vector<pccx::reference::TensorSensitivity> measured;
+  if (!pccx::reference::measureSensitivity(*checkpoint, windows, positions,
+                                           int4Rule, &measured, error))
+    return false;
+  std::vector<std::string> chosen =
+      pccx::reference::chooseInt8Tensors(measured, percent / 100);
+  for (const auto &t : measured) {
+    bool kept = std::count(chosen.begin(), chosen.end(), t.name) != 0;
+    errs() << llvm::format("int8-budget: %-44s KL %.6f  int4 %lld bytes, "
+                           "int8 +%lld%s\n",
+                           t.name.c_str(), t.meanKl, (long long)t.int4Bytes,
+                           (long long)(t.int8Bytes - t.int4Bytes),
+                           kept ? "  -> int8" : "");
+  }
+  *regex = pccx::reference::exactNamesRegex(chosen);
+  return true;
 }
 
 } // namespace
@@ -219,6 +293,18 @@ int main(int argc, char **argv) {
   pm.enableTiming(timing);
   if (kvDtype != "f16" && kvDtype != "f32" && kvDtype != "int8")
     return fail("--kv-dtype must be f16, f32 or int8, got '" + kvDtype + "'");
+  pccx::hw::ScaleRule int4Rule;
+  if (!pccx::hw::parseScaleRule(int4Scales, &int4Rule))
+    return fail("--int4-scales must be absmax or search, got '" + int4Scales +
+                "'");
+  std::string int8Regex = int8Weights;
+  if (!int8Budget.empty() || !calibration.empty()) {
+    std::string chosen, error;
+    if (!chooseByBudget(int4Rule, &chosen, &error))
+      return fail(error);
+    if (!chosen.empty())
+      int8Regex = int8Regex.empty() ? chosen : int8Regex + "|" + chosen;
+  }
   if (!exportDir.empty() && emit != Emit::Bundle)
     return fail("--export-effective-weights needs --emit=bundle");
   if (emit == Emit::Bundle && (outputFile.empty() || outputFile == "-"))
@@ -226,7 +312,8 @@ int main(int argc, char **argv) {
   pccx::PipelineOptions pipeline;
   pipeline.prefillRows = prefillRows;
   pipeline.quantReport = quantReport;
-  pipeline.int8Tensors = int8Weights;
+  pipeline.int8Tensors = int8Regex;
+  pipeline.int4Scales = int4Scales;
   pipeline.foldNormGains = !noFoldNormGains;
   pipeline.fuseLaurel = !noFuseLaurel;
   if (passPipeline.empty() && emit != Emit::Gemma3n) {
@@ -246,15 +333,23 @@ int main(int argc, char **argv) {
   // What the bundle records besides the programs, kept on the module so a
   // saved lowered module can still be emitted (pccx-translate).
   {
-    nlohmann::json compileOptions = {{"max_seq_len", int64_t(maxSeqLen)},
-                                     {"prefill_rows", int64_t(prefillRows)},
-                                     {"kv_dtype", std::string(kvDtype)},
-                                     {"fold_norm_gains", !noFoldNormGains},
-                                     {"fuse_laurel", !noFuseLaurel},
-                                     {"quantization", "int4_per_row"},
-                                     {"compiler_version", PCCX_VERSION}};
-    if (!int8Weights.empty())
-      compileOptions["int8_weights"] = std::string(int8Weights);
+    nlohmann::json compileOptions = {
+        {"max_seq_len", int64_t(maxSeqLen)},
+        {"prefill_rows", int64_t(prefillRows)},
+        {"kv_dtype", std::string(kvDtype)},
+        {"fold_norm_gains", !noFoldNormGains},
+        {"fuse_laurel", !noFuseLaurel},
+        {"quantization", pccx::hw::schemeName(pccx::hw::QuantScheme{
+                             pccx::hw::WeightFormat::Int4, int4Rule})},
+        {"int4_scales", std::string(int4Scales)},
+        {"compiler_version", PCCX_VERSION}};
+    if (!int8Regex.empty())
+      compileOptions["int8_weights"] = int8Regex;
+    if (!int8Budget.empty()) {
+      compileOptions["int8_budget"] = std::string(int8Budget);
+      compileOptions["calibration"] =
+          llvm::sys::path::filename(calibration).str();
+    }
     std::string tok = tokenizer;
     if (tok.empty() &&
         llvm::sys::fs::exists(std::string(checkpointDir) + "/tokenizer.model"))

@@ -9,6 +9,7 @@
 #include "compiler/import/Safetensors.h"
 #include "compiler/reference/BundleWeights.h"
 #include "compiler/reference/Reference.h"
+#include "compiler/reference/ReferenceCheckpoint.h"
 #include "tools/common/CommandLine.h"
 
 #include <algorithm>
@@ -36,8 +37,11 @@ OPTIONS:
   --tokens IDS         comma-separated token ids (required)
   --generate N         greedy decode steps after the prompt (default 0)
   --decode-only        consume the prompt one token at a time instead
-  --int4               use INT4-quantized weights (per-row scale max|row|/7,
-                       the default policy) instead of the originals
+  --int4               use INT4-quantized weights (one scale per row, the
+                       default policy's tensors) instead of the originals
+  --int4-scales RULE   search (default: the scale with the least squared
+                       row error) or absmax (scale max|row|/7), as
+                       pccx-compile --int4-scales
   --bundle FILE        use exactly the weights the compiled bundle FILE
                        computes with (dequantized, folded gains divided
                        back out)
@@ -53,6 +57,7 @@ int main(int argc, char **argv) {
   std::string dir, tokensText, dumpPath, bundlePath;
   int64_t generate = 0, maxPositions = 0;
   bool int4 = false, decodeOnly = false;
+  pccx::hw::ScaleRule int4Rule = pccx::hw::ScaleRule::Search;
   pccx::tools::CommandLine cl("pccx-reference", argc, argv);
   auto fail = [&](const std::string &message) { return cl.fail(message); };
   while (cl.next()) {
@@ -70,6 +75,11 @@ int main(int argc, char **argv) {
       bundlePath = cl.value();
     } else if (cl.is("--dump-logits")) {
       dumpPath = cl.value();
+    } else if (cl.is("--int4-scales")) {
+      std::string rule = cl.value();
+      if (!pccx::hw::parseScaleRule(rule, &int4Rule))
+        return fail("--int4-scales must be absmax or search, got '" + rule +
+                    "'");
     } else if (a == "--int4") {
       int4 = true;
     } else if (a == "--decode-only") {
@@ -87,19 +97,14 @@ int main(int argc, char **argv) {
   std::vector<int32_t> prompt;
   if (!pccx::tools::parseTokenIds(tokensText, "--tokens", &prompt, &error))
     return fail(error);
-  pccx::import::Gemma3nTextConfig config;
-  if (!pccx::import::loadGemma3nConfig(dir + "/config.json", &config, &error))
+  auto checkpoint = pccx::reference::ReferenceCheckpoint::open(dir, &error);
+  if (!checkpoint)
     return fail(error);
-  auto checkpoint = pccx::import::Checkpoint::open(dir, &error);
-  std::string prefix;
-  if (!checkpoint || !pccx::import::detectTextPrefix(*checkpoint, &prefix,
-                                                      &error) ||
-      !pccx::import::validateCheckpoint(config, *checkpoint, &error))
-    return fail(error);
-
-  pccx::reference::CheckpointWeights original(*checkpoint, prefix);
-  pccx::reference::Int4Weights quantized(original,
-                                         pccx::import::isInt4ByDefault);
+  const pccx::import::Gemma3nTextConfig &config = checkpoint->config;
+  const std::string &prefix = checkpoint->prefix;
+  const pccx::reference::Weights &original = *checkpoint->original;
+  pccx::reference::Int4Weights quantized(
+      original, pccx::import::isInt4ByDefault, int4Rule);
   if (int4 && !bundlePath.empty())
     return fail("--int4 and --bundle exclude each other");
   std::unique_ptr<pccx::bundle::Bundle> bundle;

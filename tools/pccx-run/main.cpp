@@ -9,9 +9,11 @@
 #include "compiler/import/Gemma3nConfig.h"
 #include "compiler/reference/BundleWeights.h"
 #include "runtime/app/ChatConsole.h"
+#include "compiler/reference/ReferenceCheckpoint.h"
 #include "runtime/app/Generate.h"
-#include "runtime/devices/Devices.h"
+#include "runtime/app/Perplexity.h"
 #include "runtime/app/Tokenizer.h"
+#include "runtime/devices/Devices.h"
 #include "tools/common/CommandLine.h"
 
 #include <algorithm>
@@ -21,7 +23,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <unistd.h>
 
 using nlohmann::json;
@@ -31,10 +35,12 @@ namespace {
 const char kHelp[] =
     R"(USAGE: pccx-run MODEL.pccx (--prompt TEXT | --tokens IDS) [options]
        pccx-run MODEL.pccx --chat [--chat-file FILE] [options]
+       pccx-run MODEL.pccx --perplexity FILE [--ctx N] [--stride S] [options]
 
 Runs a compiled Gemma 3n bundle: the prompt through the prefill program
 (in steps of its rows; the rest and every generated token through the
 decode program), then generation until --max-new-tokens or a stop token.
+With --perplexity it scores a text file instead.
 
 CHAT:
   --chat                   a conversation in Gemma's turn template (the
@@ -79,6 +85,26 @@ GENERATION:
                            config's eos_token_id)
   --decode-only            feed the prompt token by token through the decode
                            program (the logits rows are the same positions)
+
+PERPLEXITY:
+  --perplexity FILE        tokenize FILE with the bundle's tokenizer (no BOS;
+                           the whole file as one text) and print its
+                           perplexity +/- standard error. Windows of --ctx
+                           positions each start with BOS; window w feeds text
+                           tokens [w*S, w*S + ctx - 1); every text token is
+                           scored exactly once, from the row before it, in
+                           the first window that reaches it (window 0 scores
+                           all its tokens, later windows only their last S,
+                           which have at least ctx - 1 - S tokens of
+                           context). With --compare-reference DIR, the float
+                           reference on DIR's original weights scores the
+                           same windows and the perplexity change, mean KL
+                           divergence (reference || bundle) and top-1
+                           agreement are printed too
+  --ctx N                  positions per window, BOS included (default: 128,
+                           or the bundle's KV cache positions if fewer)
+  --stride S               text tokens between window starts (default: ctx/2)
+  --max-windows N          score only the first N windows (default: all)
 
 OUTPUT:
   --dump-logits FILE       float32 little-endian rows of vocab_size logits,
@@ -132,16 +158,77 @@ json toJson(const Agreement &g) {
           {"rows", g.rows}};
 }
 
+/// --perplexity: the bundle on `session` (and the float reference on the
+/// original weights of `referenceDir`, if given) over the windows of `text`.
+int runPerplexity(const pccx::tools::CommandLine &cl,
+                  const pccx::exec::Model &model, pccx::exec::Session &session,
+                  const std::vector<int32_t> &text,
+                  const std::string &referenceDir,
+                  pccx::app::PerplexityOptions options, bool noBos,
+                  bool asJson) {
+  std::string error;
+  if (options.ctx < 0)
+    options.ctx = std::min<int64_t>(128, session.capacity());
+  if (options.stride < 0)
+    options.stride = std::max<int64_t>(1, options.ctx / 2);
+  if (options.ctx > session.capacity())
+    return cl.fail("--ctx " + std::to_string(options.ctx) +
+                   " exceeds the bundle's KV cache of " +
+                   std::to_string(session.capacity()) +
+                   " positions (compile with a larger --max-seq-len)");
+  options.bos = noBos ? -1 : model.bosToken();
+  pccx::app::LogitsFunction bundleLogits =
+      [&](const std::vector<int32_t> &tokens, std::vector<float> *logits,
+          std::string *why) {
+        session.reset();
+        return session.consume(tokens, false, logits, why);
+      };
+  std::unique_ptr<pccx::reference::WindowedReference> ref;
+  pccx::app::LogitsFunction referenceLogits;
+  if (!referenceDir.empty()) {
+    ref = pccx::reference::WindowedReference::open(referenceDir, options.ctx,
+                                                   &error);
+    if (!ref)
+      return cl.fail(error);
+    if (ref->vocabSize() != model.vocabSize())
+      return cl.fail(
+          referenceDir + ": vocab_size " + std::to_string(ref->vocabSize()) +
+          " differs from the bundle's " + std::to_string(model.vocabSize()));
+    referenceLogits = [&](const std::vector<int32_t> &tokens,
+                          std::vector<float> *logits, std::string *why) {
+      return ref->logits(tokens, logits, why);
+    };
+  }
+  const bool showProgress = !asJson && isatty(STDERR_FILENO);
+  auto progress = [&](int64_t done, int64_t total) {
+    if (showProgress)
+      std::cerr << "\rpccx-run: window " << done << "/" << total
+                << (done == total ? "\n" : "") << std::flush;
+  };
+  pccx::app::PerplexityFigures figures;
+  if (!pccx::app::perplexity(text, options, model.vocabSize(), bundleLogits,
+                             referenceLogits, &figures, &error, progress))
+    return cl.fail(error);
+  if (asJson)
+    std::cout << pccx::app::perplexityJson(figures, options).dump() << "\n";
+  else
+    std::cout << pccx::app::formatPerplexity(figures, options);
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   std::string bundlePath, prompt, tokensText, dumpPath, referenceDir,
-      stopText, device = "sim", numerics = "hardware", uioName = "pccx",
-      udmabuf = "udmabuf0";
+      perplexityPath, stopText;
+  std::string device = "sim", numerics = "hardware", uioName = "pccx",
+              udmabuf = "udmabuf0";
   bool hasPrompt = false, noBos = false, asJson = false, hasStop = false,
        chat = false, hasMaxNew = false;
   std::string chatFile, systemPrompt;
   pccx::app::GenerateOptions gen;
+  pccx::app::PerplexityOptions ppl;
+  ppl.ctx = ppl.stride = -1; // defaults depend on the bundle
   pccx::tools::CommandLine cl("pccx-run", argc, argv);
   auto fail = [&](const std::string &message) { return cl.fail(message); };
   while (cl.next()) {
@@ -197,6 +284,14 @@ int main(int argc, char **argv) {
       dumpPath = cl.value();
     } else if (cl.is("--compare-reference")) {
       referenceDir = cl.value();
+    } else if (cl.is("--perplexity")) {
+      perplexityPath = cl.value();
+    } else if (cl.is("--ctx")) {
+      ppl.ctx = cl.count();
+    } else if (cl.is("--stride")) {
+      ppl.stride = cl.count();
+    } else if (cl.is("--max-windows")) {
+      ppl.maxWindows = cl.count();
     } else if (a == "--json") {
       asJson = true;
     } else if (!cl.positional(&bundlePath, "bundle")) {
@@ -206,17 +301,22 @@ int main(int argc, char **argv) {
   if (bundlePath.empty())
     return fail("no bundle (see --help)");
   if (chat) {
-    if (hasPrompt || !tokensText.empty())
-      return fail("--chat reads its turns from the input; --prompt and "
-                  "--tokens do not apply");
+    if (hasPrompt || !tokensText.empty() || !perplexityPath.empty())
+      return fail("--chat reads its turns from the input; --prompt, "
+                  "--tokens and --perplexity do not apply");
     if (!dumpPath.empty() || !referenceDir.empty())
       return fail("--dump-logits and --compare-reference do not apply to "
                   "--chat");
   } else if (!systemPrompt.empty()) {
     return fail("--system needs --chat");
-  } else if (hasPrompt == !tokensText.empty()) {
-    return fail("give exactly one of --prompt and --tokens");
+  } else if (int(hasPrompt) + int(!tokensText.empty()) +
+                 int(!perplexityPath.empty()) !=
+             1) {
+    return fail("give exactly one of --prompt, --tokens and --perplexity");
   }
+  if (!perplexityPath.empty() && (!dumpPath.empty() || gen.decodeOnly))
+    return fail("--dump-logits and --decode-only do not apply to "
+                "--perplexity");
   std::string why = pccx::app::checkSamplingOptions(gen.sampling);
   if (!why.empty())
     return fail(why);
@@ -238,7 +338,18 @@ int main(int argc, char **argv) {
     return fail(bundlePath + " carries no tokenizer; --chat needs one "
                              "(compile with a tokenizer.model)");
   std::vector<int32_t> ids;
-  if (hasPrompt) {
+  if (!perplexityPath.empty()) {
+    std::ifstream in(perplexityPath, std::ios::binary);
+    if (!in)
+      return fail(perplexityPath + ": cannot read: " + std::strerror(errno));
+    std::stringstream text;
+    text << in.rdbuf(); // an empty file is refused below, for its length
+    if (!tokenizer)
+      return fail(bundlePath + " carries no tokenizer; --perplexity needs "
+                               "one (compile with a tokenizer.model)");
+    if (!tokenizer->encode(text.str(), &ids, &error))
+      return fail(perplexityPath + ": " + error);
+  } else if (hasPrompt) {
     if (!tokenizer)
       return fail(bundlePath + " carries no tokenizer; use --tokens (or "
                                "compile with a tokenizer.model)");
@@ -248,7 +359,8 @@ int main(int argc, char **argv) {
     if (!tokenizer->encode(prompt, &text, &error))
       return fail(error);
     ids.insert(ids.end(), text.begin(), text.end());
-  } else if (!pccx::tools::parseTokenIds(tokensText, "--tokens", &ids, &error)) {
+  } else if (!pccx::tools::parseTokenIds(tokensText, "--tokens", &ids,
+                                         &error)) {
     return fail(error);
   }
   std::vector<int32_t> stops;
@@ -270,6 +382,9 @@ int main(int argc, char **argv) {
     return fail(error);
   const bool reference = numerics == "reference";
   pccx::exec::Session session(*model, std::move(dev), reference);
+  if (!perplexityPath.empty())
+    return runPerplexity(cl, *model, session, ids, referenceDir, ppl, noBos,
+                         asJson);
 
   if (chat) {
     auto chatTemplate =
@@ -348,24 +463,18 @@ int main(int argc, char **argv) {
 
   json figures;
   if (!referenceDir.empty()) {
-    pccx::import::Gemma3nTextConfig config;
-    if (!pccx::import::loadGemma3nConfig(referenceDir + "/config.json", &config,
-                                         &error))
+    auto checkpoint =
+        pccx::reference::ReferenceCheckpoint::open(referenceDir, &error);
+    if (!checkpoint)
       return fail(error);
-    auto checkpoint = pccx::import::Checkpoint::open(referenceDir, &error);
-    std::string prefix;
-    if (!checkpoint ||
-        !pccx::import::detectTextPrefix(*checkpoint, &prefix, &error) ||
-        !pccx::import::validateCheckpoint(config, *checkpoint, &error))
-      return fail(error);
-    pccx::reference::CheckpointWeights original(*checkpoint, prefix);
+    const pccx::reference::Weights &original = *checkpoint->original;
     auto effective = pccx::reference::BundleWeights::create(
-        model->bundle(), original, prefix, &error);
+        model->bundle(), original, checkpoint->prefix, &error);
     if (!effective)
       return fail(error);
     auto runReference = [&](const pccx::reference::Weights &w,
                             std::vector<float> *out) {
-      pccx::reference::Model ref(config, w, rows);
+      pccx::reference::Model ref(checkpoint->config, w, rows);
       return ref.ok(&error) && ref.forward(result.consumed, *out, &error);
     };
     std::vector<float> sameWeights, originalWeights;

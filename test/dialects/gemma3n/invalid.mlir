@@ -130,7 +130,7 @@ func.func @scale_by_wrong_width(%w: tensor<16x8xbf16>, %g: tensor<4xbf16>) {
 // -----
 
 func.func @unknown_scheme(%w: tensor<16x8xbf16>) {
-  // expected-error @+1 {{'gemma3n.quantize' op unknown scheme 'int3' (known: int4_per_row, int8_per_row)}}
+  // expected-error @+1 {{'gemma3n.quantize' op unknown scheme 'int3' (known: int4_per_row, int4_per_row_search, int8_per_row)}}
   %q = gemma3n.quantize %w {scheme = "int3"} : (tensor<16x8xbf16>) -> tensor<16x8xf32>
   return
 }

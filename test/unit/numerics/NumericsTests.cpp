@@ -104,4 +104,108 @@ TEST(Quantize, SchemeNames) {
   EXPECT_FALSE(parseFormatName("f32", &f));
 }
 
+double squaredRowError(const float *row, const int8_t *q, float scale,
+                       size_t n) {
+  double e = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double d = double(row[i]) - double(float(q[i]) * scale);
+    e += d * d;
+  }
+  return e;
+}
+
+TEST(Quantize, SearchedInt4ScalesNeverLoseToAbsmax) {
+  // Deterministic heavy-tailed rows (a few large values, many small ones),
+  // the case where absmax wastes most of the 16 levels.
+  uint32_t state = 12345;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return float(state >> 8) / float(1u << 24) - 0.5f;
+  };
+  double absmaxTotal = 0, searchTotal = 0;
+  for (int r = 0; r < 200; ++r) {
+    std::vector<float> row(64);
+    for (float &v : row)
+      v = next() * (next() > 0.45f ? 8.0f : 1.0f);
+    int8_t qa[64], qs[64];
+    float sa = quantizeRowInt4(row.data(), 64, qa);
+    float ss = quantizeRowInt4Search(row.data(), 64, qs);
+    for (int8_t c : qs) {
+      EXPECT_GE(c, -8);
+      EXPECT_LE(c, 7);
+    }
+    double ea = squaredRowError(row.data(), qa, sa, 64);
+    double es = squaredRowError(row.data(), qs, ss, 64);
+    EXPECT_LE(es, ea) << "row " << r;
+    absmaxTotal += ea;
+    searchTotal += es;
+    // The scheme API gives the same codes, and fake quantization their
+    // values.
+    int8_t qv[64];
+    QuantScheme search{WeightFormat::Int4, ScaleRule::Search};
+    EXPECT_EQ(quantizeRow(search, row.data(), 64, qv), ss);
+    EXPECT_EQ(std::vector<int8_t>(qv, qv + 64),
+              std::vector<int8_t>(qs, qs + 64));
+    std::vector<float> fake = row;
+    fakeQuantizeRow(search, fake.data(), 64);
+    for (size_t i = 0; i < 64; ++i)
+      EXPECT_EQ(fake[i], float(qs[i]) * ss);
+  }
+  EXPECT_LT(searchTotal, 0.8 * absmaxTotal);
+}
+
+TEST(Quantize, SearchedInt4KnownRows) {
+  // One outlier and many values at 1/10 of it: absmax (scale 10/7) rounds
+  // them to 1 (value 1.43); the search finds a better compromise.
+  float row[8] = {10, 1, 1, 1, 1, 1, 1, -1};
+  int8_t q[8], qa[8];
+  float scale = quantizeRowInt4Search(row, 8, q);
+  float sa = quantizeRowInt4(row, 8, qa);
+  EXPECT_LT(squaredRowError(row, q, scale, 8),
+            0.9 * squaredRowError(row, qa, sa, 8));
+  // A negative outlier can use code -8, which absmax / 7 never does.
+  row[0] = -10;
+  scale = quantizeRowInt4Search(row, 8, q);
+  sa = quantizeRowInt4(row, 8, qa);
+  EXPECT_EQ(q[0], -8);
+  EXPECT_LT(squaredRowError(row, q, scale, 8),
+            0.5 * squaredRowError(row, qa, sa, 8));
+  // An all-zero row keeps scale 0 and codes 0.
+  const float zeros[3] = {0, 0, 0};
+  int8_t qz[3] = {1, 1, 1};
+  EXPECT_EQ(quantizeRowInt4Search(zeros, 3, qz), 0.0f);
+  EXPECT_EQ(std::vector<int8_t>(qz, qz + 3), std::vector<int8_t>(3, 0));
+  // Values exactly on an absmax grid stay exact.
+  const float grid[4] = {7, -7, 3, 0};
+  int8_t qg[4];
+  float sg = quantizeRowInt4Search(grid, 4, qg);
+  EXPECT_EQ(squaredRowError(grid, qg, sg, 4), 0.0);
+  // INT8 under the search rule stays absmax.
+  int8_t q8[4], q8a[4];
+  EXPECT_EQ(quantizeRow(QuantScheme{WeightFormat::Int8, ScaleRule::Search},
+                        grid, 4, q8),
+            quantizeRow(WeightFormat::Int8, grid, 4, q8a));
+}
+
+TEST(Quantize, SchemeAndRuleNames) {
+  QuantScheme s;
+  ASSERT_TRUE(parseScheme("int4_per_row_search", &s));
+  EXPECT_EQ(s.format, WeightFormat::Int4);
+  EXPECT_EQ(s.scales, ScaleRule::Search);
+  EXPECT_STREQ(schemeName(s), "int4_per_row_search");
+  ASSERT_TRUE(parseScheme("int4_per_row", &s));
+  EXPECT_EQ(s.scales, ScaleRule::AbsMax);
+  ASSERT_TRUE(parseScheme("int8_per_row", &s));
+  EXPECT_EQ(s.format, WeightFormat::Int8);
+  EXPECT_FALSE(parseScheme("int4_per_group", &s));
+  WeightFormat f;
+  ASSERT_TRUE(parseScheme("int4_per_row_search", &f));
+  EXPECT_EQ(f, WeightFormat::Int4);
+  ScaleRule rule;
+  ASSERT_TRUE(parseScaleRule("search", &rule));
+  EXPECT_EQ(rule, ScaleRule::Search);
+  EXPECT_STREQ(scaleRuleName(ScaleRule::AbsMax), "absmax");
+  EXPECT_FALSE(parseScaleRule("mse", &rule));
+}
+
 } // namespace

@@ -3,6 +3,7 @@
 #include "compiler/import/CheckpointGenerator.h"
 #include "compiler/reference/Math.h"
 #include "compiler/reference/Reference.h"
+#include "compiler/reference/Sensitivity.h"
 #include "hw/numerics/Quantize.h"
 
 #include <gtest/gtest.h>
@@ -128,6 +129,25 @@ private:
   const Weights &base_;
   std::set<std::string> patched_;
 };
+
+TEST(Sensitivity, BudgetTakesTheMostLossPerByte) {
+  // Extra bytes are int8Bytes - int4Bytes.
+  std::vector<TensorSensitivity> t = {
+      {"a.weight", 0.010, 100, 200}, // 1e-4 per byte
+      {"b.weight", 0.030, 100, 200}, // 3e-4
+      {"c.weight", 0.001, 10, 20},   // 1e-4
+      {"d.weight", 0.000, 10, 20},   // nothing to gain
+      {"e.weight", 0.100, 1000, 2000}};
+  // 1210 INT4 bytes in all; 10 % = 121 bytes: b (100), then c (10) still
+  // fits, a and e do not, d gains nothing.
+  EXPECT_EQ(chooseInt8Tensors(t, 0.10),
+            (std::vector<std::string>{"b.weight", "c.weight"}));
+  EXPECT_TRUE(chooseInt8Tensors(t, 0.0).empty());
+  EXPECT_EQ(chooseInt8Tensors(t, 1.0).size(), 4u);
+  EXPECT_EQ(exactNamesRegex({"layers.0.mlp.up_proj.weight", "x+y"}),
+            "layers\\.0\\.mlp\\.up_proj\\.weight|x\\+y");
+  EXPECT_EQ(exactNamesRegex({}), "");
+}
 
 } // namespace
 
@@ -340,7 +360,8 @@ TEST(Reference, SlidingWindowMasksOldPositions) {
 
 TEST(Reference, QuantizedWeightsStayClose) {
   GeneratedModel m(tinyConfig());
-  Int4Weights int4(*m.weights, import::isInt4ByDefault);
+  // Absmax scales: their levels are known multiples of max|row| / 7.
+  Int4Weights int4(*m.weights, import::isInt4ByDefault, hw::ScaleRule::AbsMax);
   std::vector<int32_t> tokens = testTokens(10, int(m.config.vocab_size));
   std::vector<float> a = run(m.config, *m.weights, tokens, {10});
   std::vector<float> b = run(m.config, int4, tokens, {10});
@@ -373,6 +394,18 @@ TEST(Reference, QuantizedWeightsStayClose) {
     float k = v / (maxAbs / 7);
     EXPECT_NEAR(k, std::round(k), 1e-4);
   }
+  // Searched scales: still at most 16 levels, closer to the row.
+  Int4Weights searched(*m.weights, import::isInt4ByDefault);
+  std::vector<float> s(64);
+  ASSERT_TRUE(searched.readRows("layers.2.mlp.up_proj.weight", 5, 1, 64,
+                                s.data(), &error));
+  EXPECT_LE(std::set<float>(s.begin(), s.end()).size(), 16u);
+  double errAbsmax = 0, errSearch = 0;
+  for (size_t i = 0; i < 64; ++i) {
+    errAbsmax += (q[i] - raw[i]) * (q[i] - raw[i]);
+    errSearch += (s[i] - raw[i]) * (s[i] - raw[i]);
+  }
+  EXPECT_LE(errSearch, errAbsmax);
   ASSERT_TRUE(int4.readRows("layers.2.altup.router_norm.weight", 0, 1, 64,
                             q.data(), &error));
   ASSERT_TRUE(m.weights->readRows("layers.2.altup.router_norm.weight", 0, 1,

@@ -1,0 +1,76 @@
+#!/bin/sh
+# Quality of each quantization option on trained weights: perplexity, its
+# change against the float reference on the original bf16 weights, mean KL
+# divergence and top-1 agreement, on the demo model's held-out text
+# (docs/demo-model.md), printed as one table.
+#
+# Usage: bench/quality.sh BUILD_DIR [WORK_DIR] [MAX_WINDOWS]
+#   WORK_DIR  bundles and JSON results (default: bench-quality-out); results
+#             already there are reused, delete it to measure again
+#   MAX_WINDOWS  score only the first N windows (default: all 160)
+set -euf # no globbing: the options hold regular expressions
+BIN="$1/bin"
+WORK="${2:-bench-quality-out}"
+MAXW="${3:-0}"
+SRC="$(cd "$(dirname "$0")/.." && pwd)"
+MODEL="$SRC/tools/demo-model"
+TEXT="$MODEL/heldout.txt"
+mkdir -p "$WORK"
+
+# name | compile options | pccx-run numerics
+CONFIGS="int4-absmax|--int4-scales absmax|reference
+int4-search|--int4-scales search|reference
+int4-absmax|--int4-scales absmax|hardware
+int4-search|--int4-scales search|hardware
+int4-search-kv8|--int4-scales search --kv-dtype int8|hardware
+int4-search-emb8|--int4-scales search --int8-weights embed_tokens\\.weight|hardware
+int4-search-budget10|--int4-scales search --int8-budget 10% --calibration $MODEL/calibration.txt|hardware
+int8|--int8-weights .*|hardware"
+
+echo "$CONFIGS" | while IFS='|' read -r name options numerics; do
+  bundle="$WORK/$name.pccx"
+  if [ ! -f "$bundle" ]; then
+    start=$(date +%s%N)
+    # shellcheck disable=SC2086 # options are words
+    "$BIN/pccx-compile" "$MODEL" --max-seq-len 128 $options -o "$bundle" \
+      2> "$WORK/$name.compile.log"
+    end=$(date +%s%N)
+    echo $(((end - start) / 1000000)) > "$WORK/$name.compile-ms"
+  fi
+  result="$WORK/$name.$numerics.json"
+  [ -f "$result" ] && continue # delete WORK_DIR to measure again
+  printf '%s, %s numerics ... ' "$name" "$numerics" >&2
+  "$BIN/pccx-run" "$bundle" --perplexity "$TEXT" --ctx 128 --stride 64 \
+    --max-windows "$MAXW" --numerics "$numerics" --compare-reference "$MODEL" \
+    --json > "$result.tmp"
+  mv "$result.tmp" "$result"
+  echo done >&2
+done
+
+python3 - "$WORK" "$CONFIGS" "$SRC/" <<'EOF'
+import json, os, sys
+work, configs, src = sys.argv[1], sys.argv[2].splitlines(), sys.argv[3]
+rows = []
+for line in configs:
+    name, options, numerics = line.split("|")
+    r = json.load(open(os.path.join(work, "%s.%s.json" % (name, numerics))))
+    ref = r["reference"]
+    secs = int(open(os.path.join(work, name + ".compile-ms")).read()) / 1000
+    size = os.path.getsize(os.path.join(work, name + ".pccx"))
+    rows.append((name, options, numerics, r, ref, secs, size))
+first = rows[0][4]
+print("demo model, %d held-out tokens in %d windows of %d positions, stride %d"
+      % (rows[0][3]["tokens"], rows[0][3]["windows"], rows[0][3]["ctx"],
+         rows[0][3]["stride"]))
+print()
+print("| weights (compile options) | numerics | ppl | ppl vs bf16 | mean KL | top-1 vs bf16 | bundle | compile |")
+print("|---|---|---:|---:|---:|---:|---:|---:|")
+print("| bf16 (float reference, original weights) | fp32 | %.3f ± %.3f | — | — | — | — | — |"
+      % (first["ppl"], first["ppl_stderr"]))
+for name, options, numerics, r, ref, secs, size in rows:
+    print("| %s (`%s`) | %s | %.3f ± %.3f | %+.2f %% ± %.2f | %.5f | %.4f ± %.4f | %.2f MB | %.2f s |"
+          % (name, options.replace(src, ""), numerics, r["ppl"], r["ppl_stderr"],
+             ref["ppl_change_percent"], ref["ln_ppl_ratio_stderr"] * 100,
+             ref["mean_kl"], ref["top1_agreement"],
+             ref["top1_agreement_stderr"], size / 1e6, secs))
+EOF
