@@ -24,6 +24,14 @@ public:
   /// writes it only after sync().
   virtual float *window() = 0;
   virtual size_t windowWords() const = 0;
+  /// Called once, before the first step, with the bundle's weights section
+  /// (the static weight records). A device whose NPU reads DDR keeps the
+  /// section where the NPU can stream it, so pushWeights() of a record inside
+  /// it copies nothing. False (with the reason) when it cannot.
+  virtual bool keepWeightsResident(const uint8_t *section, size_t bytes,
+                                   std::string *error) {
+    return true;
+  }
   /// Queues weight bytes for the next GEMV/GEMM; they stay valid until the
   /// segment ends.
   virtual void pushWeights(const uint8_t *data, size_t bytes) = 0;

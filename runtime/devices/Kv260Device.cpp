@@ -7,6 +7,7 @@
 #include "hw/support/Format.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -180,6 +181,7 @@ Kv260Device::create(std::unique_ptr<RegisterWindow> regs,
   d->options_ = options;
   d->shadow_.assign(options.windowWords * 8, 0.0f);
   d->stagingOffset_ = (windowBytes + 4095) / 4096 * 4096;
+  d->stagingEnd_ = d->dma_->size();
   if (!d->waitIdle(error))
     return nullptr;
   d->regs_->write64(kv260::kRegWindowBase, d->dma_->physical());
@@ -202,13 +204,59 @@ bool Kv260Device::waitIdle(std::string *error) {
   return false;
 }
 
+bool Kv260Device::keepWeightsResident(const uint8_t *section, size_t bytes,
+                                      std::string *error) {
+  if (!section || bytes == 0)
+    return true;
+  const size_t size = dma_->size();
+  const size_t need = stagingOffset_ + options_.minStagingBytes + bytes;
+  if (bytes > size || need > size) {
+    const double mib = 1.0 / (1 << 20);
+    *error = formatString(
+        "the weights section (%.1f MiB) does not fit the DMA buffer: the "
+        "host window and staging take %.1f MiB of its %.1f MiB; configure "
+        "u-dma-buf with at least %.0f MiB (docs/kv260.md, memory budget)",
+        double(bytes) * mib,
+        double(stagingOffset_ + options_.minStagingBytes) * mib,
+        double(size) * mib, std::ceil(double(need) * mib));
+    return false;
+  }
+  // At the end of the buffer, page aligned; staging keeps what is before.
+  residentOffset_ = (size - bytes) / 4096 * 4096;
+  if (residentOffset_ < stagingOffset_ + options_.minStagingBytes) {
+    *error = "the weights section does not fit the DMA buffer at a page "
+             "boundary";
+    return false;
+  }
+  std::memcpy(dma_->data() + residentOffset_, section, bytes);
+  dma_->flush(residentOffset_, bytes);
+  residentSource_ = section;
+  residentBytes_ = bytes;
+  stagingEnd_ = residentOffset_;
+  return true;
+}
+
 void Kv260Device::pushWeights(const uint8_t *data, size_t bytes) {
   pendingWeights_.push_back({data, bytes});
 }
 
 bool Kv260Device::flushPendingWeights(std::string *error) {
   for (auto &[data, bytes] : pendingWeights_) {
-    size_t capacity = dma_->size() - stagingOffset_;
+    // A record of the resident section streams from where it lies.
+    const uintptr_t at = reinterpret_cast<uintptr_t>(data),
+                    base = reinterpret_cast<uintptr_t>(residentSource_);
+    if (residentSource_ && at >= base && bytes <= residentBytes_ &&
+        at - base <= residentBytes_ - bytes) {
+      // One weight-stream command at a time (this register protocol has no
+      // queue): the previous transfer must have been taken.
+      if (!waitIdle(error))
+        return false;
+      regs_->write64(kv260::kRegWeightAddr,
+                     dma_->physical() + residentOffset_ + (at - base));
+      regs_->write64(kv260::kRegWeightBytes, bytes);
+      continue;
+    }
+    size_t capacity = stagingEnd_ - stagingOffset_;
     if (bytes > capacity) {
       *error = "a weight record of " + std::to_string(bytes) +
                " bytes exceeds the DMA staging area of " +

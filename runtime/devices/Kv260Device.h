@@ -12,8 +12,11 @@
 //   0x020  weight stream: source physical address (project convention)
 //   0x028  weight stream: byte count; writing it starts the transfer
 //
-// The host window lives in the DMA buffer as BF16 lanes; the driver works
-// on a float copy and converts around each MEMCPY. Every word is decoded and
+// The DMA buffer holds the host window (BF16 lanes; the driver works on a
+// float copy and converts around each MEMCPY), a staging area for weight
+// records made at run time, and, at its end, the bundle's weights section,
+// copied once when the model is opened: a GEMV streams its record from
+// where it lies (docs/kv260.md, "Memory budget"). Every word is decoded and
 // checked, and every host-window range a MEMCPY touches is bounds-checked,
 // before anything reaches the hardware.
 //
@@ -94,6 +97,9 @@ std::unique_ptr<DmaBuffer> openUdmabuf(const std::string &name,
 struct Kv260Options {
   size_t windowWords = size_t(machine::host_window_words); ///< MEMCPY host window
   uint64_t pollLimit = 10000000; ///< status reads before a timeout
+  /// DMA bytes kept for records made at run time (attention scores) when
+  /// the weights section is resident.
+  size_t minStagingBytes = size_t(1) << 20;
 };
 
 class Kv260Device : public Device {
@@ -107,6 +113,8 @@ public:
   const char *name() const override { return "kv260"; }
   float *window() override { return shadow_.data(); }
   size_t windowWords() const override { return options_.windowWords; }
+  bool keepWeightsResident(const uint8_t *section, size_t bytes,
+                           std::string *error) override;
   void pushWeights(const uint8_t *data, size_t bytes) override;
   bool issue(uint64_t word, uint64_t index, std::string *error) override;
   bool sync(std::string *error) override;
@@ -122,6 +130,12 @@ private:
   Kv260Options options_;
   std::vector<float> shadow_;
   size_t stagingOffset_ = 0, stagingUsed_ = 0;
+  /// Where the DMA buffer's staging area ends (the resident weights start).
+  size_t stagingEnd_ = 0;
+  /// The resident weights section: its bytes in the bundle mapping and its
+  /// copy at residentOffset_ of the DMA buffer.
+  const uint8_t *residentSource_ = nullptr;
+  size_t residentBytes_ = 0, residentOffset_ = 0;
   std::vector<std::pair<const uint8_t *, size_t>> pendingWeights_;
   /// The fmap_shape entries this device has set (MEMCPY extents).
   std::array<std::pair<bool, std::array<uint16_t, 3>>, 64> fmap_{};

@@ -194,6 +194,12 @@ int32_t Model::bosToken() const {
                                                         : -1;
 }
 
+const uint8_t *Model::weightsSection(size_t *bytes) const {
+  const bundle::SectionInfo *s = bundle_->find("weights");
+  *bytes = s ? size_t(s->size) : 0;
+  return s ? bundle_->data(*s) : nullptr;
+}
+
 const uint8_t *Model::tokenizer(size_t *bytes) const {
   const bundle::SectionInfo *s = bundle_->find("tokenizer");
   if (!s) {

@@ -103,6 +103,8 @@ public:
   int64_t maxPositions() const { return maxPositions_; }
   std::vector<int32_t> eosTokens() const;
   int32_t bosToken() const;
+  /// The weights section (every static weight record), or null.
+  const uint8_t *weightsSection(size_t *bytes) const;
   /// The embedded tokenizer model, or null.
   const uint8_t *tokenizer(size_t *bytes) const;
 

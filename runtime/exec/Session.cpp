@@ -73,6 +73,13 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
     return program.section + " at position " + std::to_string(position_) +
            ": " + what;
   };
+  if (!weightsResident_) {
+    size_t bytes = 0;
+    const uint8_t *section = model_.weightsSection(&bytes);
+    if (!device_->keepWeightsResident(section, bytes, error))
+      return false;
+    weightsResident_ = true;
+  }
   // Patch fields in place: each site's field is located already.
   for (const PatchSite &p : program.patches) {
     const int64_t value =

@@ -60,6 +60,9 @@ private:
   std::deque<std::vector<uint8_t>> dynamic_, inFlight_;
   host::HostContext context_;
   std::vector<float> stepLogits_;
+  /// Whether the device was given the weights section (before the first
+  /// step, so a device that cannot keep it says so before any work).
+  bool weightsResident_ = false;
   int64_t position_ = 0;
   SessionStats stats_;
 };

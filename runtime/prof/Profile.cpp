@@ -468,13 +468,16 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
         ref.kind == exec::WeightRef::Kind::Static ? ref.bytes : record;
     out_->counts.weightBytes += bytes;
     pending_.push_back(bytes);
-    // flushPendingWeights: per record, wait for the NPU, copy it into the
-    // DMA staging area, write its address and size.
+    // flushPendingWeights: per record, wait for the NPU and write its
+    // address and size; a record made at run time (attention scores) is
+    // first copied into the DMA staging area, a static one streams from the
+    // resident weights section (copied once when the model is opened).
     for (uint64_t b : pending_) {
-      waitIdle("staging wait before " + what);
-      tl().host(mbpsNs(double(b), p_.dma_buffer_write_mb_per_s),
-                "runtime_copy:weight_staging",
-                "weight record copy for " + what);
+      waitIdle("weight stream wait before " + what);
+      if (ref.kind != exec::WeightRef::Kind::Static)
+        tl().host(mbpsNs(double(b), p_.dma_buffer_write_mb_per_s),
+                  "runtime_copy:weight_staging",
+                  "weight record copy for " + what);
       hostNs += 4 * p_.axil_write_ns;
     }
     pending_.clear();

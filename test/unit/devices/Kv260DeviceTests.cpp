@@ -127,6 +127,7 @@ struct Fixture {
     Kv260Options options;
     options.windowWords = 64;
     options.pollLimit = pollLimit;
+    options.minStagingBytes = 4096;
     device = Kv260Device::create(std::make_unique<FakeRegisters>(board, 0x1000),
                                  std::make_unique<FakeDma>(memory), options,
                                  &error);
@@ -378,6 +379,67 @@ TEST(Kv260Device, EveryQueuedRecordIsStreamedInOrder) {
   ASSERT_TRUE(f.device->issue(gemm, 1, &f.error)) << f.error;
   EXPECT_EQ(f.board.writes, issueWrites(gemm));
   EXPECT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+}
+
+TEST(Kv260Device, ResidentRecordsStreamFromWhereTheyLie) {
+  // 4 KiB window page, 4 KiB staging, then the 8 KiB section at the end.
+  Fixture f(20480);
+  ASSERT_NE(f.device, nullptr);
+  std::vector<uint8_t> section(8192);
+  for (size_t i = 0; i < section.size(); ++i)
+    section[i] = uint8_t(i * 13 + 5);
+  ASSERT_TRUE(f.device->keepWeightsResident(section.data(), section.size(),
+                                            &f.error))
+      << f.error;
+  EXPECT_EQ(std::vector<uint8_t>(f.memory.bytes.begin() + 12288,
+                                 f.memory.bytes.end()),
+            section);
+  // A record inside the section: its address in the buffer, nothing copied.
+  f.board.writes.clear();
+  std::vector<uint8_t> staging(f.memory.bytes.begin() + 4096,
+                               f.memory.bytes.begin() + 8192);
+  f.device->pushWeights(section.data() + 1000, 300);
+  uint64_t gemv = word(isa::Instruction(isa::Opcode::Gemv));
+  ASSERT_TRUE(f.device->issue(gemv, 0, &f.error)) << f.error;
+  const uint64_t at = kPhys + 12288 + 1000;
+  std::vector<Write> expected = {{0x020, uint32_t(at)},
+                                 {0x024, uint32_t(at >> 32)},
+                                 {0x028, 300},
+                                 {0x02C, 0}};
+  for (const Write &w : issueWrites(gemv))
+    expected.push_back(w);
+  EXPECT_EQ(f.board.writes, expected);
+  EXPECT_EQ(std::vector<uint8_t>(f.memory.bytes.begin() + 4096,
+                                 f.memory.bytes.begin() + 8192),
+            staging);
+  // A record made at run time is still staged, before the section.
+  f.board.writes.clear();
+  std::vector<uint8_t> scores(64, 0x77);
+  f.device->pushWeights(scores.data(), scores.size());
+  ASSERT_TRUE(f.device->issue(gemv, 1, &f.error)) << f.error;
+  EXPECT_EQ(f.board.writes[0], (Write{0x020, uint32_t(kPhys + 4096)}));
+  EXPECT_EQ(f.memory.bytes[4096], 0x77);
+  // A record reaching past the section's end is not taken for resident.
+  f.board.writes.clear();
+  f.device->pushWeights(section.data() + 8000, 300);
+  ASSERT_TRUE(f.device->issue(gemv, 2, &f.error)) << f.error;
+  EXPECT_EQ(f.board.writes[0], (Write{0x020, uint32_t(kPhys + 4096)}));
+  EXPECT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+}
+
+TEST(Kv260Device, ASectionTooBigForTheBufferIsRefusedAtOpen) {
+  Fixture f(16384);
+  ASSERT_NE(f.device, nullptr);
+  std::vector<uint8_t> section(12288);
+  EXPECT_FALSE(f.device->keepWeightsResident(section.data(), section.size(),
+                                             &f.error));
+  EXPECT_NE(f.error.find("the weights section (0.0 MiB) does not fit the DMA "
+                         "buffer"),
+            std::string::npos)
+      << f.error;
+  EXPECT_NE(f.error.find("configure u-dma-buf with at least 1 MiB"),
+            std::string::npos)
+      << f.error;
 }
 
 TEST(Kv260Device, WeightStreamErrors) {
