@@ -19,6 +19,105 @@ bool fail(std::string *error, const std::string &path,
   return false;
 }
 
+/// Prepares one program of the manifest: words decoded, weight records
+/// resolved, host calls bound, sync points placed, patch fields located.
+bool prepareProgram(const bundle::Bundle &b, const std::string &path,
+                    const bundle::ModelManifest &manifest,
+                    const bundle::ProgramEntry &entry,
+                    const host::BindTables &tables, const uint8_t *weights,
+                    std::unique_ptr<Program> &out, std::string *error) {
+  const std::string &section = entry.section;
+  const bundle::SectionInfo *s = b.find(section);
+  auto p = std::make_unique<Program>();
+  p->section = section;
+  p->rows = entry.rows;
+  const size_t wordCount = bundle::Bundle::wordCount(*s);
+  if (wordCount > UINT32_MAX) {
+    return fail(error, path, section + ": more words than a program may hold");
+  }
+  for (size_t i = 0; i < wordCount; ++i) {
+    uint64_t word = b.word(*s, i);
+    isa::Instruction inst;
+    std::string why;
+    if (!isa::decode(word, inst, &why)) {
+      return fail(error, path,
+                  section + " word " + std::to_string(i) + ": " + why);
+    }
+    p->words.push_back(word);
+  }
+  p->weights.resize(p->words.size());
+  for (const bundle::WeightUse &u : entry.weights) {
+    WeightRef &ref = p->weights[size_t(u.index)];
+    if (u.dynamic) {
+      ref.kind = WeightRef::Kind::Dynamic;
+    } else {
+      ref.kind = WeightRef::Kind::Static;
+      ref.data = weights + u.offset;
+      ref.bytes = u.bytes;
+    }
+  }
+  for (const bundle::SegmentEntry &seg : manifest.segments) {
+    if (seg.program != section)
+      continue;
+    Segment sg;
+    sg.name = seg.name;
+    sg.begin = uint32_t(seg.begin);
+    sg.end = uint32_t(seg.end);
+    // Host ops (each after the sync scheduled right before it), then the
+    // other syncs, which follow the host ops of their word.
+    for (const bundle::HostOpEntry &op : seg.hostOps) {
+      if (op.sync)
+        sg.events.push_back({Event::Kind::Sync, uint32_t(op.at), 0});
+      host::BoundCall call;
+      std::string why;
+      if (!host::bindCall(op.kernel, op.params, tables, &call, &why)) {
+        return fail(error, path, section + " segment " + seg.name + ": " + why);
+      }
+      sg.events.push_back(
+          {Event::Kind::Host, uint32_t(op.at), uint32_t(p->calls.size())});
+      p->calls.push_back(std::move(call));
+      p->callKernels.push_back(op.kernel);
+    }
+    for (uint64_t at : seg.syncs) {
+      auto pos =
+          std::upper_bound(sg.events.begin(), sg.events.end(), uint32_t(at),
+                           [](uint32_t v, const Event &e) { return v < e.at; });
+      sg.events.insert(pos, {Event::Kind::Sync, uint32_t(at), 0});
+    }
+    p->segments.push_back(std::move(sg));
+  }
+  for (const bundle::PatchPoint &pp : manifest.patchPoints) {
+    if (pp.program != section)
+      continue;
+    PatchSite site;
+    isa::Instruction inst;
+    isa::Field field;
+    std::string why;
+    if (pp.index >= p->words.size() ||
+        !isa::decode(p->words[size_t(pp.index)], inst, &why) ||
+        !isa::lookupField(inst.format(), pp.field, field) ||
+        !bundle::parsePatchSource(pp.value.c_str(), &site.source) ||
+        pp.delta < 0 || pp.delta >= p->rows) {
+      fail(error, path,
+           section + ": patch point of word " + std::to_string(pp.index) +
+               " is invalid");
+      return false;
+    }
+    const isa::FieldInfo &f = isa::fieldInfo(field);
+    site.word = uint32_t(pp.index);
+    site.lo = f.lo;
+    site.maxValue = f.maxValue();
+    site.scale = pp.scale;
+    site.offset = pp.offset;
+    site.delta = pp.delta;
+    site.window = pp.window;
+    site.field = field;
+    p->patches.push_back(site);
+  }
+  out = std::move(p);
+  return true;
+}
+
 } // namespace
 
 std::unique_ptr<Model> Model::load(const std::string &path,
@@ -72,96 +171,10 @@ std::unique_ptr<Model> Model::load(const std::string &path,
   const host::BindTables tables{&m->tensors_, &m->gathers_, &m->cacheIndex_};
 
   for (const bundle::ProgramEntry &entry : manifest.programs) {
-    const std::string &section = entry.section;
-    const bundle::SectionInfo *s = b.find(section);
-    auto p = std::make_unique<Program>();
-    p->section = section;
-    p->rows = entry.rows;
-    const size_t wordCount = bundle::Bundle::wordCount(*s);
-    if (wordCount > UINT32_MAX) {
-      fail(error, path, section + ": more words than a program may hold");
+    std::unique_ptr<Program> p;
+    if (!prepareProgram(b, path, manifest, entry, tables, weights, p, error))
       return nullptr;
-    }
-    for (size_t i = 0; i < wordCount; ++i) {
-      uint64_t word = b.word(*s, i);
-      isa::Instruction inst;
-      std::string why;
-      if (!isa::decode(word, inst, &why)) {
-        fail(error, path, section + " word " + std::to_string(i) + ": " + why);
-        return nullptr;
-      }
-      p->words.push_back(word);
-    }
-    p->weights.resize(p->words.size());
-    for (const bundle::WeightUse &u : entry.weights) {
-      WeightRef &ref = p->weights[size_t(u.index)];
-      if (u.dynamic) {
-        ref.kind = WeightRef::Kind::Dynamic;
-      } else {
-        ref.kind = WeightRef::Kind::Static;
-        ref.data = weights + u.offset;
-        ref.bytes = u.bytes;
-      }
-    }
-    for (const bundle::SegmentEntry &seg : manifest.segments) {
-      if (seg.program != section)
-        continue;
-      Segment sg;
-      sg.name = seg.name;
-      sg.begin = uint32_t(seg.begin);
-      sg.end = uint32_t(seg.end);
-      // Host ops (each after the sync scheduled right before it), then the
-      // other syncs, which follow the host ops of their word.
-      for (const bundle::HostOpEntry &op : seg.hostOps) {
-        if (op.sync)
-          sg.events.push_back({Event::Kind::Sync, uint32_t(op.at), 0});
-        host::BoundCall call;
-        std::string why;
-        if (!host::bindCall(op.kernel, op.params, tables, &call, &why)) {
-          fail(error, path, section + " segment " + seg.name + ": " + why);
-          return nullptr;
-        }
-        sg.events.push_back(
-            {Event::Kind::Host, uint32_t(op.at), uint32_t(p->calls.size())});
-        p->calls.push_back(std::move(call));
-        p->callKernels.push_back(op.kernel);
-      }
-      for (uint64_t at : seg.syncs) {
-        auto pos = std::upper_bound(
-            sg.events.begin(), sg.events.end(), uint32_t(at),
-            [](uint32_t v, const Event &e) { return v < e.at; });
-        sg.events.insert(pos, {Event::Kind::Sync, uint32_t(at), 0});
-      }
-      p->segments.push_back(std::move(sg));
-    }
-    for (const bundle::PatchPoint &pp : manifest.patchPoints) {
-      if (pp.program != section)
-        continue;
-      PatchSite site;
-      isa::Instruction inst;
-      isa::Field field;
-      std::string why;
-      if (pp.index >= p->words.size() ||
-          !isa::decode(p->words[size_t(pp.index)], inst, &why) ||
-          !isa::lookupField(inst.format(), pp.field, field) ||
-          !bundle::parsePatchSource(pp.value.c_str(), &site.source) ||
-          pp.delta < 0 || pp.delta >= p->rows) {
-        fail(error, path,
-             section + ": patch point of word " + std::to_string(pp.index) +
-                 " is invalid");
-        return nullptr;
-      }
-      const isa::FieldInfo &f = isa::fieldInfo(field);
-      site.word = uint32_t(pp.index);
-      site.lo = f.lo;
-      site.maxValue = f.maxValue();
-      site.scale = pp.scale;
-      site.offset = pp.offset;
-      site.delta = pp.delta;
-      site.window = pp.window;
-      site.field = field;
-      p->patches.push_back(site);
-    }
+    const std::string &section = entry.section;
     if (p->rows == 1 && section == "program.decode")
       m->decode_ = std::move(p);
     else if (section == "program.prefill")
