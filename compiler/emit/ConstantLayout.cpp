@@ -77,7 +77,8 @@ bool ConstantLayout::streamHostTensors(bundle::SectionSink &sink,
 }
 
 bool ConstantLayout::streamGathers(
-    bundle::SectionSink &sink, const std::function<void(uint64_t)> &progress,
+    bundle::SectionSink &sink,
+    const std::function<void(uint64_t, size_t)> &progress,
     std::string *error) const {
   uint64_t done = 0;
   for (size_t t = 0; t < gathers_.size(); ++t) {
@@ -98,7 +99,7 @@ bool ConstantLayout::streamGathers(
       if (!sink.write(pad))
         return false;
       done += written + pad.size();
-      progress(done);
+      progress(done, t + 1);
       continue;
     }
     DictionaryAttr inner = g.recipe.getAs<DictionaryAttr>("quantize");
@@ -123,7 +124,7 @@ bool ConstantLayout::streamGathers(
         written += packed.size();
       }
       done += uint64_t(n * rowBytes);
-      progress(done);
+      progress(done, t);
     }
     std::vector<uint8_t> pad(hw::pad16(written) - written, 0);
     size_t scaleBytes = scales.size() * 4;

@@ -37,9 +37,10 @@ public:
   uint64_t gatherBytes() const { return gatherBytes_; }
 
   bool streamHostTensors(bundle::SectionSink &sink, std::string *error) const;
-  /// `progress` receives the bytes written so far in this section.
+  /// `progress` receives the bytes written so far in this section and the
+  /// number of tables done.
   bool streamGathers(bundle::SectionSink &sink,
-                     const std::function<void(uint64_t)> &progress,
+                     const std::function<void(uint64_t, size_t)> &progress,
                      std::string *error) const;
 
 private:

@@ -67,9 +67,12 @@ bool emitBundle(ModuleOp module, const std::string &path,
   const uint64_t weightBytes = weights.bytes(),
                  hostBytes = constants.hostBytes(),
                  totalBytes = weightBytes + hostBytes + constants.gatherBytes();
-  auto progress = [&](uint64_t done) {
+  const size_t items = weights.records().size() +
+                       constants.hostTensors().size() +
+                       constants.gathers().size();
+  auto progress = [&](uint64_t done, size_t item) {
     if (options.progress)
-      options.progress(done, totalBytes);
+      options.progress(done, totalBytes, std::min(item, items), items);
   };
   if (!writer.addStreamedSection(
           "weights", bundle::SectionKind::Weights,
@@ -82,7 +85,8 @@ bool emitBundle(ModuleOp module, const std::string &path,
           [&](bundle::SectionSink &sink, std::string *err) {
             if (!constants.streamHostTensors(sink, err))
               return false;
-            progress(weightBytes + hostBytes);
+            progress(weightBytes + hostBytes,
+                     weights.records().size() + constants.hostTensors().size());
             return true;
           },
           error) ||
@@ -91,8 +95,10 @@ bool emitBundle(ModuleOp module, const std::string &path,
           [&](bundle::SectionSink &sink, std::string *err) {
             return constants.streamGathers(
                 sink,
-                [&](uint64_t done) {
-                  progress(weightBytes + hostBytes + done);
+                [&](uint64_t done, size_t table) {
+                  progress(weightBytes + hostBytes + done,
+                           weights.records().size() +
+                               constants.hostTensors().size() + table);
                 },
                 err);
           },

@@ -30,8 +30,11 @@ struct EmitOptions {
   /// The checkpoint's chat template (Jinja text), stored verbatim under the
   /// manifest key "chat_template" when not empty.
   std::string chatTemplate;
-  /// Called while the weights are written: bytes done, bytes total.
-  std::function<void(uint64_t, uint64_t)> progress;
+  /// Called while the weights are written: bytes done and total, and the
+  /// tensor (weight record, host tensor or gather table) being written,
+  /// 1-based, of how many.
+  std::function<void(uint64_t done, uint64_t total, size_t item, size_t items)>
+      progress;
 };
 
 /// Module attribute holding the compile options (a dictionary: max_seq_len,

@@ -56,12 +56,13 @@ std::vector<bundle::WeightRecordEntry> WeightPlan::table() const {
 }
 
 bool WeightPlan::stream(bundle::SectionSink &sink,
-                        const std::function<void(uint64_t)> &progress,
+                        const std::function<void(uint64_t, size_t)> &progress,
                         std::string *error) const {
   std::vector<float> scales, buf;
   std::vector<int8_t> codes;
   std::vector<uint8_t> bytes;
   uint64_t done = 0;
+  size_t count = 0;
   for (const Record &r : records_) {
     DictionaryAttr inner = r.recipe.getAs<DictionaryAttr>("quantize");
     hw::QuantScheme scheme;
@@ -90,7 +91,7 @@ bool WeightPlan::stream(bundle::SectionSink &sink,
     if (!sink.write(bytes))
       return false;
     done += bytes.size();
-    progress(done);
+    progress(done, ++count);
   }
   return true;
 }

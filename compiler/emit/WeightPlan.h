@@ -49,9 +49,10 @@ public:
   /// The weight table of the manifest.
   std::vector<bundle::WeightRecordEntry> table() const;
 
-  /// Writes every record: scales, then packed rows.
+  /// Writes every record: scales, then packed rows. `progress` receives the
+  /// bytes written so far and the number of records done.
   bool stream(bundle::SectionSink &sink,
-              const std::function<void(uint64_t)> &progress,
+              const std::function<void(uint64_t, size_t)> &progress,
               std::string *error) const;
 
 private:

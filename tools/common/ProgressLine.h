@@ -38,12 +38,13 @@ public:
     show(detail, firstStep_);
     firstStep_ = false;
   }
-  /// Bytes of the current stage written so far, with rate and time left.
-  void bytes(uint64_t done, uint64_t total) {
+  /// Bytes of the current stage written so far, with rate and time left;
+  /// `prefix` names the item being written ("tensor 3 of 120").
+  void bytes(uint64_t done, uint64_t total, const std::string &prefix = "") {
     double seconds =
         std::chrono::duration<double>(Clock::now() - start_).count();
     double rate = seconds > 0 ? double(done) / seconds : 0;
-    std::string detail = pccx::formatString(
+    std::string detail = prefix + pccx::formatString(
         "%.1f / %.1f MiB (%d%%)", double(done) / (1 << 20),
         double(total) / (1 << 20), total ? int(100 * done / total) : 100);
     if (rate > 0) {

@@ -379,14 +379,21 @@ int main(int argc, char **argv) {
       return fail(error);
     progress.stage(3, "writing " + outputFile);
     uint64_t totalBytes = 0;
-    emitOptions.progress = [&](uint64_t done, uint64_t total) {
+    size_t totalItems = 0;
+    auto tensorOf = [](size_t item, size_t items) {
+      return "tensor " + std::to_string(item) + " of " +
+             std::to_string(items) + ", ";
+    };
+    emitOptions.progress = [&](uint64_t done, uint64_t total, size_t item,
+                               size_t items) {
       totalBytes = total;
-      progress.bytes(done, total);
+      totalItems = items;
+      progress.bytes(done, total, tensorOf(item, items));
     };
     mlir::TimingScope emitTiming = timing.nest("EmitBundle");
     bool emitted = pccx::emitBundle(*module, outputFile, emitOptions, &error);
     if (emitted) // the last section's padding is not reported
-      progress.bytes(totalBytes, totalBytes);
+      progress.bytes(totalBytes, totalBytes, tensorOf(totalItems, totalItems));
     progress.finish();
     if (!emitted)
       return fail(error);
