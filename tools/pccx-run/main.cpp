@@ -8,11 +8,13 @@
 
 #include "compiler/import/Gemma3nConfig.h"
 #include "compiler/reference/BundleWeights.h"
+#include "hw/support/OutputFile.h"
 #include "runtime/app/ChatConsole.h"
 #include "runtime/app/Generate.h"
-#include "runtime/devices/Devices.h"
 #include "runtime/app/Tokenizer.h"
+#include "runtime/devices/Devices.h"
 #include "tools/common/CommandLine.h"
+#include "tools/common/GuardedMain.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -134,7 +136,7 @@ json toJson(const Agreement &g) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
   std::string bundlePath, prompt, tokensText, dumpPath, referenceDir,
       stopText, device = "sim", numerics = "hardware", uioName = "pccx",
       udmabuf = "udmabuf0";
@@ -336,17 +338,9 @@ int main(int argc, char **argv) {
   }
 
   if (!dumpPath.empty()) {
-    std::string tmp = dumpPath + ".tmp";
-    std::FILE *f = std::fopen(tmp.c_str(), "wb");
-    if (!f)
-      return fail(tmp + ": " + std::strerror(errno));
-    bool ok = std::fwrite(result.logits.data(), 4, result.logits.size(), f) ==
-              result.logits.size();
-    ok = std::fclose(f) == 0 && ok;
-    if (!ok || std::rename(tmp.c_str(), dumpPath.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      return fail(dumpPath + ": cannot write");
-    }
+    if (!pccx::writeOutputFile(dumpPath, result.logits.data(),
+                               result.logits.size() * sizeof(float), &error))
+      return fail(error);
     std::cerr << "wrote " << rows << " logit rows to " << dumpPath << "\n";
   }
 
@@ -431,4 +425,8 @@ int main(int argc, char **argv) {
     std::cout << out.dump() << "\n";
   }
   return 0;
+}
+
+int main(int argc, char **argv) {
+  return pccx::tools::guardedMain("pccx-run", [&] { return run(argc, argv); });
 }
