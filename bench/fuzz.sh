@@ -18,8 +18,9 @@ targets=${FUZZ_TARGETS:-"safetensors shard-index config isa asm bundle"}
 mkdir -p "$out"
 status=0
 printf '%-12s %8s %12s %10s %8s %s\n' target seconds executions exec/s corpus findings
+
 for t in $targets; do
-  bin=$build/test/fuzz/fuzz-$t
+  bin=$build/bin/fuzz-$t
   [ -x "$bin" ] || { echo "missing $bin (make fuzz-build)" >&2; exit 2; }
   corpus=$out/corpus-$t
   mkdir -p "$corpus" "$out/findings-$t"

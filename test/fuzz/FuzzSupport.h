@@ -16,9 +16,10 @@
 
 namespace pccx::fuzz {
 
-/// A directory that lives as long as the process.
+/// A directory that lives as long as the process (the string is never
+/// destroyed: the exit handler that removes the directory reads it).
 inline const std::string &scratchDir() {
-  static const std::string dir = [] {
+  static const std::string &dir = *new std::string([] {
     std::string base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     std::string tmpl = base + "/pccx-fuzz-XXXXXX";
     if (!mkdtemp(&tmpl[0]))
@@ -28,7 +29,7 @@ inline const std::string &scratchDir() {
       (void)!std::system(cmd.c_str());
     });
     return tmpl;
-  }();
+  }());
   return dir;
 }
 

@@ -1,5 +1,6 @@
 //===- SupportTests.cpp - checked arithmetic and output files -------------===//
 
+#include "hw/abi/HostAbi.h"
 #include "hw/support/CheckedMath.h"
 #include "hw/support/OutputFile.h"
 
@@ -35,6 +36,15 @@ TEST(CheckedMath, RefusesWhatWouldWrap) {
   EXPECT_FALSE(rangeInside(UINT64_MAX, 2, 16));
   EXPECT_FALSE(arrayInside(0, uint64_t(1) << 40, uint64_t(1) << 24, 64));
   EXPECT_TRUE(arrayInside(16, 12, 4, 64));
+}
+
+TEST(CheckedMath, HostRegionSpanCannotWrap) {
+  // (rows - 1) * stride = (2^40 - 1) * 2^40 does not fit 64 bits.
+  const int64_t big = int64_t(1) << 40;
+  pccx::abi::HostRegion r{0, 8, big, big};
+  EXPECT_NE(r.check(big).find("reaches past the host window"),
+            std::string::npos);
+  EXPECT_EQ((pccx::abi::HostRegion{0, 8, 4, 2}).check(big), "");
 }
 
 namespace {
