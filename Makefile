@@ -73,7 +73,7 @@ test: build runtime-only
 FUZZ_BUILD_DIR ?= $(BUILD_DIR)-fuzz
 FUZZ_SECONDS ?= 30
 SANITIZE_FLAGS := -fsanitize=address,undefined -fsanitize=float-cast-overflow \
-	-fno-sanitize-recover=all -fno-omit-frame-pointer
+	-fno-sanitize-recover=all -fno-omit-frame-pointer -g1
 $(FUZZ_BUILD_DIR)/build.ninja:
 	CC=clang-19 CXX=clang++-19 cmake -G Ninja -S . -B $(FUZZ_BUILD_DIR) \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCCX_RUNTIME_ONLY=ON -DPCCX_FUZZ=ON \
@@ -94,7 +94,7 @@ fuzz-smoke: fuzz-build
 # The whole suite built with ASan + UBSan (float-cast-overflow included).
 SANITIZE_BUILD_DIR ?= $(BUILD_DIR)-sanitize
 $(SANITIZE_BUILD_DIR)/build.ninja:
-	cmake -G Ninja -S . -B $(SANITIZE_BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	cmake -G Ninja -S . -B $(SANITIZE_BUILD_DIR) -DCMAKE_BUILD_TYPE=Release \
 	  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir -DLLVM_DIR=$(LLVM_PREFIX)/lib/cmake/llvm \
 	  -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" \
 	  -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" \

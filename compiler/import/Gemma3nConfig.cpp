@@ -456,10 +456,13 @@ bool Gemma3nTextConfig::validate(std::string *error,
                   "is " + num(s) + "; it must be in [0, 1)");
   }
 
+  // The compiler computes in float: a value above FLT_MAX would become
+  // infinity (whichever spelling of the field it was read from).
   auto positiveReal = [&](const std::string &field, double value) {
-    if (std::isfinite(value) && value > 0.0)
+    if (std::isfinite(value) && value > 0.0 && value <= double(FLT_MAX))
       return true;
-    return fail(field, "must be a positive number, got " + num(value));
+    return fail(field, "must be a positive number a 32-bit float holds, got " +
+                           num(value));
   };
   if (!positiveReal("rope_parameters.full_attention.rope_theta",
                     rope_theta_full) ||

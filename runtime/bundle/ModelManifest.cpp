@@ -356,8 +356,9 @@ static bool readGathers(Reader &rd, const json &j, const Sizes &size,
     } else if (g.format == "f32") {
       if (g.offset % 4)
         return rd.fail(where, "offset is not a multiple of 4");
-      if (g.rows > kMaxCount / g.cols ||
-          !rd.insideArray(g.offset, uint64_t(g.rows * g.cols), 4, size.gather,
+      if (g.rows > kMaxCount / g.cols)
+        return rd.fail(where, "rows x cols is more than a table may hold");
+      if (!rd.insideArray(g.offset, uint64_t(g.rows * g.cols), 4, size.gather,
                           where, "gather"))
         return false;
     } else {

@@ -3,7 +3,8 @@
 // The libraries return errors as values; an exception reaching main (an
 // allocation a hostile input made huge, a library bug) would otherwise end
 // in std::terminate and abort(). It is reported like any other error:
-// "TOOL: error: ..." and exit status 1.
+// "TOOL: error: ..." and exit status 1. SIGBUS, which a mapped bundle or
+// checkpoint truncated under the process raises, is reported the same way.
 //
 //===----------------------------------------------------------------------===//
 

@@ -207,6 +207,15 @@ TEST_F(ModelManifestTest, RefusesSizesThatWrap) {
                 .find("gather table 'embed.weight': 1099511627776 x 16777216 "
                       "bytes do not fit the gather section"),
             std::string::npos);
+  // An f32 table whose element count is out of range says so.
+  EXPECT_NE(errorOf([](json &j) {
+              json &g = j["gather_tables"]["embed.weight"];
+              g["format"] = "f32";
+              g["cols"] = int64_t(1) << 40;
+            })
+                .find("gather table 'embed.weight': rows x cols is more than a "
+                      "table may hold"),
+            std::string::npos);
   // A recipe factor a float cannot hold is not a recipe.
   EXPECT_NE(errorOf([](json &j) {
               j["weight_table"][0]["recipe"]["quantize"]["factor"] = 1e300;
