@@ -14,19 +14,31 @@ DEB_PACKAGES := cmake ninja-build g++ python3 \
 	libsentencepiece-dev sentencepiece chromium \
 	pkg-config libcpp-httplib-dev curl nodejs npm python3-numpy
 
+# Only for the fuzz and sanitizer targets (not needed by `make test`):
+# Debian's clang with its libFuzzer and sanitizer runtimes.
+FUZZ_DEB_PACKAGES := clang-19 libclang-rt-19-dev
+
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build runtime-only test demo clean
+.PHONY: all deps configure build runtime-only test demo clean \
+	fuzz-deps fuzz-build fuzz-replay fuzz-smoke test-sanitize
 
 all: build
 
+deps:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEB_PACKAGES)"
+
+fuzz-deps:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(FUZZ_DEB_PACKAGES)"
+
 # A package counts as installed when it is, or when an installed package
 # provides it (e.g. a nodejs build that bundles npm).
-deps:
+.PHONY: install-packages
+install-packages:
 	@provided=$$(dpkg-query -W -f='$${Status}|$${Provides}\n' 2>/dev/null | \
 	  sed -n 's/^install ok installed|//p' | tr ',' '\n' | sed 's/ *(.*//; s/^ *//'); \
 	missing=""; \
-	for p in $(DEB_PACKAGES); do \
+	for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || \
 	    echo "$$provided" | grep -qx "$$p" || missing="$$missing $$p"; \
 	done; \
@@ -56,8 +68,46 @@ runtime-only: deps $(RUNTIME_BUILD_DIR)/build.ninja
 test: build runtime-only
 	ninja -C $(BUILD_DIR) -j $(JOBS) check-pccx
 
+# libFuzzer targets (test/fuzz/README.md) in their own clang tree: the
+# runtime and import libraries with ASan and UBSan, no MLIR.
+FUZZ_BUILD_DIR ?= $(BUILD_DIR)-fuzz
+FUZZ_SECONDS ?= 30
+SANITIZE_FLAGS := -fsanitize=address,undefined -fsanitize=float-cast-overflow \
+	-fno-sanitize-recover=all -fno-omit-frame-pointer -g1
+$(FUZZ_BUILD_DIR)/build.ninja:
+	CC=clang-19 CXX=clang++-19 cmake -G Ninja -S . -B $(FUZZ_BUILD_DIR) \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCCX_RUNTIME_ONLY=ON -DPCCX_FUZZ=ON \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link $(SANITIZE_FLAGS)"
+
+fuzz-build: fuzz-deps $(FUZZ_BUILD_DIR)/build.ninja
+	ninja -C $(FUZZ_BUILD_DIR) -j $(JOBS) fuzz-safetensors fuzz-shard-index \
+	  fuzz-config fuzz-isa fuzz-asm fuzz-bundle
+
+# Every target over its committed seed corpus (seconds).
+fuzz-replay: fuzz-build
+	bench/fuzz.sh 0 $(FUZZ_BUILD_DIR)
+
+# Every target for FUZZ_SECONDS from its seeds: no crash, leak or report.
+fuzz-smoke: fuzz-build
+	bench/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BUILD_DIR)
+
+# The whole suite built with ASan + UBSan (float-cast-overflow included).
+SANITIZE_BUILD_DIR ?= $(BUILD_DIR)-sanitize
+$(SANITIZE_BUILD_DIR)/build.ninja:
+	cmake -G Ninja -S . -B $(SANITIZE_BUILD_DIR) -DCMAKE_BUILD_TYPE=Release \
+	  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir -DLLVM_DIR=$(LLVM_PREFIX)/lib/cmake/llvm \
+	  -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" \
+	  -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" \
+	  -DCMAKE_SHARED_LINKER_FLAGS="$(SANITIZE_FLAGS)"
+
+test-sanitize: deps $(SANITIZE_BUILD_DIR)/build.ninja
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ninja -C $(SANITIZE_BUILD_DIR) -j $(JOBS) check-pccx
+
 demo: build
 	tools/demo.sh $(BUILD_DIR)
 
 clean:
-	rm -rf $(BUILD_DIR) $(RUNTIME_BUILD_DIR) demo-out
+	rm -rf $(BUILD_DIR) $(RUNTIME_BUILD_DIR) $(FUZZ_BUILD_DIR) \
+	  $(SANITIZE_BUILD_DIR) demo-out

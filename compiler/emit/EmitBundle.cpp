@@ -30,7 +30,7 @@ bool emitBundle(ModuleOp module, const std::string &path,
 
   bundle::ModelManifest manifest;
   manifest.producer = "pccx-compile";
-  manifest.config = nlohmann::json::parse(checkpoint.config.toJson(-1));
+  manifest.config = checkpoint.config.toJsonValue();
   manifest.compileOptions = options.compileOptions;
 
   // Programs, and the weight records they use in first-use order.

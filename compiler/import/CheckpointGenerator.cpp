@@ -4,6 +4,8 @@
 
 #include "compiler/import/Safetensors.h"
 
+#include "hw/support/OutputFile.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -11,7 +13,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace pccx::import {
 
@@ -81,20 +86,7 @@ Distribution distributionFor(const std::string &name,
 
 bool writeTextFile(const std::string &path, const std::string &text,
                    std::string *error) {
-  std::string tmp = path + ".tmp";
-  std::FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f) {
-    *error = tmp + ": " + std::strerror(errno);
-    return false;
-  }
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = path + ": cannot write: " + std::strerror(errno);
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  return writeOutputFile(path, text.data(), text.size(), error);
 }
 
 } // namespace
@@ -160,6 +152,24 @@ bool generateCheckpoint(const Gemma3nTextConfig &config,
     }
     if (at == std::string::npos)
       break;
+  }
+  // One writer per directory: two runs at once would each leave complete
+  // files, but a mix of both checkpoints. The lock goes with the process.
+  int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirFd < 0) {
+    *error = dir + ": cannot open directory: " + std::strerror(errno);
+    return false;
+  }
+  struct DirLock {
+    int fd;
+    ~DirLock() { ::close(fd); } // releases the flock
+  } lock{dirFd};
+  if (::flock(dirFd, LOCK_EX | LOCK_NB) != 0) {
+    *error = dir + (errno == EWOULDBLOCK
+                        ? ": another process is writing a checkpoint here"
+                        : ": cannot lock directory: " +
+                              std::string(std::strerror(errno)));
+    return false;
   }
 
   // Tensors sorted by name, packed into shards in that order.

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cfloat>
 #include <cmath>
 #include <fstream>
 
@@ -101,7 +102,13 @@ public:
       return true;
     if (!value->is_number())
       return fail(key, "must be a number, got " + value->dump());
-    *out = value->get<double>();
+    // The compiler computes in float: a value float cannot hold would turn
+    // into infinity (and a bundle the runtime refuses) much later.
+    const double v = value->get<double>();
+    if (!std::isfinite(v) || std::fabs(v) > double(FLT_MAX))
+      return fail(key, "is " + value->dump() +
+                           ", outside the range of a 32-bit float");
+    *out = v;
     return true;
   }
 
@@ -379,23 +386,31 @@ bool Gemma3nTextConfig::validate(std::string *error,
     *error = fieldPrefix + field + " " + problem;
     return false;
   };
-  auto positive = [&](const char *field, int64_t value) {
-    if (value > 0)
-      return true;
-    return fail(field, "must be positive, got " + std::to_string(value));
+  // Upper bounds far above any Gemma 3n (vocabulary 262400, hidden 2048
+  // to 2560, 30 to 35 layers) keep every size the compiler derives from them
+  // (products of three such values) inside 64 bits and allocations bounded.
+  auto positive = [&](const char *field, int64_t value, int log2Max) {
+    if (value <= 0)
+      return fail(field, "must be positive, got " + std::to_string(value));
+    if (value > (int64_t(1) << log2Max))
+      return fail(field, "is " + std::to_string(value) +
+                             ", above the limit of 2^" +
+                             std::to_string(log2Max));
+    return true;
   };
-  if (!positive("vocab_size", vocab_size) ||
-      !positive("vocab_size_per_layer_input", vocab_size_per_layer_input) ||
-      !positive("hidden_size", hidden_size) ||
-      !positive("hidden_size_per_layer_input", hidden_size_per_layer_input) ||
-      !positive("num_hidden_layers", num_hidden_layers) ||
-      !positive("num_attention_heads", num_attention_heads) ||
-      !positive("num_key_value_heads", num_key_value_heads) ||
-      !positive("head_dim", head_dim) ||
-      !positive("sliding_window", sliding_window) ||
-      !positive("altup_num_inputs", altup_num_inputs) ||
-      !positive("laurel_rank", laurel_rank) ||
-      !positive("max_position_embeddings", max_position_embeddings))
+  if (!positive("vocab_size", vocab_size, 24) ||
+      !positive("vocab_size_per_layer_input", vocab_size_per_layer_input, 24) ||
+      !positive("hidden_size", hidden_size, 16) ||
+      !positive("hidden_size_per_layer_input", hidden_size_per_layer_input,
+                16) ||
+      !positive("num_hidden_layers", num_hidden_layers, 10) ||
+      !positive("num_attention_heads", num_attention_heads, 10) ||
+      !positive("num_key_value_heads", num_key_value_heads, 10) ||
+      !positive("head_dim", head_dim, 12) ||
+      !positive("sliding_window", sliding_window, 31) ||
+      !positive("altup_num_inputs", altup_num_inputs, 6) ||
+      !positive("laurel_rank", laurel_rank, 14) ||
+      !positive("max_position_embeddings", max_position_embeddings, 31))
     return false;
 
   if (num_attention_heads % num_key_value_heads != 0)
@@ -431,16 +446,23 @@ bool Gemma3nTextConfig::validate(std::string *error,
       return fail("intermediate_size" + index,
                   "must be positive, got " +
                       std::to_string(intermediate_size[i]));
+    if (intermediate_size[i] > (int64_t(1) << 20))
+      return fail("intermediate_size" + index,
+                  "is " + std::to_string(intermediate_size[i]) +
+                      ", above the limit of 2^20");
     double s = activation_sparsity[i];
     if (!(s >= 0.0 && s < 1.0))
       return fail("activation_sparsity_pattern" + index,
                   "is " + num(s) + "; it must be in [0, 1)");
   }
 
+  // The compiler computes in float: a value above FLT_MAX would become
+  // infinity (whichever spelling of the field it was read from).
   auto positiveReal = [&](const std::string &field, double value) {
-    if (std::isfinite(value) && value > 0.0)
+    if (std::isfinite(value) && value > 0.0 && value <= double(FLT_MAX))
       return true;
-    return fail(field, "must be a positive number, got " + num(value));
+    return fail(field, "must be a positive number a 32-bit float holds, got " +
+                           num(value));
   };
   if (!positiveReal("rope_parameters.full_attention.rope_theta",
                     rope_theta_full) ||
@@ -612,6 +634,10 @@ std::string Gemma3nTextConfig::toJson(int indent) const {
   // Replacing invalid UTF-8 (only possible in hidden_activation) keeps this
   // from throwing.
   return j.dump(indent, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+nlohmann::json Gemma3nTextConfig::toJsonValue() const {
+  return json::parse(toJson(-1));
 }
 
 //===----------------------------------------------------------------------===//

@@ -14,6 +14,8 @@
 #ifndef PCCX_COMPILER_IMPORT_GEMMA3NCONFIG_H
 #define PCCX_COMPILER_IMPORT_GEMMA3NCONFIG_H
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -107,6 +109,10 @@ struct Gemma3nTextConfig {
   /// The config as a bare text config.json (model_type gemma3n_text), every
   /// field explicit, RoPE in both the per-type and the legacy spelling.
   std::string toJson(int indent = 2) const;
+  /// The same as a JSON value. Built here, where exceptions are enabled:
+  /// code built without them must not instantiate json::parse (one
+  /// instantiation wins at link time, and a throw there aborts).
+  nlohmann::json toJsonValue() const;
 };
 
 /// Inverse CDF of the standard normal distribution, to double precision.

@@ -607,11 +607,8 @@ std::vector<std::string> Checkpoint::names() const {
 SafetensorsWriter::~SafetensorsWriter() { abandon(); }
 
 void SafetensorsWriter::abandon() {
-  if (out_) {
-    std::fclose(out_);
-    out_ = nullptr;
-    std::remove(tmpPath_.c_str());
-  }
+  file_.abandon();
+  out_ = nullptr;
 }
 
 bool SafetensorsWriter::setMetadata(const std::string &key,
@@ -682,12 +679,9 @@ bool SafetensorsWriter::begin(const std::string &path, std::string *error) {
   }
 
   path_ = path;
-  tmpPath_ = path + ".tmp";
-  out_ = std::fopen(tmpPath_.c_str(), "wb");
-  if (!out_) {
-    *error = tmpPath_ + ": cannot create: " + std::strerror(errno);
+  if (!file_.open(path, error))
     return false;
-  }
+  out_ = file_.stream();
   begun_ = true;
   uint8_t length[8];
   storeLE32(length, static_cast<uint32_t>(text.size()));
@@ -706,7 +700,7 @@ std::vector<std::string> SafetensorsWriter::order() const {
 bool SafetensorsWriter::writeRaw(const void *data, size_t bytes,
                                  std::string *error) {
   if (bytes && std::fwrite(data, 1, bytes, out_) != bytes) {
-    *error = tmpPath_ + ": write failed: " + std::strerror(errno);
+    *error = path_ + ": write failed: " + std::strerror(errno);
     failed_ = true;
     abandon();
     return false;
@@ -717,7 +711,7 @@ bool SafetensorsWriter::writeRaw(const void *data, size_t bytes,
 bool SafetensorsWriter::advanceTo(const std::string &name, uint64_t bytes,
                                   std::string *error) {
   auto fail = [&](const std::string &message) {
-    *error = tmpPath_ + ": tensor " + quote(name) + ": " + message;
+    *error = path_ + ": tensor " + quote(name) + ": " + message;
     return false;
   };
   if (!begun_ || failed_ || !out_) {
@@ -817,7 +811,7 @@ bool SafetensorsWriter::finish(std::string *error) {
   for (; current_ < order_.size(); ++current_, currentDone_ = 0) {
     const Entry &entry = entries_[order_[current_]];
     if (currentDone_ != entry.bytes) {
-      *error = tmpPath_ + ": tensor " + quote(order_[current_]) +
+      *error = path_ + ": tensor " + quote(order_[current_]) +
                " is incomplete: " + std::to_string(currentDone_) + " of " +
                std::to_string(entry.bytes) + " bytes written";
       abandon();
@@ -825,13 +819,8 @@ bool SafetensorsWriter::finish(std::string *error) {
       return false;
     }
   }
-  bool ok = std::fflush(out_) == 0 && ::fsync(fileno(out_)) == 0;
-  ok = (std::fclose(out_) == 0) && ok;
   out_ = nullptr;
-  if (!ok || std::rename(tmpPath_.c_str(), path_.c_str()) != 0) {
-    *error =
-        tmpPath_ + ": cannot complete " + path_ + ": " + std::strerror(errno);
-    std::remove(tmpPath_.c_str());
+  if (!file_.commit(error)) {
     failed_ = true;
     return false;
   }

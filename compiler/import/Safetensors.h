@@ -18,6 +18,8 @@
 #ifndef PCCX_COMPILER_IMPORT_SAFETENSORS_H
 #define PCCX_COMPILER_IMPORT_SAFETENSORS_H
 
+#include "hw/support/OutputFile.h"
+
 #include "hw/numerics/HalfFloat.h"
 
 #include <cstddef>
@@ -187,7 +189,7 @@ private:
   std::map<std::string, std::string> metadata_;
   std::vector<std::string> order_;
   std::string path_;
-  std::string tmpPath_;
+  OutputFile file_; // a unique temp file renamed over path_ by finish()
   std::FILE *out_ = nullptr;
   size_t current_ = 0;       ///< Index in order_ of the tensor being filled.
   uint64_t currentDone_ = 0; ///< Bytes of that tensor written so far.

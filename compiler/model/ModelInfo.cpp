@@ -108,7 +108,7 @@ bool moduleConfig(ModuleOp module, import::Gemma3nTextConfig *config,
 
 Attribute configToAttr(Builder &builder,
                        const import::Gemma3nTextConfig &config) {
-  return jsonToAttr(builder, nlohmann::json::parse(config.toJson(-1)));
+  return jsonToAttr(builder, config.toJsonValue());
 }
 
 bool loadModuleCheckpoint(ModuleOp module, LoadedCheckpoint *out,

@@ -1,6 +1,7 @@
 //===- ExportEffective.cpp - a bundle's weights as a checkpoint -----------===//
 
 #include "compiler/reference/ExportEffective.h"
+#include "hw/support/OutputFile.h"
 
 #include "runtime/bundle/ModelManifest.h"
 
@@ -40,16 +41,7 @@ struct Source {
 
 bool writeText(const std::string &path, const std::string &text,
                std::string *error) {
-  std::string tmp = path + ".tmp";
-  std::FILE *f = std::fopen(tmp.c_str(), "wb");
-  bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = f && std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = path + ": cannot write: " + std::strerror(errno);
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  return writeOutputFile(path, text.data(), text.size(), error);
 }
 
 } // namespace

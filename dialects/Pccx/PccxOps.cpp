@@ -11,6 +11,7 @@
 #include "hw/abi/PatchSources.h"
 
 #include "hw/machine/MachineModel.h"
+#include "hw/support/CheckedMath.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringExtras.h"
@@ -283,8 +284,9 @@ LogicalResult ProgramOp::verify() {
 
 LogicalResult BufferOp::verify() {
   if (std::optional<uint64_t> address = getAddress()) {
-    uint64_t end = *address + uint64_t(getWords());
-    if (end > machine::l2_words)
+    uint64_t end;
+    if (!checkedAdd(*address, uint64_t(getWords()), &end) ||
+        end > machine::l2_words)
       return emitOpError() << "occupies words [" << *address << ", " << end
                            << ") but the L2 has " << machine::l2_words
                            << " words";
@@ -440,7 +442,8 @@ LogicalResult HostBufferOp::verify() {
     return emitOpError() << "lifetime [" << getAlloc() << ", " << getFree()
                          << ") must have 0 <= alloc < free";
   if (std::optional<uint64_t> address = getAddress())
-    if (*address + uint64_t(getWords()) > machine::host_window_words)
+    if (uint64_t end; !checkedAdd(*address, uint64_t(getWords()), &end) ||
+                      end > machine::host_window_words)
       return emitOpError() << "occupies words [" << *address << ", "
                            << *address + uint64_t(getWords())
                            << ") but the host window has "
@@ -500,6 +503,7 @@ LogicalResult HostKernelOp::verify() {
                << "parameter '" << p.key << "' names " << r.getBuffer()
                << ", which is not a pccx.host.buffer of the "
                   "program";
+      // The region's own verifier bounded offset and span by 2^40 each.
       if (r.getOffset() + r.getSpanWords() > buffer.getWords())
         return emitOpError()
                << "parameter '" << p.key << "' reaches word "

@@ -2,6 +2,8 @@
 
 #include "hw/abi/HostAbi.h"
 
+#include "hw/support/CheckedMath.h"
+
 namespace pccx::abi {
 
 namespace {
@@ -107,11 +109,13 @@ std::string HostRegion::check(int64_t windowWords) const {
       stride < rowWords())
     return "is not a valid region (elems and rows positive, stride at least "
            "ceil(elems / 8))";
-  // Each term is bounded by the window before it is added, so the sum
-  // cannot overflow.
+  // Each term is bounded by the window first; the product of two such
+  // bounds (rows and stride up to 2^40 for a symbolic region) can still
+  // exceed 64 bits, so the span is computed with overflow checks.
   const int64_t w = windowWords;
+  int64_t span;
   if (offset > w || elems / 8 > w || rows > w || (rows > 1 && stride > w) ||
-      offset + (rows - 1) * stride + rowWords() > w)
+      !checkedMulAdd(rows - 1, stride, offset + rowWords(), &span) || span > w)
     return "reaches past the host window of " + std::to_string(w) + " words";
   return "";
 }

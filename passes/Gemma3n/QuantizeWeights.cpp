@@ -11,6 +11,7 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Regex.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -115,12 +116,21 @@ struct QuantizeWeightsPass
         const int64_t block = std::max<int64_t>(1, (1 << 20) / cols);
         std::vector<float> buf(size_t(std::min(rows, block) * cols));
         double errSq = 0, normSq = 0;
+        int64_t nonFinite = 0;
         for (int64_t r = 0; r < rows; r += block) {
           int64_t n = std::min(block, rows - r);
           if (!evaluator.readRows(w, r, n, buf.data(), &error))
             return q.emitOpError() << error;
           for (int64_t i = 0; i < n; ++i) {
             float *row = buf.data() + i * cols;
+            // A NaN or Inf poisons its row's scale: such rows are counted
+            // and left out of the error rather than reported as "0".
+            const int64_t bad = std::count_if(
+                row, row + cols, [](float v) { return !std::isfinite(v); });
+            if (bad) {
+              nonFinite += bad;
+              continue;
+            }
             std::vector<float> fq(row, row + cols);
             pccx::hw::fakeQuantizeRow(scheme, fq.data(), size_t(cols));
             for (int64_t c = 0; c < cols; ++c) {
@@ -136,9 +146,11 @@ struct QuantizeWeightsPass
         std::snprintf(text, sizeof text, "%.6f", rel);
         q.emitRemark() << (format == pccx::hw::WeightFormat::Int8 ? "int8"
                                                                   : "int4")
-                       << " relative error " << text << " over "
-                       << rows * cols << " weights ("
-                       << pccx::rootWeight(w).getName() << ")";
+                       << " relative error " << text << " over " << rows * cols
+                       << " weights (" << pccx::rootWeight(w).getName() << ")"
+                       << (nonFinite ? ", " + std::to_string(nonFinite) +
+                                           " non-finite (their rows left out)"
+                                     : std::string());
       }
     }
     return success();

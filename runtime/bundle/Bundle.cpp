@@ -10,6 +10,7 @@
 
 #include "hw/machine/MachineModel.h"
 #include "hw/support/Format.h"
+#include "hw/support/OutputFile.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -615,15 +616,6 @@ private:
   uint64_t size_ = 0;
 };
 
-std::string directoryOf(const std::string &path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos)
-    return ".";
-  if (slash == 0)
-    return "/";
-  return path.substr(0, slash);
-}
-
 } // namespace
 
 BundleWriter::BundleWriter() : machineDigest_(machine::digest()) {}
@@ -706,17 +698,14 @@ bool BundleWriter::addManifest(const nlohmann::json &manifest,
 }
 
 bool BundleWriter::write(const std::string &path, std::string *error) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return setError(error, path + ": cannot create '" + tmp +
-                               "': " + std::strerror(errno));
-
-  bool closed = false;
+  // A unique temp file renamed into place (a device such as /dev/null is
+  // written in place; the header is written last, at offset 0).
+  OutputFile file;
+  if (!file.open(path, error))
+    return false;
+  const int fd = file.fd();
   auto abandon = [&](const std::string &message) {
-    if (!closed)
-      ::close(fd);
-    ::unlink(tmp.c_str());
+    file.abandon();
     return setError(error, path + ": " + message);
   };
 
@@ -790,22 +779,7 @@ bool BundleWriter::write(const std::string &path, std::string *error) {
   if (!out.writeAt(0, header.data(), header.size()))
     return abandon("write failed: " + out.failure());
 
-  if (::fsync(fd) != 0)
-    return abandon(std::string("fsync failed: ") + std::strerror(errno));
-  closed = true;
-  if (::close(fd) != 0)
-    return abandon(std::string("close failed: ") + std::strerror(errno));
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return abandon("cannot rename '" + tmp +
-                   "' into place: " + std::strerror(errno));
-  // Make the rename itself durable; the bundle is complete either way.
-  int dir =
-      ::open(directoryOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
-  return true;
+  return file.commit(error);
 }
 
 } // namespace pccx::bundle

@@ -3,9 +3,11 @@
 #include "runtime/bundle/ModelManifest.h"
 
 #include "hw/numerics/Quantize.h"
+#include "hw/support/CheckedMath.h"
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/ChatTemplate.h"
 
+#include <cmath>
 #include <limits>
 
 namespace pccx::bundle {
@@ -98,12 +100,25 @@ public:
   /// [offset, offset + bytes) inside a section of `size` bytes.
   bool inside(uint64_t offset, uint64_t bytes, uint64_t size,
               const std::string &where, const std::string &section) {
-    if (offset > size || bytes > size - offset)
+    if (!rangeInside(offset, bytes, size))
       return fail(where, "bytes [" + std::to_string(offset) + ", +" +
                              std::to_string(bytes) + ") lie outside the " +
                              section + " section of " + std::to_string(size) +
                              " bytes");
     return true;
+  }
+
+  /// `count` elements of `elementBytes` from `offset` inside the section;
+  /// a product that does not fit 64 bits is refused, not wrapped.
+  bool insideArray(uint64_t offset, uint64_t count, uint64_t elementBytes,
+                   uint64_t size, const std::string &where,
+                   const std::string &section) {
+    uint64_t bytes;
+    if (!checkedMul(count, elementBytes, &bytes))
+      return fail(where, std::to_string(count) + " x " +
+                             std::to_string(elementBytes) +
+                             " bytes do not fit the " + section + " section");
+    return inside(offset, bytes, size, where, section);
   }
 
 private:
@@ -152,9 +167,11 @@ bool parseWeightRecipe(const json &j, WeightRecipe *out) {
       return false;
     auto f = body->find("factor");
     if (f != body->end()) {
-      if (!f->is_number())
+      // A factor float cannot hold (or NaN) would be undefined to convert.
+      if (!f->is_number() || !std::isfinite(f->get<double>()) ||
+          std::fabs(f->get<double>()) > std::numeric_limits<float>::max())
         return false;
-      r.factor = f->get<float>();
+      r.factor = float(f->get<double>());
     }
   }
   *out = std::move(r);
@@ -300,8 +317,8 @@ static bool readHostTensors(Reader &rd, const json &j, const Sizes &size,
     if (t.offset % 4)
       return rd.fail(where, "offset is not a multiple of 4");
     if (t.rows > kMaxCount / t.cols ||
-        !rd.inside(t.offset, uint64_t(t.rows * t.cols) * 4, size.host, where,
-                   "host_tensors"))
+        !rd.insideArray(t.offset, uint64_t(t.rows * t.cols), 4, size.host,
+                        where, "host_tensors"))
       return rd.fail(where, "does not fit in the host_tensors section");
     m.hostTensors.push_back(std::move(t));
   }
@@ -331,17 +348,18 @@ static bool readGathers(Reader &rd, const json &j, const Sizes &size,
       const uint64_t rowBytes = hw::packedRowBytes(format, size_t(g.cols));
       if (g.scalesOffset % 4)
         return rd.fail(where, "scales_offset is not a multiple of 4");
-      if (!rd.inside(g.offset, uint64_t(g.rows) * rowBytes, size.gather, where,
-                     "gather") ||
-          !rd.inside(g.scalesOffset, uint64_t(g.rows) * 4, size.gather, where,
-                     "gather"))
+      if (!rd.insideArray(g.offset, uint64_t(g.rows), rowBytes, size.gather,
+                          where, "gather") ||
+          !rd.insideArray(g.scalesOffset, uint64_t(g.rows), 4, size.gather,
+                          where, "gather"))
         return false;
     } else if (g.format == "f32") {
       if (g.offset % 4)
         return rd.fail(where, "offset is not a multiple of 4");
-      if (g.rows > kMaxCount / g.cols ||
-          !rd.inside(g.offset, uint64_t(g.rows * g.cols) * 4, size.gather,
-                     where, "gather"))
+      if (g.rows > kMaxCount / g.cols)
+        return rd.fail(where, "rows x cols is more than a table may hold");
+      if (!rd.insideArray(g.offset, uint64_t(g.rows * g.cols), 4, size.gather,
+                          where, "gather"))
         return false;
     } else {
       return rd.fail(where,
@@ -487,8 +505,23 @@ static bool readSegments(Reader &rd, const json &j, const Bundle &bundle,
   return true;
 }
 
+static bool readModelManifestUnguarded(const Bundle &bundle, ModelManifest *out,
+                                       std::string *error);
+
 bool readModelManifest(const Bundle &bundle, ModelManifest *out,
                        std::string *error) {
+  // Every field is checked before use; this only keeps a JSON accessor
+  // missed by those checks (or an allocation failure) from escaping.
+  try {
+    return readModelManifestUnguarded(bundle, out, error);
+  } catch (const std::exception &e) {
+    *error = bundle.path() + ": manifest: " + e.what();
+    return false;
+  }
+}
+
+static bool readModelManifestUnguarded(const Bundle &bundle, ModelManifest *out,
+                                       std::string *error) {
   Reader rd(bundle.path(), error);
   const json &j = bundle.manifest();
   ModelManifest m;
@@ -537,12 +570,22 @@ bool readModelManifest(const Bundle &bundle, ModelManifest *out,
   if (const json *mm = rd.member(j, manifest_keys::kMemoryMap))
     if (mm->is_array())
       for (const json &r : *mm) {
+        // Informational only (objdump prints it): a malformed region is
+        // read as empty fields rather than refused.
+        auto text = [&](const char *key) {
+          const json *v = rd.member(r, key);
+          return v && v->is_string() ? v->get<std::string>() : std::string();
+        };
+        auto number = [&](const char *key) {
+          const json *v = rd.member(r, key);
+          return v && v->is_number_integer() ? v->get<int64_t>() : 0;
+        };
         MemoryRegion region;
-        region.name = r.value("name", "");
-        region.space = r.value("space", "");
-        region.program = r.value("program", "");
-        region.offset = r.value("offset", int64_t(0));
-        region.size = r.value("size", int64_t(0));
+        region.name = text("name");
+        region.space = text("space");
+        region.program = text("program");
+        region.offset = number("offset");
+        region.size = number("size");
         m.memoryMap.push_back(region);
       }
   if (const json *a = rd.member(j, manifest_keys::kAnnotations))

@@ -3,6 +3,7 @@
 #include "runtime/exec/Model.h"
 
 #include "hw/isa/Isa.h"
+#include "hw/support/CheckedMath.h"
 #include "runtime/bundle/ModelManifest.h"
 
 #include <algorithm>
@@ -169,6 +170,37 @@ std::unique_ptr<Model> Model::load(const std::string &path,
     m->gathers_[e.name] = g;
   }
   const host::BindTables tables{&m->tensors_, &m->gathers_, &m->cacheIndex_};
+
+  // Host memory a session allocates for this model: every cache (as f32,
+  // the widest a session may choose) and one step's logits. A manifest that
+  // asks for more is refused here, before anything is allocated.
+  uint64_t sessionBytes = 0;
+  for (const CacheSpec &c : m->caches_) {
+    uint64_t bytes;
+    if (!checkedMulAdd(uint64_t(c.slots) * 4, uint64_t(c.width) + 1,
+                       sessionBytes, &bytes)) {
+      fail(error, path, "KV cache '" + c.name + "' does not fit in memory");
+      return nullptr;
+    }
+    sessionBytes = bytes;
+  }
+  const uint64_t cacheBytes = sessionBytes;
+  for (const bundle::ProgramEntry &entry : manifest.programs) {
+    uint64_t bytes;
+    if (!checkedMulAdd(uint64_t(entry.rows) * 4, uint64_t(m->vocab_),
+                       cacheBytes, &bytes)) {
+      fail(error, path, entry.section + ": its logits do not fit in memory");
+      return nullptr;
+    }
+    sessionBytes = std::max(sessionBytes, bytes);
+  }
+  if (sessionBytes > kMaxSessionBytes) {
+    fail(error, path,
+         "the KV caches and logits need " + std::to_string(sessionBytes) +
+             " bytes of host memory, more than the runtime allows (" +
+             std::to_string(kMaxSessionBytes) + ")");
+    return nullptr;
+  }
 
   for (const bundle::ProgramEntry &entry : manifest.programs) {
     std::unique_ptr<Program> p;

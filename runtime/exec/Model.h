@@ -83,6 +83,10 @@ struct CacheSpec {
 
 class Model {
 public:
+  /// Host memory (bytes) a session of one model may need for its KV caches
+  /// and one step's logits; a bundle asking for more is refused on load.
+  static constexpr uint64_t kMaxSessionBytes = uint64_t(1) << 36;
+
   static std::unique_ptr<Model> load(const std::string &path,
                                      std::string *error);
 

@@ -4,6 +4,7 @@
 
 #include "hw/abi/PatchSources.h"
 #include "hw/isa/Isa.h"
+#include "hw/support/CheckedMath.h"
 
 #include <cmath>
 #include <limits>
@@ -82,11 +83,18 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
   }
   // Patch fields in place: each site's field is located already.
   for (const PatchSite &p : program.patches) {
-    const int64_t value =
-        bundle::patchSourceValue(p.source, position_ + p.delta, tokens[p.delta],
-                                 p.window) *
-            p.scale +
-        p.offset;
+    // Scale and offset come from the manifest: the value is computed with
+    // overflow checks, then range-checked against the field.
+    const int64_t source = bundle::patchSourceValue(
+        p.source, position_ + p.delta, tokens[p.delta], p.window);
+    int64_t value;
+    if (!checkedMulAdd(source, p.scale, p.offset, &value)) {
+      *error = where("patching " + std::string(isa::fieldInfo(p.field).name) +
+                     " of word " + std::to_string(p.word) + ": " +
+                     std::to_string(source) + " * " + std::to_string(p.scale) +
+                     " + " + std::to_string(p.offset) + " overflows 64 bits");
+      return false;
+    }
     if (value < 0 || uint64_t(value) > p.maxValue) {
       const std::string why =
           value < 0 ? "negative" : isa::checkField(p.field, uint64_t(value));
@@ -171,6 +179,17 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
                    " logits rows for " + std::to_string(count) + " tokens");
     return false;
   }
+  // NaN or Inf logits (non-finite weights, an overflowing kernel) would
+  // still sample a token; the step is refused and named instead.
+  for (size_t i = 0; i < stepLogits_.size(); ++i)
+    if (!std::isfinite(stepLogits_[i])) {
+      const size_t row = i / size_t(model_.vocabSize());
+      *error = where("logit " + std::to_string(i % size_t(model_.vocabSize())) +
+                     " of row " + std::to_string(row) + " (token " +
+                     std::to_string(tokens[row]) + ") is " +
+                     (std::isnan(stepLogits_[i]) ? "NaN" : "infinite"));
+      return false;
+    }
   if (logits)
     logits->insert(logits->end(), stepLogits_.begin(), stepLogits_.end());
   position_ += count;

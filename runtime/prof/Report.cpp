@@ -1,6 +1,7 @@
 //===- Report.cpp - pccx-prof's outputs -----------------------------------===//
 
 #include "runtime/prof/Report.h"
+#include "hw/support/OutputFile.h"
 
 #include "hw/support/Format.h"
 
@@ -220,28 +221,7 @@ json renderTrace(const ProfileRun &run) {
 
 bool writeFileAtomically(const std::string &path, const std::string &text,
                          std::string *error) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      *error = "cannot write '" + tmp + "': " + std::strerror(errno);
-      return false;
-    }
-    out << text;
-    out.flush();
-    if (!out) {
-      *error = "write to '" + tmp + "' failed";
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = "cannot rename '" + tmp + "' to '" + path +
-             "': " + std::strerror(errno);
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  return writeOutputFile(path, text.data(), text.size(), error);
 }
 
 } // namespace pccx::prof

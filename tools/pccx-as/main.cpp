@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/bundle/Assembler.h"
+#include "tools/common/GuardedMain.h"
 
 #include <cstring>
 #include <iostream>
@@ -69,7 +70,7 @@ bool takeValue(int argc, char **argv, int &i, const char *name,
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
   pccx::bundle::AsOptions o;
   bool optionsDone = false;
   for (int i = 1; i < argc; ++i) {
@@ -105,4 +106,8 @@ int main(int argc, char **argv) {
     }
   }
   return pccx::bundle::runAssembler(o, std::cerr);
+}
+
+int main(int argc, char **argv) {
+  return pccx::tools::guardedMain("pccx-as", [&] { return run(argc, argv); });
 }

@@ -9,13 +9,13 @@
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/emit/EmitBundle.h"
-#include "compiler/model/ModelInfo.h"
 #include "compiler/import/ChatTemplateFile.h"
+#include "compiler/import/NonFinite.h"
+#include "compiler/model/ModelInfo.h"
 #include "compiler/reference/ExportEffective.h"
 #include "compiler/reference/Sensitivity.h"
 #include "hw/numerics/Quantize.h"
 #include "runtime/bundle/Bundle.h"
-#include "compiler/Registration.h"
 #include "tools/common/LlvmHelp.h"
 #include "tools/common/ProgressLine.h"
 
@@ -37,6 +37,8 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+
+#include <csignal>
 
 using namespace llvm;
 
@@ -101,6 +103,11 @@ cl::opt<std::string> calibration(
 cl::opt<bool> quantReport(
     "quant-report",
     cl::desc("Report each tensor's relative INT4 quantization error"),
+    cl::init(false), cl::cat(category));
+cl::opt<bool> allowNonFinite(
+    "allow-nonfinite",
+    cl::desc("Compile a checkpoint with NaN or infinite weights (refused by "
+             "default; each such tensor is still named in a warning)"),
     cl::init(false), cl::cat(category));
 cl::opt<bool> noFoldNormGains(
     "no-fold-norm-gains",
@@ -220,6 +227,9 @@ bool chooseByBudget(pccx::hw::ScaleRule int4Rule, std::string *regex,
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  // A file over RLIMIT_FSIZE is then a write error reported as such, not a
+  // signal LLVM's crash handler would print a bug-report banner for.
+  std::signal(SIGXFSZ, SIG_IGN);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
@@ -276,6 +286,22 @@ int main(int argc, char **argv) {
   pccx::LoadedCheckpoint checkpoint;
   if (!pccx::loadCheckpoint(checkpointDir, &checkpoint, &error))
     return fail(error);
+  // NaN or Inf weights would compile into a bundle that computes garbage.
+  {
+    std::vector<pccx::import::NonFiniteTensor> bad =
+        pccx::import::findNonFiniteTensors(*checkpoint.checkpoint);
+    for (size_t i = 0; i < bad.size() && (allowNonFinite || i < 8); ++i) {
+      progress.finish();
+      (allowNonFinite ? WithColor::warning(errs(), "pccx-compile")
+                      : WithColor::error(errs(), "pccx-compile"))
+          << "tensor " << pccx::import::describeNonFinite(bad[i]) << "\n";
+    }
+    if (!bad.empty() && !allowNonFinite)
+      return fail(std::to_string(bad.size()) + " tensor(s) of " +
+                  std::string(checkpointDir) +
+                  " hold NaN or infinite values (--allow-nonfinite compiles "
+                  "them anyway)");
+  }
   pccx::ImportOptions options;
   options.maxSeqLen = maxSeqLen;
   mlir::OwningOpRef<mlir::ModuleOp> module =

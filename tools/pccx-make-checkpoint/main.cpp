@@ -7,6 +7,7 @@
 
 #include "compiler/import/CheckpointGenerator.h"
 #include "tools/common/CommandLine.h"
+#include "tools/common/GuardedMain.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -64,7 +65,7 @@ bool parseSize(const char *text, uint64_t *out) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
   std::string preset, configPath, outDir;
   bool printConfig = false;
   pccx::import::GeneratorOptions options;
@@ -122,4 +123,9 @@ int main(int argc, char **argv) {
   if (!pccx::import::generateCheckpoint(config, outDir, options, &error))
     return fail(error);
   return 0;
+}
+
+int main(int argc, char **argv) {
+  return pccx::tools::guardedMain("pccx-make-checkpoint",
+                                  [&] { return run(argc, argv); });
 }

@@ -7,6 +7,7 @@
 
 #include "compiler/reference/ExportEffective.h"
 #include "runtime/bundle/Objdump.h"
+#include "tools/common/GuardedMain.h"
 
 #include <cstring>
 #include <iostream>
@@ -54,7 +55,7 @@ Exit status is 1 if a bundle cannot be read or is invalid, or if any word
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
   pccx::bundle::ObjdumpOptions o;
   std::string exportDir;
   bool optionsDone = false;
@@ -119,4 +120,9 @@ int main(int argc, char **argv) {
   }
   (o.raw ? o.words : o.files) = std::move(positional);
   return pccx::bundle::runObjdump(o, std::cout, std::cerr);
+}
+
+int main(int argc, char **argv) {
+  return pccx::tools::guardedMain("pccx-objdump",
+                                  [&] { return run(argc, argv); });
 }

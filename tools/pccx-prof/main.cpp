@@ -10,6 +10,7 @@
 #include "runtime/prof/Calibrate.h"
 #include "runtime/prof/Report.h"
 #include "tools/common/CommandLine.h"
+#include "tools/common/GuardedMain.h"
 
 #include <cstdio>
 #include <iostream>
@@ -87,7 +88,7 @@ bool parsePositions(const std::string &text, std::vector<int64_t> *out,
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
   pccx::tools::CommandLine cl("pccx-prof", argc, argv);
   std::string bundlePath, tracePath, reportPath, paramsPath, calibratePath;
   std::vector<std::string> sets;
@@ -169,4 +170,8 @@ int main(int argc, char **argv) {
   else
     std::cout << pccx::prof::renderText(run);
   return 0;
+}
+
+int main(int argc, char **argv) {
+  return pccx::tools::guardedMain("pccx-prof", [&] { return run(argc, argv); });
 }

@@ -10,7 +10,9 @@
 #include "compiler/reference/BundleWeights.h"
 #include "compiler/reference/Reference.h"
 #include "compiler/reference/ReferenceCheckpoint.h"
+#include "hw/support/OutputFile.h"
 #include "tools/common/CommandLine.h"
+#include "tools/common/GuardedMain.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -53,7 +55,7 @@ OPTIONS:
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
   std::string dir, tokensText, dumpPath, bundlePath;
   int64_t generate = 0, maxPositions = 0;
   bool int4 = false, decodeOnly = false;
@@ -129,10 +131,10 @@ int main(int argc, char **argv) {
   if (!model.ok(&error))
     return fail(error);
 
-  std::FILE *dump = nullptr;
-  std::string dumpTmp = dumpPath + ".tmp";
-  if (!dumpPath.empty() && !(dump = std::fopen(dumpTmp.c_str(), "wb")))
-    return fail(dumpTmp + ": " + std::strerror(errno));
+  pccx::OutputFile dumpFile;
+  if (!dumpPath.empty() && !dumpFile.open(dumpPath, &error))
+    return fail(error);
+  std::FILE *dump = dumpFile.stream();
   const int64_t V = config.vocab_size;
   int64_t rows = 0;
   auto report = [&](const std::vector<int32_t> &in,
@@ -171,13 +173,15 @@ int main(int argc, char **argv) {
     next = report({next}, logits);
   }
   if (dump) {
-    bool ok = std::fclose(dump) == 0;
-    if (!ok || std::rename(dumpTmp.c_str(), dumpPath.c_str()) != 0) {
-      std::remove(dumpTmp.c_str());
-      return fail(dumpPath + ": cannot write");
-    }
+    if (!dumpFile.commit(&error))
+      return fail(error);
     std::fprintf(stderr, "wrote %lld logit rows to %s\n", (long long)rows,
                  dumpPath.c_str());
   }
   return 0;
+}
+
+int main(int argc, char **argv) {
+  return pccx::tools::guardedMain("pccx-reference",
+                                  [&] { return run(argc, argv); });
 }

@@ -8,6 +8,7 @@
 
 #include "compiler/import/Gemma3nConfig.h"
 #include "compiler/reference/BundleWeights.h"
+#include "hw/support/OutputFile.h"
 #include "runtime/app/ChatConsole.h"
 #include "compiler/reference/ReferenceCheckpoint.h"
 #include "runtime/app/Generate.h"
@@ -15,6 +16,7 @@
 #include "runtime/app/Tokenizer.h"
 #include "runtime/devices/Devices.h"
 #include "tools/common/CommandLine.h"
+#include "tools/common/GuardedMain.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -218,7 +220,7 @@ int runPerplexity(const pccx::tools::CommandLine &cl,
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
   std::string bundlePath, prompt, tokensText, dumpPath, referenceDir,
       perplexityPath, stopText;
   std::string device = "sim", numerics = "hardware", uioName = "pccx",
@@ -447,17 +449,9 @@ int main(int argc, char **argv) {
   }
 
   if (!dumpPath.empty()) {
-    std::string tmp = dumpPath + ".tmp";
-    std::FILE *f = std::fopen(tmp.c_str(), "wb");
-    if (!f)
-      return fail(tmp + ": " + std::strerror(errno));
-    bool ok = std::fwrite(result.logits.data(), 4, result.logits.size(), f) ==
-              result.logits.size();
-    ok = std::fclose(f) == 0 && ok;
-    if (!ok || std::rename(tmp.c_str(), dumpPath.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      return fail(dumpPath + ": cannot write");
-    }
+    if (!pccx::writeOutputFile(dumpPath, result.logits.data(),
+                               result.logits.size() * sizeof(float), &error))
+      return fail(error);
     std::cerr << "wrote " << rows << " logit rows to " << dumpPath << "\n";
   }
 
@@ -536,4 +530,8 @@ int main(int argc, char **argv) {
     std::cout << out.dump() << "\n";
   }
   return 0;
+}
+
+int main(int argc, char **argv) {
+  return pccx::tools::guardedMain("pccx-run", [&] { return run(argc, argv); });
 }

@@ -9,6 +9,7 @@
 #include "runtime/devices/Devices.h"
 #include "runtime/serve/Server.h"
 #include "tools/common/CommandLine.h"
+#include "tools/common/GuardedMain.h"
 
 #include <csignal>
 #include <iostream>
@@ -59,7 +60,7 @@ LIMITS:
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
   std::string bundlePath, device = "sim", numerics = "hardware";
   pccx::device::DeviceOptions devOptions;
   pccx::serve::ServeOptions options;
@@ -175,4 +176,9 @@ int main(int argc, char **argv) {
     return cl.fail("the server stopped with an error");
   std::cerr << "pccx-serve: stopped\n";
   return 0;
+}
+
+int main(int argc, char **argv) {
+  return pccx::tools::guardedMain("pccx-serve",
+                                  [&] { return run(argc, argv); });
 }

@@ -197,4 +197,30 @@ TEST_F(ModelManifestTest, RefusesEntriesOutsideTheirSections) {
             std::string::npos);
 }
 
+TEST_F(ModelManifestTest, RefusesSizesThatWrap) {
+  // 2^40 rows of 2^24 packed bytes wrap to 0 bytes in 64 bits.
+  EXPECT_NE(errorOf([](json &j) {
+              json &g = j["gather_tables"]["embed.weight"];
+              g["rows"] = int64_t(1) << 40;
+              g["cols"] = int64_t(1) << 25;
+            })
+                .find("gather table 'embed.weight': 1099511627776 x 16777216 "
+                      "bytes do not fit the gather section"),
+            std::string::npos);
+  // An f32 table whose element count is out of range says so.
+  EXPECT_NE(errorOf([](json &j) {
+              json &g = j["gather_tables"]["embed.weight"];
+              g["format"] = "f32";
+              g["cols"] = int64_t(1) << 40;
+            })
+                .find("gather table 'embed.weight': rows x cols is more than a "
+                      "table may hold"),
+            std::string::npos);
+  // A recipe factor a float cannot hold is not a recipe.
+  EXPECT_NE(errorOf([](json &j) {
+              j["weight_table"][0]["recipe"]["quantize"]["factor"] = 1e300;
+            }).find("'recipe' is not a weight recipe"),
+            std::string::npos);
+}
+
 } // namespace

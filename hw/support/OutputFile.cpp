@@ -1,0 +1,216 @@
+//===- OutputFile.cpp - writing an output without clobbering --------------===//
+
+#include "hw/support/OutputFile.h"
+
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace pccx {
+
+namespace {
+
+// Temp files alive in this process, for the signal handler: fixed storage
+// so that the handler only reads plain memory and calls unlink().
+constexpr int kMaxTemps = 32;
+char tempPaths[kMaxTemps][PATH_MAX];
+volatile sig_atomic_t tempUsed[kMaxTemps];
+std::mutex tempMutex;
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
+struct sigaction previousActions[3];
+bool handlersInstalled = false;
+
+void removeTempsAndReraise(int sig) {
+  for (int i = 0; i < kMaxTemps; ++i)
+    if (tempUsed[i])
+      ::unlink(tempPaths[i]);
+  // Let whatever handled the signal before (the default: terminate) act.
+  for (int i = 0; i < 3; ++i)
+    if (kCleanupSignals[i] == sig)
+      ::sigaction(sig, &previousActions[i], nullptr);
+  ::raise(sig);
+}
+
+int registerTemp(const std::string &path) {
+  std::lock_guard<std::mutex> lock(tempMutex);
+  if (!handlersInstalled) {
+    struct sigaction action;
+    std::memset(&action, 0, sizeof action);
+    action.sa_handler = removeTempsAndReraise;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < 3; ++i)
+      ::sigaction(kCleanupSignals[i], &action, &previousActions[i]);
+    // A file over RLIMIT_FSIZE is then a failed write with EFBIG, reported
+    // as an error, rather than a signal that looks like a crash.
+    std::signal(SIGXFSZ, SIG_IGN);
+    handlersInstalled = true;
+  }
+  if (path.size() >= PATH_MAX)
+    return -1;
+  for (int i = 0; i < kMaxTemps; ++i)
+    if (!tempUsed[i]) {
+      std::memcpy(tempPaths[i], path.c_str(), path.size() + 1);
+      tempUsed[i] = 1;
+      return i;
+    }
+  return -1;
+}
+
+void forgetTemp(const std::string &path) {
+  std::lock_guard<std::mutex> lock(tempMutex);
+  for (int i = 0; i < kMaxTemps; ++i)
+    if (tempUsed[i] && path == tempPaths[i]) {
+      tempUsed[i] = 0;
+      return;
+    }
+}
+
+std::string directoryOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// The file a symlink chain ends at (which may not exist yet).
+std::string resolveLinks(std::string path) {
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode))
+      return path;
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
+    if (n <= 0)
+      return path;
+    std::string link(buf, size_t(n));
+    path = link[0] == '/' ? link : directoryOf(path) + "/" + link;
+  }
+  return path;
+}
+
+std::string errnoText() { return std::strerror(errno); }
+
+} // namespace
+
+bool OutputFile::open(const std::string &path, std::string *error) {
+  abandon();
+  path_ = path;
+  if (path == "-") {
+    stream_ = stdout;
+    ownsStream_ = false;
+    return true;
+  }
+  target_ = resolveLinks(path);
+  struct stat st;
+  if (::stat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) {
+      *error = path + ": is a directory";
+      return false;
+    }
+    // A device, FIFO or socket: written in place, never replaced.
+    stream_ = std::fopen(target_.c_str(), "wb");
+    if (!stream_) {
+      *error = path + ": cannot open: " + errnoText();
+      return false;
+    }
+    ownsStream_ = true;
+    return true;
+  }
+  std::string tmpl = target_ + ".tmp.XXXXXX";
+  int slot = registerTemp(tmpl); // reserves handlers before the file exists
+  int fd = ::mkstemp(&tmpl[0]);
+  if (fd < 0) {
+    *error = path + ": cannot create a file beside it: " + errnoText();
+    if (slot >= 0)
+      tempUsed[slot] = 0;
+    return false;
+  }
+  if (slot >= 0) // the name mkstemp chose
+    std::memcpy(tempPaths[slot], tmpl.c_str(), tmpl.size() + 1);
+  tmp_ = tmpl;
+  // mkstemp creates 0600; an output gets the usual mode.
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
+  stream_ = ::fdopen(fd, "wb");
+  if (!stream_) {
+    *error = path + ": cannot open: " + errnoText();
+    ::close(fd);
+    abandon();
+    return false;
+  }
+  ownsStream_ = true;
+  return true;
+}
+
+bool OutputFile::commit(std::string *error) {
+  if (!stream_) {
+    *error = path_ + ": not open";
+    return false;
+  }
+  bool ok = std::fflush(stream_) == 0 && !std::ferror(stream_);
+  int savedErrno = errno;
+  if (ok && replaces() && ::fsync(fileno(stream_)) != 0) {
+    ok = false;
+    savedErrno = errno;
+  }
+  if (ownsStream_) {
+    if (std::fclose(stream_) != 0 && ok) {
+      ok = false;
+      savedErrno = errno;
+    }
+  }
+  stream_ = nullptr;
+  if (!ok) {
+    *error = path_ + ": write failed: " + std::strerror(savedErrno);
+    abandon();
+    return false;
+  }
+  if (!replaces())
+    return true;
+  if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
+    *error = path_ + ": cannot replace it: " + errnoText();
+    abandon();
+    return false;
+  }
+  forgetTemp(tmp_);
+  tmp_.clear();
+  int dir =
+      ::open(directoryOf(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) { // makes the rename durable; the data is complete anyway
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return true;
+}
+
+void OutputFile::abandon() {
+  if (stream_ && ownsStream_)
+    std::fclose(stream_);
+  stream_ = nullptr;
+  if (!tmp_.empty()) {
+    ::unlink(tmp_.c_str());
+    forgetTemp(tmp_);
+    tmp_.clear();
+  }
+}
+
+bool writeOutputFile(const std::string &path, const void *data, size_t bytes,
+                     std::string *error) {
+  OutputFile out;
+  if (!out.open(path, error))
+    return false;
+  if (bytes && std::fwrite(data, 1, bytes, out.stream()) != bytes) {
+    *error = path + ": write failed: " + errnoText();
+    return false;
+  }
+  return out.commit(error);
+}
+
+} // namespace pccx

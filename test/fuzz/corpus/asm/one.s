@@ -1,0 +1,2 @@
+gemv
+cvo cvo_func=recip length=1 ; one element

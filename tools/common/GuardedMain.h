@@ -1,0 +1,58 @@
+//===- GuardedMain.h - no exception escapes a tool's main -------*- C++ -*-===//
+//
+// The libraries return errors as values; an exception reaching main (an
+// allocation a hostile input made huge, a library bug) would otherwise end
+// in std::terminate and abort(). It is reported like any other error:
+// "TOOL: error: ..." and exit status 1. SIGBUS, which a mapped bundle or
+// checkpoint truncated under the process raises, is reported the same way.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_TOOLS_COMMON_GUARDEDMAIN_H
+#define PCCX_TOOLS_COMMON_GUARDEDMAIN_H
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <unistd.h>
+
+namespace pccx::tools {
+
+namespace detail {
+inline const char *&faultingTool() {
+  static const char *tool = "";
+  return tool;
+}
+/// SIGBUS comes from a mapped file that shrank under the process (a bundle
+/// truncated or rewritten in place while it runs): reported as an error,
+/// with async-signal-safe calls only, instead of a core dump.
+inline void reportBusError(int) {
+  const char *tool = faultingTool();
+  const char tail[] = ": error: a mapped file (the bundle or checkpoint) "
+                      "was truncated or changed while in use\n";
+  (void)!::write(2, tool, std::strlen(tool));
+  (void)!::write(2, tail, sizeof tail - 1);
+  ::_exit(1);
+}
+} // namespace detail
+
+template <typename Body> int guardedMain(const char *tool, Body body) {
+  detail::faultingTool() = tool;
+  std::signal(SIGBUS, detail::reportBusError);
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    std::fprintf(stderr, "%s: error: out of memory\n", tool);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "%s: error: internal error: %s\n", tool, e.what());
+  } catch (...) {
+    std::fprintf(stderr, "%s: error: internal error\n", tool);
+  }
+  return 1;
+}
+
+} // namespace pccx::tools
+
+#endif
