@@ -548,6 +548,8 @@ struct HeadParams {
   double theta = 0, eps = 0;
 };
 
+constexpr int64_t kMaxHeads = 4096, kMaxHeadDim = 65536;
+
 bool headParams(Call &c, HeadParams *p, bool needQueryHeads) {
   if ((needQueryHeads && !c.integer("heads", &p->heads)) ||
       !c.integer("kv_heads", &p->kvHeads) ||
@@ -557,6 +559,13 @@ bool headParams(Call &c, HeadParams *p, bool needQueryHeads) {
       (needQueryHeads && (p->heads <= 0 || p->heads % p->kvHeads)))
     return c.fail("heads", "are inconsistent (heads a positive multiple of "
                            "kv_heads, head_dim positive and even)");
+  // Bounds far above any model keep heads * head_dim (a row width) from
+  // overflowing before the regions are checked against it.
+  if (p->kvHeads > kMaxHeads || p->headDim > kMaxHeadDim ||
+      (needQueryHeads && p->heads > kMaxHeads))
+    return c.fail("heads", "exceed " + std::to_string(kMaxHeads) +
+                               " heads or " + std::to_string(kMaxHeadDim) +
+                               " values per head");
   return true;
 }
 
