@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -805,7 +806,7 @@ bool kernelEmitLogits(Call &c) {
     return c.fail("in", "has " + std::to_string(in.elems) +
                             " logits per row, the vocabulary has " +
                             std::to_string(ctx.vocab));
-  if (first < 0 || first + in.rows > int64_t(ctx.tokens.size()))
+  if (first < 0 || first > int64_t(ctx.tokens.size()) - in.rows)
     return c.fail("first_row", "names rows past the step's " +
                                    std::to_string(ctx.tokens.size()) +
                                    " tokens");
@@ -978,8 +979,11 @@ bool bindCall(const std::string &kernel, const json &params,
       a.integer = v.get<int64_t>();
       break;
     case abi::ParamKind::Float:
-      if (!v.is_number())
-        return fail(p.key, expected);
+      // Kernels compute in float: a value float cannot hold would be
+      // undefined to convert.
+      if (!v.is_number() || !std::isfinite(v.get<double>()) ||
+          std::fabs(v.get<double>()) > double(FLT_MAX))
+        return fail(p.key, expected + " within the range of a 32-bit float");
       a.number = v.get<double>();
       break;
     case abi::ParamKind::Tensor:
