@@ -101,7 +101,7 @@ $(SANITIZE_BUILD_DIR)/build.ninja:
 	  -DCMAKE_SHARED_LINKER_FLAGS="$(SANITIZE_FLAGS)"
 
 test-sanitize: deps $(SANITIZE_BUILD_DIR)/build.ninja
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:verify_asan_link_order=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ninja -C $(SANITIZE_BUILD_DIR) -j $(JOBS) check-pccx
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -540,6 +541,8 @@ struct HeadParams {
   double theta = 0, eps = 0;
 };
 
+constexpr int64_t kMaxHeads = 4096, kMaxHeadDim = 65536;
+
 bool headParams(Call &c, HeadParams *p, bool needQueryHeads) {
   if ((needQueryHeads && !c.integer("heads", &p->heads)) ||
       !c.integer("kv_heads", &p->kvHeads) ||
@@ -549,6 +552,13 @@ bool headParams(Call &c, HeadParams *p, bool needQueryHeads) {
       (needQueryHeads && (p->heads <= 0 || p->heads % p->kvHeads)))
     return c.fail("heads", "are inconsistent (heads a positive multiple of "
                            "kv_heads, head_dim positive and even)");
+  // Bounds far above any model keep heads * head_dim (a row width) from
+  // overflowing before the regions are checked against it.
+  if (p->kvHeads > kMaxHeads || p->headDim > kMaxHeadDim ||
+      (needQueryHeads && p->heads > kMaxHeads))
+    return c.fail("heads", "exceed " + std::to_string(kMaxHeads) +
+                               " heads or " + std::to_string(kMaxHeadDim) +
+                               " values per head");
   return true;
 }
 
@@ -788,7 +798,7 @@ bool kernelEmitLogits(Call &c) {
     return c.fail("in", "has " + std::to_string(in.elems) +
                             " logits per row, the vocabulary has " +
                             std::to_string(ctx.vocab));
-  if (first < 0 || first + in.rows > int64_t(ctx.tokens.size()))
+  if (first < 0 || first > int64_t(ctx.tokens.size()) - in.rows)
     return c.fail("first_row", "names rows past the step's " +
                                    std::to_string(ctx.tokens.size()) +
                                    " tokens");
@@ -961,8 +971,11 @@ bool bindCall(const std::string &kernel, const json &params,
       a.integer = v.get<int64_t>();
       break;
     case abi::ParamKind::Float:
-      if (!v.is_number())
-        return fail(p.key, expected);
+      // Kernels compute in float: a value float cannot hold would be
+      // undefined to convert.
+      if (!v.is_number() || !std::isfinite(v.get<double>()) ||
+          std::fabs(v.get<double>()) > double(FLT_MAX))
+        return fail(p.key, expected + " within the range of a 32-bit float");
       a.number = v.get<double>();
       break;
     case abi::ParamKind::Tensor:

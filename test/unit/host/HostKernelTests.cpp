@@ -433,4 +433,24 @@ TEST(HostKernels, HugeRegionsDoNotOverflowTheCheck) {
                      "host window of 32 words");
 }
 
+TEST(HostKernels, HugeHeadCountsAreRefusedBeforeUse) {
+  // heads * head_dim = INT64_MAX * 16 would overflow computing a row width.
+  Host h;
+  h.tensors["q_norm"] = {1, 16, h.window.data()};
+  h.addCache("k", KvCache(8, 16, KvDtype::F32));
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  EXPECT_FALSE(h.run("attention_scores", {{"q", {0, 16, 1, 2}},
+                                          {"q_norm", "q_norm"},
+                                          {"k_cache", "k"},
+                                          {"heads", big},
+                                          {"kv_heads", 1},
+                                          {"head_dim", 16},
+                                          {"theta", 10000.0},
+                                          {"eps", 1e-6},
+                                          {"window", 8}}));
+  EXPECT_NE(h.error.find("parameter 'heads' exceed 4096 heads"),
+            std::string::npos)
+      << h.error;
+}
+
 } // namespace
