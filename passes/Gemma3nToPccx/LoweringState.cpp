@@ -194,16 +194,21 @@ LogicalResult ProgramLowering::hostKernel(StringRef kernel,
   return success();
 }
 
-FailureOr<std::string> ProgramLowering::hostTensor(Value weight) {
+FailureOr<std::string>
+ProgramLowering::tableName(Value weight, const char *what,
+                           std::map<std::string, DictionaryAttr> &table) {
   DictionaryAttr recipe = pccx::weightRecipe(weight);
   WeightOp root = pccx::rootWeight(weight);
   if (!recipe || !root)
-    return emitError(loc()) << "operand is not a weight expression", failure();
+    return emitError(loc()) << what << " is not a weight expression",
+           failure();
+  // One entry per distinct recipe of a tensor: the tensor's name, then
+  // name#1, name#2, ... for other recipes of the same tensor.
   std::string base = root.getName().str(), name = base;
   for (int n = 1;; ++n) {
-    auto it = hostTensors_.find(name);
-    if (it == hostTensors_.end()) {
-      hostTensors_[name] = recipe;
+    auto it = table.find(name);
+    if (it == table.end()) {
+      table[name] = recipe;
       return name;
     }
     if (it->second == recipe)
@@ -212,22 +217,12 @@ FailureOr<std::string> ProgramLowering::hostTensor(Value weight) {
   }
 }
 
+FailureOr<std::string> ProgramLowering::hostTensor(Value weight) {
+  return tableName(weight, "operand", hostTensors_);
+}
+
 FailureOr<std::string> ProgramLowering::gatherTable(Value weight) {
-  DictionaryAttr recipe = pccx::weightRecipe(weight);
-  WeightOp root = pccx::rootWeight(weight);
-  if (!recipe || !root)
-    return emitError(loc()) << "table is not a weight expression", failure();
-  std::string base = root.getName().str(), name = base;
-  for (int n = 1;; ++n) {
-    auto it = gathers_.find(name);
-    if (it == gathers_.end()) {
-      gathers_[name] = recipe;
-      return name;
-    }
-    if (it->second == recipe)
-      return name;
-    name = base + "#" + std::to_string(n);
-  }
+  return tableName(weight, "table", gathers_);
 }
 
 LogicalResult ProgramLowering::cvo(StringRef func, const Place &src,

@@ -183,6 +183,10 @@ private:
   LogicalResult hostKernel(StringRef kernel, ArrayRef<Value> inputs,
                            ArrayRef<Value> outputs,
                            ArrayRef<NamedAttribute> params);
+  /// The name under which `table` holds the recipe of `weight` (added if
+  /// new); `what` names the operand in the error.
+  FailureOr<std::string> tableName(Value weight, const char *what,
+                                   std::map<std::string, DictionaryAttr> &table);
   FailureOr<std::string> hostTensor(Value weight);
   /// hostTensor() of each weight, as an array of names.
   FailureOr<ArrayAttr> hostTensors(ValueRange weights) {
