@@ -28,6 +28,7 @@ void buildModelPipeline(OpPassManager &pm, const PipelineOptions &o) {
 void buildLoweringPipeline(OpPassManager &pm, const PipelineOptions &o) {
   ConvertGemma3nToPccxOptions convert;
   convert.prefillRows = o.prefillRows;
+  convert.attention = o.attention;
   pm.addPass(createConvertGemma3nToPccx(convert));
   pm.addPass(createPlaceHostBuffers());
   pm.addPass(createAllocateConstants());
@@ -41,6 +42,10 @@ struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
   Option<int64_t> prefillRows{*this, "prefill-rows",
                               llvm::cl::desc("Tokens per prefill step"),
                               llvm::cl::init(16)};
+  Option<std::string> attention{
+      *this, "attention",
+      llvm::cl::desc("Where attention runs: npu (default) or host"),
+      llvm::cl::init("npu")};
   Option<bool> quantReport{
       *this, "quant-report",
       llvm::cl::desc("Report per-tensor INT4 quantization error"),
@@ -56,6 +61,7 @@ struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
   PipelineOptions get() const {
     PipelineOptions o;
     o.prefillRows = prefillRows;
+    o.attention = attention;
     o.quantReport = quantReport;
     o.int8Tensors = int8Tensors;
     o.int4Scales = int4Scales;

@@ -6,11 +6,14 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <cstdint>
+#include <string>
 
 namespace pccx {
 
 struct PipelineOptions {
   int64_t prefillRows = 16;
+  /// Where attention runs: "npu" (KV caches as weight records) or "host".
+  std::string attention = "npu";
   bool foldNormGains = true;
   bool fuseLaurel = true;
   bool quantReport = false;

@@ -107,6 +107,10 @@ def ConvertGemma3nToPccx
   let options = [
     Option<"prefillRows", "prefill-rows", "int64_t", /*default=*/"16",
            "Tokens per prefill step (GEMM rows)">,
+    Option<"attention", "attention", "std::string", /*default=*/"\"npu\"",
+           "Where attention runs: npu (Q.K and P.V as GEMV/GEMM over KV "
+           "caches kept as INT8 weight records in device memory) or host "
+           "(dot products on the CPU over fp16/f32/int8 host caches)">,
   ];
   let dependentDialects = ["pccx::dialect::PccxDialect"];
 }

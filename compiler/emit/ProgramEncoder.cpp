@@ -134,7 +134,14 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights,
       if (auto w = op.getAttrOfType<pd::WeightRecordAttr>("weights")) {
         bundle::WeightUse use;
         use.index = index;
-        if (w.getDynamic()) {
+        if (w.getCache()) {
+          use.cache = w.getCache().str();
+          use.part = w.getPart();
+          use.mask = w.getMask();
+          note += (w.getMask() ? ": mask of row " : ": " + use.cache + " head ") +
+                  std::to_string(use.part) +
+                  (w.getMask() ? " over " + use.cache : std::string());
+        } else if (w.getDynamic()) {
           use.dynamic = true;
           note += ": attention scores";
         } else {
@@ -166,6 +173,13 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights,
       bundle::CacheEntry cache{e.getName().str(),
                                cast<IntegerAttr>(dims[0]).getInt(),
                                cast<IntegerAttr>(dims[1]).getInt(), kvDtype};
+      // [slots, width, layout, kv heads, window]: records in device memory.
+      if (dims.size() == 5) {
+        cache.dtype = "int8";
+        cache.layout = cast<StringAttr>(dims[2]).str();
+        cache.heads = cast<IntegerAttr>(dims[3]).getInt();
+        cache.window = cast<IntegerAttr>(dims[4]).getInt();
+      }
       bool known = false;
       for (const bundle::CacheEntry &other : manifest.caches)
         known |= other.name == cache.name;

@@ -10,6 +10,7 @@
 #include "compiler/reference/Reference.h"
 
 #include "compiler/reference/Math.h"
+#include "hw/numerics/KvRecords.h"
 #include "hw/numerics/Quantize.h"
 
 #include <algorithm>
@@ -112,6 +113,7 @@ struct Model::Impl {
   /// headDim]; empty for KV-shared layers.
   std::vector<std::vector<float>> keys, values;
   int64_t position = 0;
+  bool kvRecords = false;
 
   Impl(const Gemma3nTextConfig &c, const Weights &w, int64_t maxPos)
       : config(c), weights(w), maxPositions(maxPos), H(c.hidden_size),
@@ -412,6 +414,10 @@ bool Model::Impl::decoderLayer(int64_t i, int64_t T, std::vector<float> &xs,
         rmsNorm(kh, l.keyNorm.data(), size_t(headDim), eps, kRow + g * headDim);
         applyRope(kRow + g * headDim, size_t(headDim), position + t, theta);
         rmsNorm(vh, nullptr, size_t(headDim), eps, vRow + g * headDim);
+        if (kvRecords) {
+          hw::roundKeyLikeRecord(kRow + g * headDim, headDim);
+          hw::roundValueLikeRecord(vRow + g * headDim, headDim);
+        }
       }
     }
   }
@@ -546,6 +552,8 @@ bool Model::ok(std::string *error) const {
     *error = impl_->loadError;
   return impl_->good;
 }
+
+void Model::setKvRecords(bool on) { impl_->kvRecords = on; }
 
 void Model::reset() { impl_->position = 0; }
 

@@ -82,6 +82,10 @@ public:
   bool ok(std::string *error) const;
   ~Model();
 
+  /// Keeps cached keys and values as the NPU's KV records hold them (INT8,
+  /// hw/numerics/KvRecords.h), so the reference computes what a bundle with
+  /// attention on the NPU computes. Off by default.
+  void setKvRecords(bool on);
   /// Forgets every cached position.
   void reset();
   /// Number of positions consumed so far.

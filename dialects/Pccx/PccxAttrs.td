@@ -77,13 +77,19 @@ def Pccx_WeightRecordAttr : Pccx_Attr<"WeightRecord", "weights"> {
     Rows [first_row, first_row + num_rows) of a quantized weight expression
     (`recipe`, compiler/model/WeightEvaluator.h: {quantize = ..., scheme}),
     or a record a host kernel produces at run time (`dynamic`, the
-    attention scores).
+    attention scores of host attention), or a record that lives in device
+    memory and changes from step to step (`cache`: the key or value record
+    of kv head `part` of that KV cache, or with `mask` the attention mask of
+    step row `part` over that cache's slots; hw/numerics/KvRecords.h).
   }];
   let parameters = (ins
     OptionalParameter<"::mlir::DictionaryAttr">:$recipe,
     DefaultValuedParameter<"int64_t", "0">:$first_row,
     DefaultValuedParameter<"int64_t", "0">:$num_rows,
-    DefaultValuedParameter<"bool", "false">:$dynamic);
+    DefaultValuedParameter<"bool", "false">:$dynamic,
+    OptionalParameter<"::mlir::StringAttr">:$cache,
+    DefaultValuedParameter<"int64_t", "0">:$part,
+    DefaultValuedParameter<"bool", "false">:$mask);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

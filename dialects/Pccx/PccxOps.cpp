@@ -411,7 +411,18 @@ LogicalResult PatchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult
 WeightRecordAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          DictionaryAttr recipe, int64_t firstRow,
-                         int64_t numRows, bool dynamic) {
+                         int64_t numRows, bool dynamic, StringAttr cache,
+                         int64_t part, bool mask) {
+  if (cache || mask) {
+    if (!cache || recipe || dynamic || firstRow || numRows)
+      return emitError() << "a cache record names its cache and nothing else "
+                            "(no recipe, rows or dynamic)";
+    if (part < 0 || part > 0xffff)
+      return emitError() << "part " << part << " is out of range";
+    return success();
+  }
+  if (part)
+    return emitError() << "only a cache record has a part";
   if (dynamic)
     return recipe ? emitError() << "a dynamic record has no recipe" : success();
   if (!recipe || !recipe.get("quantize") ||

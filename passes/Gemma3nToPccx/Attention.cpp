@@ -1,8 +1,12 @@
 //===- Attention.cpp - attention over the KV cache
 //=------------------------===//
 //
-// The cache write, the query projection, scores on the host as weight
-// records, softmax on the SFU and P.V on the host.
+// The cache write and attention. On the NPU (the default): the keys and
+// values of each kv head are weight records in device memory (keys by
+// position, values transposed), so Q.K^T and P.V are GEMV/GEMM passes
+// over them; a mask record removes the slots a row may not see, and the
+// softmax runs on the SFU. On the host: scores and P.V on the CPU over
+// host caches, the softmax still on the SFU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +30,119 @@ LogicalResult ProgramLowering::visit(KVCacheWriteOp w) {
 }
 
 LogicalResult ProgramLowering::visit(AttentionOp a) {
+  return npuAttention_ ? npuAttention(a) : hostAttention(a);
+}
+
+LogicalResult ProgramLowering::npuAttention(AttentionOp a) {
+  const int64_t heads = int64_t(a.getNumHeads()),
+                kvHeads = int64_t(a.getNumKvHeads()),
+                headDim = int64_t(a.getHeadDim());
+  auto kcIt = places_.find(a.getKCache()), vcIt = places_.find(a.getVCache());
+  if (kcIt == places_.end() || vcIt == places_.end() ||
+      kcIt->second.cache.empty() || vcIt->second.cache.empty())
+    return a.emitOpError("reads a cache that is not a cache argument");
+  const std::string kc = kcIt->second.cache, vc = vcIt->second.cache;
+  const CacheInfo &keys = caches_[kc];
+  if (keys.layout != "keys" || caches_[vc].layout != "values" ||
+      keys.heads != kvHeads || keys.width != kvHeads * headDim)
+    return a.emitOpError("needs key and value records of ")
+           << kvHeads << " kv heads of " << headDim << " values";
+  if (headDim % 8)
+    return a.emitOpError() << "has heads of " << headDim
+                           << " values; NPU attention needs whole 128-bit "
+                              "words per head (a multiple of 8), use "
+                              "--attention host";
+  const int64_t slots = keys.slots;
+  if (slots > 65535)
+    return a.emitOpError() << "attends over up to " << slots
+                           << " positions; the v002 shape fields stop at "
+                              "65535 (lower --max-seq-len)";
+  const int64_t groups = heads / kvHeads, slotWords = wordsFor(slots),
+                headWords = wordsFor(headDim), rowWords = heads * headWords;
+
+  // Q projection on the NPU, its norm and RoPE on the host, back to L2.
+  auto inShape = cast<RankedTensorType>(a.getInput().getType()).getShape();
+  SmallVector<int64_t> shape(inShape.begin(), inShape.end());
+  shape.back() = heads * headDim;
+  Value qRaw = scratch(a, shape), q = scratch(a, shape);
+  FailureOr<std::string> qNorm = hostTensor(a.getQNorm());
+  if (failed(qNorm) || failed(matmul(a.getInput(), a.getQProj(), qRaw, "q")) ||
+      failed(ensureHost(qRaw)))
+    return failure();
+  Place &qHost = newHostValue(q);
+  if (failed(hostKernel(
+          kernelName(abi::HostKernel::QueryNormRope), {qRaw}, {q},
+          {attr("q", region(place(qRaw))), attr("out", region(qHost)),
+           attr("q_norm", b_.getStringAttr(*qNorm)), attr("heads", i64(heads)),
+           attr("head_dim", i64(headDim)),
+           attr("theta", f64(a.getRopeTheta().convertToDouble())),
+           attr("eps", f64(a.getEps().convertToFloat()))})))
+    return failure();
+  dropScratch(qRaw);
+  if (failed(ensureL2(q)))
+    return failure();
+  const std::string qL2 = place(q).l2;
+
+  // Per step row and kv head: one pass over the key record scores the
+  // group's heads; per head the row's mask (with findemax), the softmax on
+  // the SFU; one pass over the value record weighs them.
+  const std::string scores = newBuffer(groups * slotWords, "scores");
+  Value oRaw = scratch(a, shape);
+  const std::string out = newL2Value(oRaw, "attn").l2;
+  auto matmulOver = [&](const std::string &dest, int64_t destOffset,
+                        const std::string &src, int64_t srcOffset,
+                        pd::WeightRecordAttr weights, int64_t n, int64_t k,
+                        int64_t srcStride, int64_t destStride) {
+    Operation *op = groups > 1 ? gemm_(dest, src).getOperation()
+                               : gemv(dest, src, false).getOperation();
+    op->setAttr("weights", weights);
+    op->setAttr("weight_shape",
+                triple(n, k, int64_t(pccx::hw::WeightFormat::Int8)));
+    op->setAttr("fmap_shape", triple(groups, srcStride, destStride));
+    if (destOffset)
+      op->setAttr("dest_reg_offset", i64(destOffset));
+    if (srcOffset)
+      op->setAttr("src_addr_offset", i64(srcOffset));
+  };
+  for (int64_t r = 0; r < rows_; ++r)
+    for (int64_t g = 0; g < kvHeads; ++g) {
+      const int64_t firstHead = r * rowWords + g * groups * headWords;
+      matmulOver(scores, 0, qL2, firstHead, cacheRecord(kc, g, false), slots,
+                 headDim, headWords, slotWords);
+      for (int64_t i = 0; i < groups; ++i) {
+        const int64_t at = i * slotWords;
+        pd::GemvOp mask = gemv(scores, one_, /*findemax=*/true);
+        mask->setAttr("accm", b_.getUnitAttr());
+        mask.setWeightsAttr(cacheRecord(kc, r, /*mask=*/true));
+        mask.setWeightShapeAttr(
+            triple(slots, 1, int64_t(pccx::hw::WeightFormat::Int8)));
+        mask.setFmapShapeAttr(triple(1, 1, slotWords));
+        if (at)
+          mask.setDestRegOffsetAttr(b_.getI64IntegerAttr(at));
+        for (auto [func, dst, flag] :
+             {std::make_tuple("exp", scores, "sub_emax"),
+              std::make_tuple("reduce_sum", sum_, ""),
+              std::make_tuple("scale", scores, "recip_scale")}) {
+          pd::CvoOp op = cvoOp(func, scores, dst, slots);
+          if (at) {
+            op.setSrcAddrOffsetAttr(b_.getI64IntegerAttr(at));
+            if (dst == scores)
+              op.setDstAddrOffsetAttr(b_.getI64IntegerAttr(at));
+          }
+          if (*flag)
+            op->setAttr(flag, b_.getUnitAttr());
+        }
+      }
+      matmulOver(out, firstHead, scores, 0, cacheRecord(vc, g, false),
+                 headDim, slots, slotWords, headWords);
+    }
+  dropScratch(q);
+  LogicalResult result = matmul(oRaw, a.getOProj(), a.getResult(), "attn");
+  dropScratch(oRaw);
+  return result;
+}
+
+LogicalResult ProgramLowering::hostAttention(AttentionOp a) {
   const int64_t heads = int64_t(a.getNumHeads()),
                 kvHeads = int64_t(a.getNumKvHeads()),
                 headDim = int64_t(a.getHeadDim()),
@@ -35,7 +152,7 @@ LogicalResult ProgramLowering::visit(AttentionOp a) {
       kcIt->second.cache.empty() || vcIt->second.cache.empty())
     return a.emitOpError("reads a cache that is not a cache argument");
   const Place &kc = kcIt->second, &vc = vcIt->second;
-  const int64_t slots = caches_[kc.cache].first;
+  const int64_t slots = caches_[kc.cache].slots;
   const int64_t capacity = window > 0 ? std::min(window, slots) : slots;
   if (capacity > 65535)
     return a.emitOpError() << "attends over up to " << capacity
@@ -83,7 +200,8 @@ LogicalResult ProgramLowering::visit(AttentionOp a) {
     for (int64_t h = 0; h < heads; ++h) {
       pd::GemvOp scoresOp = gemv(scores, one_, /*findemax=*/true);
       scoresOp.setWeightsAttr(pd::WeightRecordAttr::get(
-          b_.getContext(), DictionaryAttr(), 0, 0, /*dynamic=*/true));
+          b_.getContext(), DictionaryAttr(), 0, 0, /*dynamic=*/true,
+          StringAttr(), 0, false));
       scoresOp.setWeightShapeAttr(triple(capacity, 1, 0));
       scoresOp.setFmapShapeAttr(triple(1, 1, capWords));
       scoresOp.setShapePatchesAttr(

@@ -35,6 +35,11 @@ struct ConvertGemma3nToPccxPass
                          << int64_t(prefillRows);
       return signalPassFailure();
     }
+    if (attention != "npu" && attention != "host") {
+      module.emitError() << "attention must be npu or host, got '"
+                         << attention << "'";
+      return signalPassFailure();
+    }
     pccx::import::Gemma3nTextConfig config;
     std::string error;
     if (!pccx::moduleConfig(module, &config, &error)) {
@@ -47,8 +52,8 @@ struct ConvertGemma3nToPccxPass
       if (fn->hasAttr(pccx::kFunctionKindAttr))
         functions.push_back(fn);
     for (func::FuncOp fn : functions) {
-      ProgramLowering lowering(module, fn, config, prefillRows, hostTensors,
-                               gathers);
+      ProgramLowering lowering(module, fn, config, prefillRows,
+                               attention == "npu", hostTensors, gathers);
       if (failed(lowering.run()))
         return signalPassFailure();
     }

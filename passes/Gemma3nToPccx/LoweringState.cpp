@@ -307,10 +307,21 @@ LogicalResult ProgramLowering::run() {
     // Sliding layers keep only what a step can see: the window plus the
     // rows a prefill step writes before its first row reads (a ring).
     int64_t slots = shape[0];
-    if (config_.layer_types[size_t(layer.getInt())] ==
-        pccx::import::LayerType::Sliding)
+    const bool sliding = config_.layer_types[size_t(layer.getInt())] ==
+                         pccx::import::LayerType::Sliding;
+    if (sliding)
       slots = std::min(slots, config_.sliding_window + prefillRows_ - 1);
-    caches_[name] = {slots, shape[1]};
+    CacheInfo info;
+    info.slots = slots;
+    info.width = shape[1];
+    if (npuAttention_) {
+      // Keys and values as weight records in device memory, one per kv
+      // head (hw/numerics/KvRecords.h).
+      info.layout = kind.getValue() == "k" ? "keys" : "values";
+      info.heads = config_.num_key_value_heads;
+      info.window = sliding ? config_.sliding_window : 0;
+    }
+    caches_[name] = info;
     Place p;
     p.cache = name;
     places_[arg] = p;
@@ -337,9 +348,12 @@ LogicalResult ProgramLowering::run() {
 
   // What the runtime needs besides the words.
   SmallVector<NamedAttribute> caches;
-  for (auto &[name, dims] : caches_)
-    caches.push_back(
-        attr(name, b_.getArrayAttr({i64(dims.first), i64(dims.second)})));
+  for (auto &[name, c] : caches_) {
+    SmallVector<Attribute> dims = {i64(c.slots), i64(c.width)};
+    if (!c.layout.empty())
+      dims.append({b_.getStringAttr(c.layout), i64(c.heads), i64(c.window)});
+    caches.push_back(attr(name, b_.getArrayAttr(dims)));
+  }
   program_->setAttr("caches", b_.getDictionaryAttr(caches));
   // Buffers live to the end of the step are released last, in creation
   // order.

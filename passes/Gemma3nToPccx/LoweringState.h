@@ -68,11 +68,12 @@ class ProgramLowering {
 public:
   ProgramLowering(ModuleOp module, func::FuncOp fn,
                   const pccx::import::Gemma3nTextConfig &config,
-                  int64_t prefillRows,
+                  int64_t prefillRows, bool npuAttention,
                   std::map<std::string, DictionaryAttr> &hostTensors,
                   std::map<std::string, DictionaryAttr> &gathers)
       : module_(module), fn_(fn), config_(config), b_(module.getContext()),
-        hostTensors_(hostTensors), gathers_(gathers) {
+        npuAttention_(npuAttention), hostTensors_(hostTensors),
+        gathers_(gathers) {
     auto kind = fn->getAttrOfType<StringAttr>(pccx::kFunctionKindAttr);
     prefill_ = kind && kind.getValue() == "prefill";
     rows_ = prefill_ ? prefillRows : 1;
@@ -105,7 +106,15 @@ private:
   pd::WeightRecordAttr record(DictionaryAttr recipe, int64_t first,
                               int64_t count) {
     return pd::WeightRecordAttr::get(b_.getContext(), recipe, first, count,
-                                     false);
+                                     false, StringAttr(), 0, false);
+  }
+  /// The key or value record of kv head `head` of `cache`, or (`mask`) the
+  /// attention mask of step row `head` over its slots.
+  pd::WeightRecordAttr cacheRecord(const std::string &cache, int64_t part,
+                                   bool mask) {
+    return pd::WeightRecordAttr::get(b_.getContext(), DictionaryAttr(), 0, 0,
+                                     false, b_.getStringAttr(cache), part,
+                                     mask);
   }
 
   // ---- values ------------------------------------------------------------
@@ -247,6 +256,9 @@ private:
   // Attention.cpp: the cache write and attention over the cache.
   LogicalResult visit(KVCacheWriteOp op);
   LogicalResult visit(AttentionOp op);
+  /// Attention as GEMV/GEMM over KV records, and on the host.
+  LogicalResult npuAttention(AttentionOp op);
+  LogicalResult hostAttention(AttentionOp op);
   // FFN.cpp: gate, up, sparsity, GELU, product, down.
   LogicalResult visit(FFNOp op);
   // Logits.cpp: the LM head, soft-cap and the logits hand-off.
@@ -276,6 +288,7 @@ private:
   const pccx::import::Gemma3nTextConfig &config_;
   OpBuilder b_;
   bool prefill_ = false;
+  bool npuAttention_ = true;
   int64_t rows_ = 1, prefillRows_ = 1;
   Location currentLoc_ = UnknownLoc::get(module_.getContext());
   pd::ProgramOp program_;
@@ -296,7 +309,14 @@ private:
   std::map<std::string, DictionaryAttr> &hostTensors_;
   std::map<std::string, DictionaryAttr> &gathers_;
   std::string one_, sum_; ///< L2: the constant 1.0, a REDUCE_SUM target
-  std::map<std::string, std::pair<int64_t, int64_t>> caches_;
+  /// Every KV cache of the program: slots, width, and for NPU attention its
+  /// record layout ("keys"/"values"), kv heads and attention window.
+  struct CacheInfo {
+    int64_t slots = 0, width = 0;
+    std::string layout; ///< empty: a host cache
+    int64_t heads = 0, window = 0;
+  };
+  std::map<std::string, CacheInfo> caches_;
 };
 
 } // namespace pccx::lowering

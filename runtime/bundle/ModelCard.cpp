@@ -10,6 +10,7 @@
 #include "runtime/bundle/Objdump.h"
 
 #include "hw/machine/MachineModel.h"
+#include "hw/numerics/KvRecords.h"
 #include "hw/numerics/Quantize.h"
 #include "hw/support/Format.h"
 #include "runtime/bundle/ChatTemplate.h"
@@ -38,6 +39,24 @@ uint64_t streamedBytes(const ProgramEntry &program) {
   uint64_t total = 0;
   for (const WeightUse &u : program.weights)
     total += u.bytes;
+  return total;
+}
+
+/// Bytes of one kv head's record of a record-layout cache.
+uint64_t recordBytes(const CacheEntry &c) {
+  return uint64_t(c.layout == "keys" ? hw::keyRecordBytes(c.slots, c.headDim())
+                                     : hw::valueRecordBytes(c.slots, c.headDim()));
+}
+
+/// Bytes a program streams from KV records and masks per run.
+uint64_t kvStreamedBytes(const ProgramEntry &program,
+                         const std::vector<CacheEntry> &caches) {
+  uint64_t total = 0;
+  for (const WeightUse &u : program.weights)
+    for (const CacheEntry &c : caches)
+      if (!u.cache.empty() && c.name == u.cache)
+        total += u.mask ? uint64_t(hw::maskRecordBytes(c.slots))
+                        : recordBytes(c);
   return total;
 }
 
@@ -140,9 +159,23 @@ void printModelCard(const Bundle &b, std::ostream &out) {
     line(p->name.c_str(),
          std::to_string(Bundle::wordCount(*p)) + " instruction words");
 
-  line("KV caches", std::to_string(m.caches.size()) + " (" +
-                       (m.caches.empty() ? "-" : m.caches.front().dtype) +
-                       ")");
+  uint64_t recordTotal = 0;
+  for (const CacheEntry &c : m.caches)
+    if (!c.layout.empty())
+      recordTotal += recordBytes(c) * uint64_t(c.heads);
+  if (recordTotal) {
+    // Attention on the NPU: the caches are weight records in device memory.
+    const ProgramEntry *decode = m.program("program.decode");
+    line("KV caches",
+         std::to_string(m.caches.size()) + " (int8 records in device memory, " +
+             mib(recordTotal) + "; " +
+             mib(decode ? kvStreamedBytes(*decode, m.caches) : 0) +
+             " streamed per decode token with the masks)");
+  } else {
+    line("KV caches", std::to_string(m.caches.size()) + " (" +
+                          (m.caches.empty() ? "-" : m.caches.front().dtype) +
+                          ")");
+  }
   const SectionInfo *tok = b.find("tokenizer");
   line("tokenizer",
        tok ? "SentencePiece, " + std::to_string(tok->size) + " bytes"

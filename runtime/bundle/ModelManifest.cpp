@@ -194,10 +194,18 @@ json toJson(const ModelManifest &m) {
   for (const ProgramEntry &p : m.programs) {
     json uses = json::array();
     for (const WeightUse &u : p.weights)
-      uses.push_back(u.dynamic ? json{{"index", u.index}, {"dynamic", true}}
-                               : json{{"index", u.index},
-                                      {"offset", u.offset},
-                                      {"bytes", u.bytes}});
+      uses.push_back(
+          !u.cache.empty()
+              ? (u.mask ? json{{"index", u.index},
+                               {"mask", u.cache},
+                               {"row", u.part}}
+                        : json{{"index", u.index},
+                               {"cache", u.cache},
+                               {"head", u.part}})
+          : u.dynamic ? json{{"index", u.index}, {"dynamic", true}}
+                      : json{{"index", u.index},
+                             {"offset", u.offset},
+                             {"bytes", u.bytes}});
     json info = {{"rows", p.rows}, {"weight_records", uses}};
     if (p.windowWords)
       info["window_words"] = p.windowWords;
@@ -237,8 +245,15 @@ json toJson(const ModelManifest &m) {
     out[manifest_keys::kAnnotations] = m.annotations;
   json caches = json::object();
   for (const CacheEntry &c : m.caches)
-    caches[c.name] = {
-        {"slots", c.slots}, {"width", c.width}, {"dtype", c.dtype}};
+  {
+    json entry = {{"slots", c.slots}, {"width", c.width}, {"dtype", c.dtype}};
+    if (!c.layout.empty()) {
+      entry["layout"] = c.layout;
+      entry["heads"] = c.heads;
+      entry["window"] = c.window;
+    }
+    caches[c.name] = entry;
+  }
   out["caches"] = caches;
   json tensors = json::object();
   for (const HostTensorEntry &t : m.hostTensors)
@@ -296,6 +311,24 @@ static bool readCaches(Reader &rd, const json &j, ModelManifest &m) {
     if (c.dtype != "f32" && c.dtype != "f16" && c.dtype != "int8")
       return rd.fail(where,
                      "dtype '" + c.dtype + "' is not one of f32, f16, int8");
+    if (rd.member(spec, "layout")) {
+      if (!rd.string(spec, "layout", where, &c.layout))
+        return false;
+      if (c.layout != "keys" && c.layout != "values")
+        return rd.fail(where, "layout '" + c.layout +
+                                  "' is not one of keys, values");
+      // The records' shapes go into 16-bit instruction fields.
+      if (!rd.integer(spec, "heads", where, &c.heads, 1, 4096) ||
+          !rd.integer(spec, "window", where, &c.window, 0, c.slots) ||
+          !rd.integer(spec, "slots", where, &c.slots, 1, 65535))
+        return false;
+      if (c.width % c.heads || c.headDim() > 65535)
+        return rd.fail(where, "width " + std::to_string(c.width) +
+                                  " is not a whole number of heads of at "
+                                  "most 65535 values");
+      if (c.dtype != "int8")
+        return rd.fail(where, "a record layout stores int8, not " + c.dtype);
+    }
     m.caches.push_back(c);
   }
   return true;
@@ -424,12 +457,39 @@ static bool readPrograms(Reader &rd, const json &j, const Bundle &bundle,
         return rd.fail(where, "a weight record names a word the program "
                               "does not have");
       w.index = uint64_t(at);
+      const std::string rw =
+          where + " weight record of word " + std::to_string(at);
+      const bool cacheRecord = rd.member(u, "cache") != nullptr,
+                 maskRecord = rd.member(u, "mask") != nullptr;
+      if (cacheRecord || maskRecord) {
+        // Records in device memory: the cache must exist with the layout
+        // the record needs, the head or row inside it.
+        const char *key = maskRecord ? "mask" : "cache";
+        if (cacheRecord && maskRecord)
+          return rd.fail(rw, "names both a cache and a mask");
+        if (!rd.string(u, key, rw, &w.cache))
+          return false;
+        const CacheEntry *cache = nullptr;
+        for (const CacheEntry &c : m.caches)
+          if (c.name == w.cache)
+            cache = &c;
+        if (!cache || cache->layout.empty() ||
+            (maskRecord && cache->layout != "keys"))
+          return rd.fail(rw, std::string("names '") + w.cache +
+                                 "', which is not a " +
+                                 (maskRecord ? "key" : "key or value") +
+                                 " record cache");
+        w.mask = maskRecord;
+        if (!rd.integer(u, maskRecord ? "row" : "head", rw, &w.part, 0,
+                        (maskRecord ? p.rows : cache->heads) - 1))
+          return false;
+        p.weights.push_back(w);
+        continue;
+      }
       if (!rd.boolean(u, "dynamic", where + " weight record", &w.dynamic))
         return false;
       if (!w.dynamic) {
         int64_t offset, bytes;
-        const std::string rw =
-            where + " weight record of word " + std::to_string(at);
         if (!rd.integer(u, "offset", rw, &offset) ||
             !rd.integer(u, "bytes", rw, &bytes, 1) ||
             !rd.inside(uint64_t(offset), uint64_t(bytes), size.weights, rw,

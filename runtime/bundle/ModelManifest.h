@@ -60,6 +60,12 @@ struct WeightUse {
   uint64_t index = 0;             ///< word index in the program
   bool dynamic = false;           ///< produced by a host kernel at run time
   uint64_t offset = 0, bytes = 0; ///< static: the record's bytes
+  /// A record in device memory: the key/value record of kv head `part` of
+  /// KV cache `cache`, or (`mask`) the mask of step row `part` over the
+  /// slots of key cache `cache` (hw/numerics/KvRecords.h).
+  std::string cache;
+  int64_t part = 0;
+  bool mask = false;
 };
 
 struct ProgramEntry {
@@ -89,6 +95,12 @@ struct CacheEntry {
   std::string name;
   int64_t slots = 0, width = 0;
   std::string dtype = "f16"; ///< "f32", "f16", "int8"
+  /// Empty: a host cache of `slots` rows. "keys" / "values": one weight
+  /// record per kv head in device memory (hw/numerics/KvRecords.h), with
+  /// `heads` kv heads and the attention `window` (0: global) of its layer.
+  std::string layout;
+  int64_t heads = 0, window = 0;
+  int64_t headDim() const { return heads ? width / heads : 0; }
 };
 
 /// A float32 [rows, cols] tensor of the host_tensors section.

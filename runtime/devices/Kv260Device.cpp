@@ -236,6 +236,25 @@ bool Kv260Device::keepWeightsResident(const uint8_t *section, size_t bytes,
   return true;
 }
 
+uint8_t *Kv260Device::allocateStreamable(size_t bytes, std::string *error) {
+  const size_t aligned = (bytes + 4095) / 4096 * 4096;
+  if (aligned > stagingEnd_ ||
+      stagingEnd_ - aligned < stagingOffset_ + options_.minStagingBytes) {
+    const double mib = 1.0 / (1 << 20);
+    *error = formatString(
+        "%.1f MiB of KV records do not fit the DMA buffer next to the host "
+        "window, the staging area and the resident weights (%.1f MiB "
+        "free); configure a larger u-dma-buf (docs/kv260.md, memory budget)",
+        double(bytes) * mib,
+        double(stagingEnd_ - stagingOffset_ - options_.minStagingBytes) * mib);
+    return nullptr;
+  }
+  stagingEnd_ -= aligned;
+  uint8_t *at = dma_->data() + stagingEnd_;
+  std::memset(at, 0, bytes);
+  return at;
+}
+
 void Kv260Device::pushWeights(const uint8_t *data, size_t bytes) {
   pendingWeights_.push_back({data, bytes});
 }
@@ -253,6 +272,18 @@ bool Kv260Device::flushPendingWeights(std::string *error) {
         return false;
       regs_->write64(kv260::kRegWeightAddr,
                      dma_->physical() + residentOffset_ + (at - base));
+      regs_->write64(kv260::kRegWeightBytes, bytes);
+      continue;
+    }
+    // Records the host wrote into the DMA buffer (KV records, masks)
+    // stream from where they lie, once the host's stores are visible.
+    const uintptr_t dmaBase = reinterpret_cast<uintptr_t>(dma_->data());
+    if (at >= dmaBase + stagingEnd_ && bytes <= dma_->size() &&
+        at - dmaBase <= dma_->size() - bytes) {
+      if (!waitIdle(error))
+        return false;
+      dma_->flush(at - dmaBase, bytes);
+      regs_->write64(kv260::kRegWeightAddr, dma_->physical() + (at - dmaBase));
       regs_->write64(kv260::kRegWeightBytes, bytes);
       continue;
     }

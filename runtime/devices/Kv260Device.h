@@ -113,6 +113,9 @@ public:
   const char *name() const override { return "kv260"; }
   float *window() override { return shadow_.data(); }
   size_t windowWords() const override { return options_.windowWords; }
+  /// Carved from the DMA buffer below the resident weights (the staging
+  /// area shrinks, down to minStagingBytes).
+  uint8_t *allocateStreamable(size_t bytes, std::string *error) override;
   bool keepWeightsResident(const uint8_t *section, size_t bytes,
                            std::string *error) override;
   void pushWeights(const uint8_t *data, size_t bytes) override;

@@ -17,6 +17,10 @@ public:
   void pushWeights(const uint8_t *data, size_t bytes) override {
     sim_.pushWeightStream(data, bytes);
   }
+  void pushExactWeights(const uint8_t *data, size_t bytes,
+                        const float *exact) override {
+    sim_.pushWeightStream(data, bytes, exact);
+  }
   bool issue(uint64_t word, uint64_t index, std::string *error) override;
   bool sync(std::string *) override {
     sim_.sync();

@@ -49,7 +49,13 @@ bool prepareProgram(const bundle::Bundle &b, const std::string &path,
   p->weights.resize(p->words.size());
   for (const bundle::WeightUse &u : entry.weights) {
     WeightRef &ref = p->weights[size_t(u.index)];
-    if (u.dynamic) {
+    if (!u.cache.empty()) {
+      // The manifest reader checked that the cache exists with a record
+      // layout and the head or row is inside it.
+      ref.kind = u.mask ? WeightRef::Kind::Mask : WeightRef::Kind::Cache;
+      ref.cache = int32_t(tables.caches->at(u.cache));
+      ref.part = int32_t(u.part);
+    } else if (u.dynamic) {
       ref.kind = WeightRef::Kind::Dynamic;
     } else {
       ref.kind = WeightRef::Kind::Static;
@@ -150,6 +156,12 @@ std::unique_ptr<Model> Model::load(const std::string &path,
     spec.slots = c.slots;
     spec.width = c.width;
     host::parseKvDtype(c.dtype, &spec.dtype);
+    if (!c.layout.empty()) {
+      spec.dtype = c.layout == "keys" ? host::KvDtype::KeyRecords
+                                      : host::KvDtype::ValueRecords;
+      spec.heads = c.heads;
+      spec.window = c.window;
+    }
     m->cacheIndex_[c.name] = int(m->caches_.size());
     m->caches_.push_back(spec);
   }

@@ -55,8 +55,15 @@ struct Segment {
 
 /// The weight-stream bytes a GEMV/GEMM word consumes.
 struct WeightRef {
-  enum class Kind : uint8_t { None, Static, Dynamic };
+  enum class Kind : uint8_t {
+    None,
+    Static,  ///< in the weights section
+    Dynamic, ///< produced by a host kernel during the step
+    Cache,   ///< the record of kv head `part` of KV cache `cache`
+    Mask,    ///< the attention mask of step row `part` over cache `cache`
+  };
   Kind kind = Kind::None;
+  int32_t cache = -1, part = 0; ///< Cache, Mask
   const uint8_t *data = nullptr; ///< Static: into the mapped weights section
   uint64_t bytes = 0;
 };
@@ -79,6 +86,12 @@ struct CacheSpec {
   std::string name;
   int64_t slots = 0, width = 0;
   host::KvDtype dtype = host::KvDtype::F16; ///< absent in the manifest: f16
+  /// KeyRecords/ValueRecords caches: kv heads and the attention window.
+  int64_t heads = 1, window = 0;
+  bool records() const {
+    return dtype == host::KvDtype::KeyRecords ||
+           dtype == host::KvDtype::ValueRecords;
+  }
 };
 
 class Model {

@@ -3,6 +3,7 @@
 #include "runtime/exec/Session.h"
 
 #include "hw/abi/PatchSources.h"
+#include "hw/numerics/KvRecords.h"
 #include "hw/isa/Isa.h"
 #include "hw/support/CheckedMath.h"
 
@@ -27,11 +28,81 @@ Session::Session(const Model &model, std::unique_ptr<Device> device,
 }
 
 void Session::reset() {
-  caches_.clear();
-  for (const CacheSpec &spec : model_.caches())
-    caches_.emplace_back(spec.slots, spec.width,
-                         fp32Caches_ ? host::KvDtype::F32 : spec.dtype);
+  if (caches_.size() != model_.caches().size()) {
+    caches_.clear();
+    for (const CacheSpec &spec : model_.caches())
+      // Record caches get their device memory before the first step.
+      caches_.push_back(spec.records()
+                            ? host::KvCache()
+                            : host::KvCache(spec.slots, spec.width,
+                                            fp32Caches_ ? host::KvDtype::F32
+                                                        : spec.dtype));
+  } else {
+    for (host::KvCache &c : caches_)
+      c.clear();
+  }
   position_ = 0;
+}
+
+bool Session::prepareRecords(std::string *error) {
+  if (recordsReady_)
+    return true;
+  int64_t maxRows = 1;
+  for (const Program *p : {model_.decode(), model_.prefill()})
+    if (p)
+      maxRows = std::max(maxRows, p->rows);
+  maskOf_.assign(model_.caches().size(), -1);
+  for (size_t i = 0; i < model_.caches().size(); ++i) {
+    const CacheSpec &spec = model_.caches()[i];
+    if (!spec.records())
+      continue;
+    const int64_t headDim = spec.width / spec.heads;
+    const int64_t bytes = spec.dtype == host::KvDtype::KeyRecords
+                              ? hw::keyRecordBytes(spec.slots, headDim)
+                              : hw::valueRecordBytes(spec.slots, headDim);
+    uint8_t *memory =
+        device_->allocateStreamable(size_t(bytes * spec.heads), error);
+    if (!memory) {
+      *error = "KV cache '" + spec.name + "': " + *error;
+      return false;
+    }
+    caches_[i] = host::KvCache(spec.slots, spec.width, spec.heads, spec.dtype,
+                               memory);
+    // The golden model attends over the exact keys and values, as it keeps
+    // host caches in fp32.
+    if (fp32Caches_)
+      caches_[i].keepExact();
+    if (spec.dtype != host::KvDtype::KeyRecords)
+      continue;
+    for (size_t m = 0; m < masks_.size(); ++m)
+      if (masks_[m].slots == spec.slots && masks_[m].window == spec.window)
+        maskOf_[i] = int(m);
+    if (maskOf_[i] >= 0)
+      continue;
+    MaskSet set;
+    set.slots = spec.slots;
+    set.window = spec.window;
+    set.recordBytes = hw::maskRecordBytes(spec.slots);
+    set.memory =
+        device_->allocateStreamable(size_t(set.recordBytes * maxRows), error);
+    if (!set.memory) {
+      *error = "the attention masks of KV cache '" + spec.name + "': " + *error;
+      return false;
+    }
+    for (int64_t r = 0; r < maxRows; ++r)
+      hw::initMaskRecord(set.memory + r * set.recordBytes, spec.slots);
+    maskOf_[i] = int(masks_.size());
+    masks_.push_back(set);
+  }
+  recordsReady_ = true;
+  return true;
+}
+
+void Session::setMasks(int64_t rows) {
+  for (MaskSet &set : masks_)
+    for (int64_t r = 0; r < rows; ++r)
+      hw::setMaskScales(set.memory + r * set.recordBytes, set.slots,
+                        set.window, position_ + r, position_ + rows - 1);
 }
 
 bool Session::consume(const std::vector<int32_t> &tokens, bool decodeOnly,
@@ -114,6 +185,9 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
   ctx.emittedRows = 0;
   dynamic_.clear();
   inFlight_.clear();
+  if (!prepareRecords(error))
+    return false;
+  setMasks(count);
   stepLogits_.assign(size_t(count * model_.vocabSize()), 0.0f);
   ctx.logits = &stepLogits_;
 
@@ -150,6 +224,27 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
       } else if (rec.kind == WeightRef::Kind::Static) {
         device_->pushWeights(rec.data, size_t(rec.bytes));
         stats_.weightBytes += rec.bytes;
+      } else if (rec.kind == WeightRef::Kind::Cache ||
+                 rec.kind == WeightRef::Kind::Mask) {
+        const host::KvCache &cache = caches_[size_t(rec.cache)];
+        const uint8_t *data;
+        size_t bytes;
+        const float *exact = nullptr;
+        if (rec.kind == WeightRef::Kind::Cache) {
+          data = cache.record(rec.part);
+          bytes = size_t(cache.recordBytes());
+          exact = cache.exactRecord(rec.part);
+        } else {
+          const MaskSet &set = masks_[size_t(maskOf_[size_t(rec.cache)])];
+          data = set.memory + rec.part * set.recordBytes;
+          bytes = size_t(set.recordBytes);
+        }
+        if (exact)
+          device_->pushExactWeights(data, bytes, exact);
+        else
+          device_->pushWeights(data, bytes);
+        stats_.weightBytes += bytes;
+        stats_.kvRecordBytes += bytes;
       }
       std::string why;
       if (!device_->issue(words[i], i, &why)) {

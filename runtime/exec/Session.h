@@ -26,6 +26,8 @@ using device::Device;
 
 struct SessionStats {
   uint64_t instructions = 0, hostOps = 0, syncs = 0, weightBytes = 0, steps = 0;
+  /// Of weightBytes: streamed from the KV records and masks.
+  uint64_t kvRecordBytes = 0;
 };
 
 class Session {
@@ -51,10 +53,24 @@ private:
            const int32_t *tokens, int64_t count, std::vector<float> *logits,
            std::string *error);
 
+  /// The KV records and masks in device memory, made before the first step.
+  bool prepareRecords(std::string *error);
+  /// Sets every mask for a step of `rows` rows at the current position.
+  void setMasks(int64_t rows);
+
   const Model &model_;
   std::unique_ptr<Device> device_;
   bool fp32Caches_;
   std::vector<host::KvCache> caches_;
+  /// Masks are shared by the key caches of one (slots, window): one record
+  /// per step row.
+  struct MaskSet {
+    int64_t slots = 0, window = 0, recordBytes = 0;
+    uint8_t *memory = nullptr; ///< rows records
+  };
+  std::vector<MaskSet> masks_;
+  std::vector<int> maskOf_; ///< per cache: index into masks_, or -1
+  bool recordsReady_ = false;
   /// Each program's words as last patched (the unpatched bits never change).
   std::vector<uint64_t> decodeWords_, prefillWords_;
   std::deque<std::vector<uint8_t>> dynamic_, inFlight_;

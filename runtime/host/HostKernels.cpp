@@ -10,6 +10,8 @@
 
 #include "hw/numerics/Dot.h"
 #include "hw/numerics/HalfFloat.h"
+#include "hw/numerics/KvRecords.h"
+#include "hw/numerics/Quantize.h"
 
 #include <algorithm>
 #include <cassert>
@@ -588,12 +590,45 @@ bool kernelKvNormRope(Call &c) {
   return true;
 }
 
+bool kernelQueryNormRope(Call &c) {
+  int64_t heads, headDim;
+  double theta, eps;
+  Region q, out;
+  const HostTensor *qNorm;
+  if (!c.integer("heads", &heads) || !c.integer("head_dim", &headDim) ||
+      !c.number("theta", &theta) || !c.number("eps", &eps))
+    return false;
+  if (heads <= 0 || headDim <= 0 || headDim % 2 || heads > kMaxHeads ||
+      headDim > kMaxHeadDim)
+    return c.fail("heads", "are inconsistent (positive heads, head_dim "
+                           "positive and even)");
+  if (!c.region("q", &q, heads * headDim) || !c.stepRows("q", q.rows) ||
+      !c.region("out", &out, heads * headDim, q.rows) ||
+      !c.tensor("q_norm", &qNorm, 1, headDim))
+    return false;
+  std::vector<float> head(static_cast<size_t>(headDim));
+  for (int64_t r = 0; r < q.rows; ++r)
+    for (int64_t h = 0; h < heads; ++h) {
+      rms(q.row(r) + h * headDim, qNorm->data, headDim, float(eps),
+          head.data());
+      rope(head.data(), headDim, c.ctx().position + r, theta);
+      std::copy(head.begin(), head.end(), out.row(r) + h * headDim);
+    }
+  return true;
+}
+
 bool kernelCacheWrite(Call &c) {
   Region rows;
   KvCache *cache;
   if (!c.region("rows", &rows) || !c.stepRows("rows", rows.rows) ||
       !c.cache("cache", &cache, rows.elems))
     return false;
+  // A ring shorter than the step would overwrite positions the step's
+  // first rows still attend to.
+  if (rows.rows > cache->slots())
+    return c.fail("cache", "holds " + std::to_string(cache->slots()) +
+                               " positions but this step writes " +
+                               std::to_string(rows.rows));
   for (int64_t r = 0; r < rows.rows; ++r)
     cache->write(c.ctx().position + r, rows.row(r));
   return true;
@@ -861,12 +896,69 @@ KvCache::KvCache(int64_t slots, int64_t width, KvDtype dtype)
     codes_.assign(n, 0);
     full_.assign(size_t(slots), 0.0f);
     break;
+  case KvDtype::KeyRecords:
+  case KvDtype::ValueRecords:
+    break; // the other constructor
+  }
+}
+
+KvCache::KvCache(int64_t slots, int64_t width, int64_t heads, KvDtype layout,
+                 uint8_t *memory)
+    : slots_(slots), width_(width), heads_(heads), dtype_(layout),
+      memory_(memory) {
+  clear();
+}
+
+int64_t KvCache::recordBytes() const {
+  const int64_t headDim = width_ / heads_;
+  return dtype_ == KvDtype::KeyRecords ? hw::keyRecordBytes(slots_, headDim)
+                                       : hw::valueRecordBytes(slots_, headDim);
+}
+
+void KvCache::keepExact() {
+  exact_.assign(size_t(slots_ * width_), 0.0f);
+}
+
+void KvCache::clear() {
+  std::fill(exact_.begin(), exact_.end(), 0.0f);
+  if (!records()) {
+    std::fill(full_.begin(), full_.end(), 0.0f);
+    std::fill(half_.begin(), half_.end(), uint16_t(0));
+    std::fill(codes_.begin(), codes_.end(), int8_t(0));
+    return;
+  }
+  const int64_t headDim = width_ / heads_;
+  for (int64_t g = 0; g < heads_; ++g) {
+    uint8_t *r = memory_ + g * recordBytes();
+    if (dtype_ == KvDtype::KeyRecords)
+      hw::initKeyRecord(r, slots_, headDim);
+    else
+      hw::initValueRecord(r, slots_, headDim);
   }
 }
 
 void KvCache::write(int64_t position, const float *row) {
   const int64_t slot = position % slots_, base = slot * width_;
+  const int64_t headDim = width_ / heads_;
   switch (dtype_) {
+  case KvDtype::KeyRecords:
+    for (int64_t g = 0; g < heads_; ++g) {
+      hw::writeKeySlot(memory_ + g * recordBytes(), slots_, headDim, slot,
+                       row + g * headDim);
+      if (!exact_.empty())
+        std::copy(row + g * headDim, row + (g + 1) * headDim,
+                  exact_.begin() + (g * slots_ + slot) * headDim);
+    }
+    break;
+  case KvDtype::ValueRecords:
+    for (int64_t g = 0; g < heads_; ++g) {
+      hw::writeValueSlot(memory_ + g * recordBytes(), slots_, headDim, slot,
+                         row + g * headDim);
+      if (!exact_.empty())
+        for (int64_t d = 0; d < headDim; ++d)
+          exact_[size_t((g * headDim + d) * slots_ + slot)] = row[g * headDim + d];
+    }
+    break;
   case KvDtype::F32:
     std::copy(row, row + width_, full_.begin() + base);
     break;
@@ -884,7 +976,23 @@ void KvCache::write(int64_t position, const float *row) {
 float KvCache::at(int64_t position, int64_t column) const {
   const int64_t slot = position % slots_;
   const size_t i = size_t(slot * width_ + column);
+  const int64_t headDim = width_ / heads_, head = column / headDim,
+                d = column % headDim;
   switch (dtype_) {
+  case KvDtype::KeyRecords: {
+    const uint8_t *r = record(head);
+    float scale;
+    std::memcpy(&scale, r + 4 * slot, 4);
+    const int64_t stride = hw::recordRowStride(hw::WeightFormat::Int8, headDim);
+    return float(int8_t(r[hw::recordScaleBytes(slots_) + slot * stride + d])) *
+           scale;
+  }
+  case KvDtype::ValueRecords: {
+    const int64_t stride = hw::recordRowStride(hw::WeightFormat::Int8, slots_);
+    return float(int8_t(
+               record(head)[hw::recordScaleBytes(headDim) + d * stride + slot])) *
+           hw::valueRecordScale(headDim);
+  }
   case KvDtype::F16:
     return hw::f16ToFloat(half_[i]);
   case KvDtype::Int8:

@@ -64,6 +64,11 @@ enum class KvDtype {
   F32,
   F16,  ///< IEEE binary16, rounded to nearest even
   Int8, ///< one fp32 scale per row (hw::quantizeRowInt8)
+  /// Weight records in device memory, one per kv head, that the NPU's
+  /// attention streams (hw/numerics/KvRecords.h): keys by position, values
+  /// transposed.
+  KeyRecords,
+  ValueRecords,
 };
 /// "f32", "f16", "int8"; false for anything else.
 bool parseKvDtype(const std::string &text, KvDtype *out);
@@ -76,6 +81,29 @@ public:
   KvCache(int64_t slots, int64_t width, KvDtype dtype);
   KvCache(int64_t slots, int64_t width, bool fp16)
       : KvCache(slots, width, fp16 ? KvDtype::F16 : KvDtype::F32) {}
+  /// A cache kept as KeyRecords or ValueRecords of `heads` kv heads in
+  /// `memory` (heads * recordBytes() bytes, outliving the cache); cleared.
+  KvCache(int64_t slots, int64_t width, int64_t heads, KvDtype layout,
+          uint8_t *memory);
+  bool records() const {
+    return dtype_ == KvDtype::KeyRecords || dtype_ == KvDtype::ValueRecords;
+  }
+  int64_t heads() const { return heads_; }
+  /// Bytes of one kv head's record (records only).
+  int64_t recordBytes() const;
+  const uint8_t *record(int64_t head) const {
+    return memory_ + head * recordBytes();
+  }
+  /// Forgets every position (records: back to their empty state).
+  void clear();
+  /// Records also keep the exact values they quantize (for the golden
+  /// model: Device::pushExactWeights), laid out like the record's rows.
+  void keepExact();
+  /// The exact N x K values of a kv head's record, or null.
+  const float *exactRecord(int64_t head) const {
+    return exact_.empty() ? nullptr
+                          : exact_.data() + head * slots_ * (width_ / heads_);
+  }
   int64_t slots() const { return slots_; }
   int64_t width() const { return width_; }
   KvDtype dtype() const { return dtype_; }
@@ -86,8 +114,10 @@ public:
   float at(int64_t position, int64_t column) const;
 
 private:
-  int64_t slots_ = 0, width_ = 0;
+  int64_t slots_ = 0, width_ = 0, heads_ = 1;
   KvDtype dtype_ = KvDtype::F32;
+  uint8_t *memory_ = nullptr; ///< records: device memory
+  std::vector<float> exact_;  ///< records with keepExact()
   std::vector<uint16_t> half_;
   std::vector<float> full_; ///< f32 values, or int8 row scales
   std::vector<int8_t> codes_;

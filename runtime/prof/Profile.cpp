@@ -183,12 +183,26 @@ HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
       addRope(w, d);
     break;
   }
+  case HostKernel::QueryNormRope: {
+    abi::HostRegion q = regionArg(call, "q");
+    double d = double(integerArg(call, "head_dim", 1));
+    double heads = double(q.rows * integerArg(call, "heads", 1));
+    for (double i = 0; i < heads; ++i) {
+      addRms(w, d);
+      addRope(w, d);
+    }
+    break;
+  }
   case HostKernel::CacheWrite: {
     abi::HostRegion rows = regionArg(call, "rows");
     const exec::CacheSpec *c = cacheArg(call, context, "cache");
     host::KvDtype dt = c ? c->dtype : host::KvDtype::F32;
-    w.flops +=
-        (dt == host::KvDtype::Int8 ? 3 : cacheElementOps(dt)) * elements(rows);
+    // INT8 storage (host int8 caches and the NPU's KV records) quantizes:
+    // a max pass, a divide and a round per element.
+    const bool int8 = dt == host::KvDtype::Int8 ||
+                      dt == host::KvDtype::KeyRecords ||
+                      dt == host::KvDtype::ValueRecords;
+    w.flops += (int8 ? 3 : cacheElementOps(dt)) * elements(rows);
     w.bytes += cacheElementBytes(dt) * elements(rows);
     break;
   }
@@ -469,12 +483,14 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
     out_->counts.weightBytes += bytes;
     pending_.push_back(bytes);
     // flushPendingWeights: per record, wait for the NPU and write its
-    // address and size; a record made at run time (attention scores) is
-    // first copied into the DMA staging area, a static one streams from the
-    // resident weights section (copied once when the model is opened).
+    // address and size; a record made at run time by a host kernel (host
+    // attention's scores) is first copied into the DMA staging area; a
+    // static one streams from the resident weights section (copied once
+    // when the model is opened), a KV record or mask from where the host
+    // wrote it in the DMA buffer.
     for (uint64_t b : pending_) {
       waitIdle("weight stream wait before " + what);
-      if (ref.kind != exec::WeightRef::Kind::Static)
+      if (ref.kind == exec::WeightRef::Kind::Dynamic)
         tl().host(mbpsNs(double(b), p_.dma_buffer_write_mb_per_s),
                   "runtime_copy:weight_staging",
                   "weight record copy for " + what);

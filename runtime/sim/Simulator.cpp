@@ -227,10 +227,11 @@ bool Simulator::setHostWindow(uint64_t baseWord, std::string *error) {
   return true;
 }
 
-void Simulator::pushWeightStream(const uint8_t *data, size_t bytes) {
+void Simulator::pushWeightStream(const uint8_t *data, size_t bytes,
+                                 const float *exact) {
   if (bytes == 0)
     return;
-  stream_.push_back({data, bytes});
+  stream_.push_back({data, bytes, exact});
   streamPending_ += bytes;
 }
 
@@ -457,6 +458,11 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
   }
 
   // All checks passed: consume the record and compute.
+  const float *exact =
+      numerics_ == Numerics::Reference && streamHead_ == 0 &&
+              stream_.front().bytes == recordBytes
+          ? stream_.front().exact
+          : nullptr;
   const uint8_t *record = takeWeights(recordBytes);
   const float *scales = nullptr;
   if (wScale) {
@@ -477,6 +483,17 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
   }
   scratchOut_.resize(m * n);
 
+  if (exact) {
+    for (size_t r = 0; r < m; ++r) {
+      const float *x = &l2_[(src + r * srcStride) * kLanes];
+      for (size_t i = 0; i < n; ++i) {
+        float acc = 0;
+        for (size_t j = 0; j < k; ++j)
+          acc += exact[i * k + j] * x[j];
+        scratchOut_[r * n + i] = acc;
+      }
+    }
+  } else {
   MatmulJob job{record + scaleBytes,
                 rowStride,
                 int4,
@@ -487,6 +504,7 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
                 scales,
                 scratchOut_.data()};
   runMatmul(job, threads_);
+  }
 
   if (findEmax && (!emaxArmed_ || emaxUsed_)) {
     emax_ = -std::numeric_limits<float>::infinity();

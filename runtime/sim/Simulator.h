@@ -73,7 +73,14 @@ public:
   //===--------------------------------------------------------------------===//
 
   /// Appends a span. The caller keeps the bytes alive until consumed.
-  void pushWeightStream(const uint8_t *data, size_t bytes);
+  /// `exact`, if given, holds the N x K values (row-major, scales applied)
+  /// that the record in this span quantizes: in Reference numerics a
+  /// GEMV/GEMM whose record is exactly this span multiplies by them instead
+  /// of the codes. The runtime passes it for the KV records, which the
+  /// golden model keeps exact as it keeps host KV caches in fp32; Hardware
+  /// numerics always use the codes.
+  void pushWeightStream(const uint8_t *data, size_t bytes,
+                        const float *exact = nullptr);
   size_t weightStreamPending() const { return streamPending_; }
 
   //===--------------------------------------------------------------------===//
@@ -119,6 +126,7 @@ private:
   struct Span {
     const uint8_t *data;
     size_t bytes;
+    const float *exact; ///< see pushWeightStream
   };
 
   bool executeAt(const isa::Instruction &inst, uint64_t index, bool checked,

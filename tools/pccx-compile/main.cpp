@@ -69,10 +69,18 @@ cl::opt<int64_t> prefillRows("prefill-rows",
                              cl::desc("Tokens per prefill step, the GEMM "
                                       "rows (default 16)"),
                              cl::init(16), cl::cat(category));
+cl::opt<std::string> attention(
+    "attention",
+    cl::desc("Where attention runs: npu (default; Q.K and P.V as GEMV/GEMM "
+             "over KV caches kept as INT8 weight records in device memory) "
+             "or host (dot products on the CPU over host KV caches, see "
+             "--kv-dtype)"),
+    cl::init("npu"), cl::cat(category));
 cl::opt<std::string> kvDtype("kv-dtype",
-                             cl::desc("KV-cache storage on the device: f16 "
-                                      "(default), f32, or int8 (one scale "
-                                      "per cached row)"),
+                             cl::desc("With --attention host: KV-cache "
+                                      "storage on the host, f16 (default), "
+                                      "f32, or int8 (one scale per cached "
+                                      "row)"),
                              cl::init("f16"), cl::cat(category));
 cl::opt<std::string> int8Weights(
     "int8-weights",
@@ -319,6 +327,12 @@ int main(int argc, char **argv) {
   pm.enableTiming(timing);
   if (kvDtype != "f16" && kvDtype != "f32" && kvDtype != "int8")
     return fail("--kv-dtype must be f16, f32 or int8, got '" + kvDtype + "'");
+  if (attention != "npu" && attention != "host")
+    return fail("--attention must be npu or host, got '" + attention + "'");
+  if (attention == "npu" && kvDtype.getNumOccurrences())
+    return fail("--kv-dtype sets the host KV caches of --attention host; "
+                "with attention on the NPU the caches are INT8 weight "
+                "records (docs/lowering.md)");
   pccx::hw::ScaleRule int4Rule;
   if (!pccx::hw::parseScaleRule(int4Scales, &int4Rule))
     return fail("--int4-scales must be absmax or search, got '" + int4Scales +
@@ -337,6 +351,7 @@ int main(int argc, char **argv) {
     return fail("--emit=bundle needs an output file (-o model.pccx)");
   pccx::PipelineOptions pipeline;
   pipeline.prefillRows = prefillRows;
+  pipeline.attention = attention;
   pipeline.quantReport = quantReport;
   pipeline.int8Tensors = int8Regex;
   pipeline.int4Scales = int4Scales;
@@ -362,6 +377,7 @@ int main(int argc, char **argv) {
     nlohmann::json compileOptions = {
         {"max_seq_len", int64_t(maxSeqLen)},
         {"prefill_rows", int64_t(prefillRows)},
+        {"attention", std::string(attention)},
         {"kv_dtype", std::string(kvDtype)},
         {"fold_norm_gains", !noFoldNormGains},
         {"fuse_laurel", !noFuseLaurel},

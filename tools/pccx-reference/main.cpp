@@ -47,6 +47,10 @@ OPTIONS:
   --bundle FILE        use exactly the weights the compiled bundle FILE
                        computes with (dequantized, folded gains divided
                        back out)
+  --kv-records         keep cached keys and values as the KV records of
+                       attention on the NPU hold them (INT8; pccx-compile
+                       --attention npu, the default): what the bundle
+                       computes in hardware numerics
   --dump-logits FILE   write float32 little-endian rows of vocab_size
                        logits, one per position, in order
   --max-positions N    KV-cache capacity (default: prompt + generate)
@@ -58,7 +62,7 @@ OPTIONS:
 static int run(int argc, char **argv) {
   std::string dir, tokensText, dumpPath, bundlePath;
   int64_t generate = 0, maxPositions = 0;
-  bool int4 = false, decodeOnly = false;
+  bool int4 = false, decodeOnly = false, kvRecords = false;
   pccx::hw::ScaleRule int4Rule = pccx::hw::ScaleRule::Search;
   pccx::tools::CommandLine cl("pccx-reference", argc, argv);
   auto fail = [&](const std::string &message) { return cl.fail(message); };
@@ -86,6 +90,8 @@ static int run(int argc, char **argv) {
       int4 = true;
     } else if (a == "--decode-only") {
       decodeOnly = true;
+    } else if (a == "--kv-records") {
+      kvRecords = true;
     } else if (!cl.positional(&dir, "checkpoint directory")) {
       return 1;
     }
@@ -128,6 +134,7 @@ static int run(int argc, char **argv) {
   int64_t capacity =
       maxPositions ? maxPositions : int64_t(prompt.size()) + generate;
   pccx::reference::Model model(config, weights, capacity);
+  model.setKvRecords(kvRecords);
   if (!model.ok(&error))
     return fail(error);
 

@@ -68,9 +68,10 @@ INPUT:
 DEVICE:
   --device sim|kv260       the functional simulator (default) or the board
   --numerics MODE          simulator numerics: reference (fp32 everywhere,
-                           fp32 KV cache) or hardware (BF16 in L2, the KV
-                           cache dtype the bundle was compiled with;
-                           default)
+                           exact fp32 keys and values) or hardware (BF16 in
+                           L2, keys and values as the bundle stores them:
+                           INT8 KV records, or the host cache dtype of
+                           --attention host; default)
   --uio-name NAME          kv260: UIO device name of the overlay (default
                            pccx)
   --udmabuf NAME           kv260: u-dma-buf buffer (default udmabuf0)
@@ -466,14 +467,22 @@ static int run(int argc, char **argv) {
         model->bundle(), original, checkpoint->prefix, &error);
     if (!effective)
       return fail(error);
-    auto runReference = [&](const pccx::reference::Weights &w,
+    // On the bundle's weights in hardware numerics the reference also keeps
+    // its KV cache as the bundle's KV records do (attention on the NPU);
+    // reference numerics attend over exact keys and values, and on the
+    // original weights the reference stays float throughout.
+    bool kvRecords = false;
+    for (const pccx::exec::CacheSpec &c : model->caches())
+      kvRecords |= c.records() && !reference;
+    auto runReference = [&](const pccx::reference::Weights &w, bool records,
                             std::vector<float> *out) {
       pccx::reference::Model ref(checkpoint->config, w, rows);
+      ref.setKvRecords(records);
       return ref.ok(&error) && ref.forward(result.consumed, *out, &error);
     };
     std::vector<float> sameWeights, originalWeights;
-    if (!runReference(*effective, &sameWeights) ||
-        !runReference(original, &originalWeights))
+    if (!runReference(*effective, kvRecords, &sameWeights) ||
+        !runReference(original, false, &originalWeights))
       return fail("float reference: " + error);
     Agreement run = compare(result.logits, sameWeights, vocab);
     Agreement quant = compare(sameWeights, originalWeights, vocab);

@@ -34,18 +34,24 @@ struct Cleanup : testing::Environment {
 testing::Environment *const cleanup =
     testing::AddGlobalTestEnvironment(new Cleanup);
 
-std::string tinyBundle() {
-  static std::string path;
+/// The tiny model compiled with attention on the host (its host caches,
+/// dynamic records and patch points are what most tests attack), or on the
+/// NPU (KV records).
+std::string tinyBundle(bool npuAttention = false) {
+  static std::string paths[2];
+  std::string &path = paths[npuAttention];
   if (!path.empty())
     return path;
   std::string dir = PCCX_BIN_DIR;
   std::string tmp = scratch();
-  std::string cmd = "rm -rf " + tmp + " && " + dir +
-                    "/pccx-make-checkpoint --preset tiny -o " + tmp +
-                    "/ckpt && " + dir + "/pccx-compile " + tmp +
-                    "/ckpt --max-seq-len 32 -o " + tmp + "/tiny.pccx";
+  std::string name = npuAttention ? "/npu.pccx" : "/tiny.pccx";
+  std::string cmd = "mkdir -p " + tmp + " && (test -d " + tmp + "/ckpt || " +
+                    dir + "/pccx-make-checkpoint --preset tiny -o " + tmp +
+                    "/ckpt) && " + dir + "/pccx-compile " + tmp +
+                    "/ckpt --max-seq-len 32 --attention " +
+                    (npuAttention ? "npu" : "host") + " -o " + tmp + name;
   EXPECT_EQ(std::system(cmd.c_str()), 0);
-  path = tmp + "/tiny.pccx";
+  path = tmp + name;
   return path;
 }
 
@@ -56,9 +62,10 @@ using SectionEdit =
 /// `sections`), written again with valid checksums.
 std::string rewritten(const std::string &name,
                       const std::function<void(json &)> &edit,
-                      const SectionEdit &sections = nullptr) {
+                      const SectionEdit &sections = nullptr,
+                      bool npuAttention = false) {
   std::string error;
-  auto in = Bundle::open(tinyBundle(), &error);
+  auto in = Bundle::open(tinyBundle(npuAttention), &error);
   EXPECT_NE(in, nullptr) << error;
   BundleWriter w;
   for (const SectionInfo &s : in->sections()) {
@@ -172,4 +179,49 @@ TEST(HostileBundle, NonFiniteLogitsStopWithTheStepNamed) {
   EXPECT_NE(error.find("at position 0: logit 0 of row 0 (token 2) is NaN"),
             std::string::npos)
       << error;
+}
+
+/// The first weight record of the decode program that names a KV cache.
+json &firstCacheRecord(json &m, const char *key) {
+  for (json &u : m["programs"]["program.decode"]["weight_records"])
+    if (u.contains(key))
+      return u;
+  ADD_FAILURE() << "no weight record names a " << key;
+  static json none;
+  return none;
+}
+
+TEST(HostileBundle, KvRecordsNamingWhatIsNotThereAreRefused) {
+  std::string unknown = openError(rewritten(
+      "kv-unknown",
+      [](json &m) { firstCacheRecord(m, "cache")["cache"] = "kv.99.k"; },
+      nullptr, true));
+  EXPECT_NE(unknown.find("names 'kv.99.k', which is not a key or value record "
+                         "cache"),
+            std::string::npos)
+      << unknown;
+  std::string head = openError(rewritten(
+      "kv-head", [](json &m) { firstCacheRecord(m, "cache")["head"] = 99; },
+      nullptr, true));
+  EXPECT_NE(head.find("'head' is 99, outside [0, 1]"), std::string::npos)
+      << head;
+  std::string row = openError(rewritten(
+      "kv-row", [](json &m) { firstCacheRecord(m, "mask")["row"] = 1; },
+      nullptr, true));
+  EXPECT_NE(row.find("'row' is 1, outside [0, 0]"), std::string::npos) << row;
+  std::string slots = openError(rewritten(
+      "kv-slots",
+      [](json &m) {
+        for (auto &[name, spec] : m["caches"].items())
+          spec["slots"] = int64_t(1) << 20;
+      },
+      nullptr, true));
+  EXPECT_NE(slots.find("outside [1, 65535]"), std::string::npos) << slots;
+}
+
+TEST(HostileBundle, NpuAttentionBundleRuns) {
+  // The untouched NPU-attention fixture opens and runs: the tests above
+  // fail for the edit, not the bundle.
+  EXPECT_EQ(consumeError(rewritten("kv-none", [](json &) {}, nullptr, true)),
+            "");
 }
