@@ -7,6 +7,7 @@
 #include "hw/numerics/Quantize.h"
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 
 namespace pccx::prof {
@@ -571,6 +572,20 @@ bool Replay::run() {
                               std::to_string(value) + " does not fit");
     const uint64_t mask = uint64_t(p.maxValue) << p.lo;
     words_[p.word] = (words_[p.word] & ~mask) | (uint64_t(value) << p.lo);
+  }
+  // Session::setMasks: one scale per slot and step row of every distinct
+  // (slots, window) of the key records, stored into the DMA buffer.
+  if (ctx_.caches) {
+    std::set<std::pair<int64_t, int64_t>> maskSets;
+    for (const exec::CacheSpec &c : *ctx_.caches)
+      if (c.dtype == host::KvDtype::KeyRecords)
+        maskSets.insert({c.slots, c.window});
+    double bytes = 0;
+    for (const auto &[slots, window] : maskSets)
+      bytes += 4.0 * double(slots) * double(prog_.rows);
+    if (bytes > 0)
+      tl().host(mbpsNs(bytes, p_.dma_buffer_write_mb_per_s),
+                "runtime_copy:attention_masks", "attention masks of the step");
   }
   for (const exec::Segment &seg : prog_.segments) {
     const double begin = tl().hostNow();
