@@ -482,6 +482,9 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
     const uint64_t bytes =
         ref.kind == exec::WeightRef::Kind::Static ? ref.bytes : record;
     out_->counts.weightBytes += bytes;
+    if (ref.kind == exec::WeightRef::Kind::Cache ||
+        ref.kind == exec::WeightRef::Kind::Mask)
+      out_->counts.kvRecordBytes += bytes;
     pending_.push_back(bytes);
     // flushPendingWeights: per record, wait for the NPU and write its
     // address and size; a record made at run time by a host kernel (host

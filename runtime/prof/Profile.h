@@ -26,6 +26,8 @@ namespace pccx::prof {
 /// What Session's statistics would count for the step.
 struct StepCounts {
   uint64_t instructions = 0, hostOps = 0, syncs = 0, weightBytes = 0;
+  /// Of weightBytes: the KV records and attention masks.
+  uint64_t kvRecordBytes = 0;
 };
 
 struct StepProfile {

@@ -38,8 +38,11 @@ bool profileModel(const exec::Model &model,
 }
 
 double ddrCeilingFraction(const StepProfile &step, const Params &params) {
+  // The ceiling: the model's weights streamed once at the effective DDR
+  // bandwidth. KV records and masks are work on top of it, not part of it.
   const double ddrSeconds =
-      double(step.counts.weightBytes) / (params.ddr_effective_mb_per_s * 1e6);
+      double(step.counts.weightBytes - step.counts.kvRecordBytes) /
+      (params.ddr_effective_mb_per_s * 1e6);
   return step.seconds > 0 ? ddrSeconds / step.seconds : 0;
 }
 
@@ -80,7 +83,8 @@ json countsJson(const StepCounts &c) {
   return {{"instructions", c.instructions},
           {"host_ops", c.hostOps},
           {"syncs", c.syncs},
-          {"weight_bytes", c.weightBytes}};
+          {"weight_bytes", c.weightBytes},
+          {"kv_record_bytes", c.kvRecordBytes}};
 }
 
 json stepDetails(const StepProfile &step) {

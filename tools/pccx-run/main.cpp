@@ -531,6 +531,7 @@ static int run(int argc, char **argv) {
           {"host_ops", stats.hostOps},
           {"syncs", stats.syncs},
           {"weight_bytes", stats.weightBytes},
+          {"kv_record_bytes", stats.kvRecordBytes},
           {"steps", stats.steps}}}};
     if (tokenizer)
       out["generated_text"] = tokenizer->decode(result.generated);

@@ -12,7 +12,7 @@ import sys
 prof = json.load(open(sys.argv[1]))
 decode = json.load(open(sys.argv[2]))["stats"]
 prefill = json.load(open(sys.argv[3]))["stats"]
-keys = ["instructions", "host_ops", "syncs", "weight_bytes"]
+keys = ["instructions", "host_ops", "syncs", "weight_bytes", "kv_record_bytes"]
 steps = len(prof["decode"])
 print("decode steps", steps, decode["steps"])
 for k in keys:
