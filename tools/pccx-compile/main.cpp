@@ -69,6 +69,13 @@ cl::opt<int64_t> prefillRows("prefill-rows",
                              cl::desc("Tokens per prefill step, the GEMM "
                                       "rows (default 16)"),
                              cl::init(16), cl::cat(category));
+cl::opt<std::string> target(
+    "target",
+    cl::desc("Target profile the words follow: v002 (default, the documented "
+             "semantics) or v002-rtl (the conventions of the v002 RTL; "
+             "docs/isa-semantics.md, Targets). What the target cannot run "
+             "is refused, naming the missing capability"),
+    cl::init("v002"), cl::cat(category));
 cl::opt<std::string> kvDtype("kv-dtype",
                              cl::desc("KV-cache storage on the device: f16 "
                                       "(default), f32, or int8 (one scale "
@@ -319,6 +326,10 @@ int main(int argc, char **argv) {
   pm.enableTiming(timing);
   if (kvDtype != "f16" && kvDtype != "f32" && kvDtype != "int8")
     return fail("--kv-dtype must be f16, f32 or int8, got '" + kvDtype + "'");
+  pccx::machine::Target targetId;
+  if (!pccx::machine::lookupTarget(target, targetId))
+    return fail("--target must be one of " + pccx::machine::targetNames() +
+                ", got '" + target + "'");
   pccx::hw::ScaleRule int4Rule;
   if (!pccx::hw::parseScaleRule(int4Scales, &int4Rule))
     return fail("--int4-scales must be absmax or search, got '" + int4Scales +
@@ -363,6 +374,7 @@ int main(int argc, char **argv) {
         {"max_seq_len", int64_t(maxSeqLen)},
         {"prefill_rows", int64_t(prefillRows)},
         {"kv_dtype", std::string(kvDtype)},
+        {"target", std::string(target)},
         {"fold_norm_gains", !noFoldNormGains},
         {"fuse_laurel", !noFuseLaurel},
         {"quantization", pccx::hw::schemeName(pccx::hw::QuantScheme{

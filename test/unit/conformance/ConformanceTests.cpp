@@ -134,6 +134,32 @@ TEST(Conformance, Bf16UlpDistance) {
   EXPECT_EQ(bf16UlpDistance(0x3f80, 0x7fc0), UINT32_MAX);
 }
 
+TEST(Conformance, RtlTargetKeepsOnlyItsTraps) {
+  GenerateOptions o;
+  o.target = "v002-rtl";
+  std::vector<Vector> v;
+  std::string err;
+  ASSERT_TRUE(buildSuite(o, v, &err)) << err;
+  unsigned gemv = 0, gemm = 0;
+  for (const Vector &x : v) {
+    if (x.name.find("_trap_") != std::string::npos)
+      EXPECT_TRUE(x.traps) << x.name;
+    for (uint64_t word : x.program) {
+      isa::Instruction inst;
+      if (!isa::decode(word, inst, nullptr))
+        continue;
+      if (inst.opcode == isa::Opcode::Gemv) {
+        ++gemv;
+        EXPECT_TRUE(x.traps) << x.name;
+      }
+      if (inst.opcode == isa::Opcode::Gemm && !x.traps)
+        ++gemm;
+    }
+  }
+  EXPECT_GT(gemv, 0u);
+  EXPECT_GT(gemm, 0u);
+}
+
 TEST(Conformance, UnknownTargetIsRefused) {
   GenerateOptions o;
   o.target = "v9";
