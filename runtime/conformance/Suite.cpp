@@ -297,6 +297,12 @@ void gemvVectors(std::vector<Vector> &out, Rng &rng) {
     gemv(b, dest, src, 6, 4096, true, 1);
   }
   {
+    Builder b(out, rng, "gemv_k65535_int4",
+              "GEMV INT4 N=2 K=65535, the largest K a shape entry holds");
+    b.l2(src, wordsFor(65535), -1.0f, 1.0f);
+    gemv(b, 0x02100, src, 2, 65535, true, 0);
+  }
+  {
     Builder b(out, rng, "gemv_last_l2_word",
               "GEMV reading and writing the last L2 words");
     b.l2(kLastL2Word - 2, 2, -2.0f, 2.0f);
