@@ -180,7 +180,8 @@ float readF32Le(const uint8_t *p) {
 
 Simulator::Simulator(Numerics numerics, size_t hostWords,
                      machine::Target target)
-    : numerics_(numerics), profile_(&machine::targetProfile(target)), l2_(size_t(kL2Words) * kLanes, 0.0f),
+    : numerics_(numerics), profile_(&machine::targetProfile(target)),
+      l2_(size_t(kL2Words) * kLanes, 0.0f),
       hostWords_(hostWords), host_(hostWords * kLanes, 0.0f),
       emax_(-std::numeric_limits<float>::infinity()) {}
 
@@ -550,7 +551,7 @@ bool Simulator::execMemcpy(const Instruction &inst, std::string &msg) {
     if (elements + kLanes - 1 >= (uint64_t(1) << machine::l2_address_bits)) {
       msg = formatString("fmap_shape entry %u: a*b*c = %llu elements; the "
                          "17-bit word count of target %s holds at most "
-                         "131065",
+                         "131064 elements",
                          shapePtr, (unsigned long long)elements,
                          profile_->name);
       return false;

@@ -172,6 +172,12 @@ TEST_F(TargetTest, MemcpyWordCountIs17Bits) {
   ASSERT_TRUE(big.execute(set, &err)) << err;
   ASSERT_TRUE(big.execute(copy, &err)) << err;
   EXPECT_EQ(big.stats().memcpyWords, 16383u);
+  // 26213 * 5 * 1 = 131065 is one element too many: 131065 + 7 = 2^17.
+  ok("memset dest_cache=fmap_shape dest_addr=7 a_value=26213 b_value=5 "
+     "c_value=1");
+  trap("memcpy from_device=1 to_device=0 shape_ptr_addr=7",
+       "a*b*c = 131065 elements; the 17-bit word count of target v002-rtl "
+       "holds at most 131064 elements");
   // 65535 * 2 * 1 + 7 needs an 18th bit.
   ok("memset dest_cache=fmap_shape dest_addr=5 a_value=65535 b_value=2 "
      "c_value=1");
