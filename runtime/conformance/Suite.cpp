@@ -179,8 +179,9 @@ private:
   Vector *v_;
 };
 
-/// The target the vectors are written for (set by buildSuite).
-const machine::TargetProfile *gTarget = nullptr;
+/// The target the vectors are written for: set by buildSuite for the
+/// duration of one build on its thread, read by the word helpers below.
+thread_local const machine::TargetProfile *gTarget = nullptr;
 
 std::string hex5(uint32_t v) { return formatString("0x%05x", v); }
 std::string num(unsigned v) { return std::to_string(v); }
