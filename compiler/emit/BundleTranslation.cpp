@@ -50,6 +50,15 @@ bool emitOptionsFromModule(ModuleOp module, EmitOptions *options,
     return false;
   }
   options->kvDtype = kv.str();
+  // Modules saved before target profiles record none: v002.
+  if (auto target = dict.getAs<StringAttr>("target")) {
+    if (!machine::lookupTarget(target.getValue(), options->target)) {
+      *error = std::string(kCompileOptionsAttr) + ": 'target' \"" +
+               target.str() + "\" is not a known target (" +
+               machine::targetNames() + ")";
+      return false;
+    }
+  }
   options->compileOptions = recorded;
   return true;
 }

@@ -30,6 +30,7 @@ bool emitBundle(ModuleOp module, const std::string &path,
 
   bundle::ModelManifest manifest;
   manifest.producer = "pccx-compile";
+  manifest.target = options.target;
   manifest.config = checkpoint.config.toJsonValue();
   manifest.compileOptions = options.compileOptions;
 
@@ -38,8 +39,8 @@ bool emitBundle(ModuleOp module, const std::string &path,
   std::vector<std::pair<std::string, std::vector<uint64_t>>> sections;
   for (auto program : module.getOps<dialect::ProgramOp>()) {
     std::vector<uint64_t> words;
-    if (!encodeProgram(program, weights, options.kvDtype, manifest, words,
-                       error))
+    if (!encodeProgram(program, weights, options.kvDtype, options.target,
+                       manifest, words, error))
       return false;
     sections.emplace_back(manifest.programs.back().section, std::move(words));
   }

@@ -10,6 +10,7 @@
 #ifndef PCCX_COMPILER_EMIT_EMITBUNDLE_H
 #define PCCX_COMPILER_EMIT_EMITBUNDLE_H
 
+#include "hw/machine/Target.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,9 @@ namespace pccx {
 struct EmitOptions {
   /// Stored in the manifest ("compile_options").
   nlohmann::json compileOptions = nlohmann::json::object();
+  /// The target profile the words follow; recorded in the manifest, and
+  /// what it cannot run is refused.
+  machine::Target target = machine::kDefaultTarget;
   /// "f16", "f32" or "int8": storage of the KV caches on the device.
   std::string kvDtype = "f16";
   /// Optional tokenizer model file to embed.

@@ -49,7 +49,8 @@ bundle::PatchPoint patchPoint(pd::PatchAttr p, const std::string &section,
 } // namespace
 
 bool encodeProgram(pd::ProgramOp program, WeightPlan &weights,
-                   const std::string &kvDtype, bundle::ModelManifest &manifest,
+                   const std::string &kvDtype, machine::Target target,
+                   bundle::ModelManifest &manifest,
                    std::vector<uint64_t> &words, std::string *error) {
   const std::string section = "program." + program.getSymName().str();
   bundle::ProgramEntry entry;
@@ -120,6 +121,13 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights,
       FailureOr<isa::Instruction> inst = pd::toInstruction(&op);
       if (failed(inst))
         return failAt(&op, "cannot be encoded", error);
+      std::string missing = machine::missingCapability(*inst, target);
+      if (!missing.empty())
+        return failAt(&op,
+                      "cannot be compiled for target " +
+                          std::string(machine::targetProfile(target).name) +
+                          ": " + missing,
+                      error);
       uint64_t word = 0;
       std::string encodeError;
       if (!isa::encode(*inst, word, &encodeError))

@@ -13,6 +13,7 @@
 
 #include "compiler/emit/WeightPlan.h"
 #include "dialects/Pccx/PccxOps.h"
+#include "hw/machine/Target.h"
 #include "runtime/bundle/ModelManifest.h"
 
 #include <string>
@@ -22,9 +23,11 @@ namespace pccx {
 
 /// Appends program `program` to `manifest` and returns its words in
 /// `words`. `kvDtype` is the storage of the program's caches. Errors name
-/// the op that cannot be encoded.
+/// the op that cannot be encoded, or that `target` cannot run (the missing
+/// capability).
 bool encodeProgram(dialect::ProgramOp program, WeightPlan &weights,
-                   const std::string &kvDtype, bundle::ModelManifest &manifest,
+                   const std::string &kvDtype, machine::Target target,
+                   bundle::ModelManifest &manifest,
                    std::vector<uint64_t> &words, std::string *error);
 
 } // namespace pccx

@@ -281,6 +281,33 @@ int runAssembler(const AsOptions &o, std::ostream &err, const char *tool) {
     return 1;
   }
 
+  // The target: --target, or the manifest's own "target" (v002 if none).
+  machine::Target target;
+  if (!targetOf(base, target, &message))
+    return fail(o.manifestJson + ": 'target': " + message);
+  if (!o.target.empty()) {
+    machine::Target given;
+    if (!machine::lookupTarget(o.target, given))
+      return fail("--target: '" + o.target + "' is not a known target (" +
+                  machine::targetNames() + ")");
+    if (base.contains(manifest_keys::kTarget) && given != target)
+      return fail("--target " + o.target + " disagrees with the target " +
+                  base[manifest_keys::kTarget].dump() + " of " +
+                  o.manifestJson);
+    target = given;
+    base[manifest_keys::kTarget] = o.target;
+  }
+  for (const AssembledProgram &p : programs)
+    for (size_t i = 0; i < p.words.size(); ++i) {
+      isa::Instruction inst;
+      std::string missing;
+      if (isa::decode(p.words[i], inst, nullptr))
+        missing = machine::missingCapability(inst, target);
+      if (!missing.empty())
+        return fail(o.input + ": " + p.name + " word " + std::to_string(i) +
+                    " (" + isa::disassemble(inst) + "): " + missing);
+    }
+
   BundleWriter writer;
   if (!addAssembledSections(programs, base, writer, &message))
     return fail((o.manifestJson.empty() ? o.input : o.manifestJson) + ": " +

@@ -60,6 +60,9 @@ struct AsOptions {
   std::string program = "program.main";
   std::string manifestJson; ///< Optional file with the base manifest.
   std::string weights;      ///< Optional file stored as the "weights" section.
+  /// Optional target profile recorded in the manifest; words the target
+  /// cannot run are refused.
+  std::string target;
 };
 
 /// Runs pccx-as: reports errors to `err` as "<tool>: error: <file>[:<line>]:

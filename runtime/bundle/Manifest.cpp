@@ -18,6 +18,20 @@ bool setError(std::string *error, std::string message) {
 }
 } // namespace
 
+bool targetOf(const nlohmann::json &manifest, machine::Target &target,
+              std::string *error) {
+  target = machine::kDefaultTarget;
+  if (!manifest.is_object() || !manifest.contains(manifest_keys::kTarget))
+    return true;
+  const nlohmann::json &v = manifest[manifest_keys::kTarget];
+  if (v.is_string() && machine::lookupTarget(v.get<std::string>(), target))
+    return true;
+  if (error)
+    *error = v.dump() + " is not a known target (" + machine::targetNames() +
+             ")";
+  return false;
+}
+
 std::vector<std::string> annotationsOf(const json &manifest,
                                        const std::string &program) {
   std::vector<std::string> out;

@@ -12,6 +12,8 @@
 #ifndef PCCX_RUNTIME_BUNDLE_MANIFEST_H
 #define PCCX_RUNTIME_BUNDLE_MANIFEST_H
 
+#include "hw/machine/Target.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -33,7 +35,15 @@ constexpr const char *kPatchPoints = "patch_points";
 constexpr const char *kSegments = "segments";
 /// Name of the tool that wrote the bundle.
 constexpr const char *kProducer = "producer";
+/// Target profile the programs follow (hw/machine/Targets.def); absent in
+/// bundles older than target profiles, which were all "v002".
+constexpr const char *kTarget = "target";
 } // namespace manifest_keys
+
+/// The target a manifest records (the default when it records none). Fails
+/// on an unknown one; the message names the value and the known targets.
+bool targetOf(const nlohmann::json &manifest, machine::Target &target,
+              std::string *error);
 
 /// Annotations of one program, indexed by word; missing entries (and words
 /// past the end of the list) have none. Entries that are not strings are

@@ -120,7 +120,8 @@ void printModelCard(const Bundle &b, std::ostream &out) {
        (m.producer.empty() ? "-" : m.producer) + " " +
            show(options, "compiler_version"));
   line("target",
-       "pccx ISA " + isaVersionName(b.isaVersion()) + ", bundle format " +
+       "pccx ISA " + isaVersionName(b.isaVersion()) + ", target " +
+           machine::targetProfile(m.target).name + ", bundle format " +
            std::to_string(b.formatVersion()) + ", machine digest " +
            formatString("0x%016llx", (unsigned long long)b.machineDigest()) +
            (b.machineDigestMatches() ? " (matches this build)"

@@ -188,6 +188,7 @@ const ProgramEntry *ModelManifest::program(const std::string &section) const {
 json toJson(const ModelManifest &m) {
   json out = json::object();
   out[manifest_keys::kProducer] = m.producer;
+  out[manifest_keys::kTarget] = machine::targetProfile(m.target).name;
   out["config"] = m.config;
   out["compile_options"] = m.compileOptions;
   json programs = json::object();
@@ -601,6 +602,11 @@ static bool readModelManifestUnguarded(const Bundle &bundle, ModelManifest *out,
       return rd.fail("'weight_table'", "is not a list");
   if (const json *p = rd.member(j, manifest_keys::kProducer))
     m.producer = p->is_string() ? p->get<std::string>() : "";
+  {
+    std::string why;
+    if (!targetOf(j, m.target, &why))
+      return rd.fail("'target'", why);
+  }
   m.config = j["config"];
   if (!rd.integer(m.config, "vocab_size", "config", &m.vocabSize, 1,
                   int64_t(1) << 31))

@@ -128,6 +128,8 @@ struct MemoryRegion {
 
 struct ModelManifest {
   std::string producer;
+  /// The target profile the programs were compiled for.
+  machine::Target target = machine::kDefaultTarget;
   nlohmann::json config = nlohmann::json::object();
   nlohmann::json compileOptions = nlohmann::json::object();
   int64_t vocabSize = 0;    ///< config.vocab_size

@@ -133,6 +133,17 @@ void printHeader(const Bundle &b, std::ostream &out) {
   out << "  file size        " << b.fileSize() << " bytes\n";
   out << "  sections         " << b.sections().size() << "\n";
   out << "  header checksum  " << hex(b.storedHeaderChecksum(), 16) << "\n";
+  machine::Target target;
+  std::string why;
+  if (!targetOf(b.manifest(), target, &why))
+    out << "  target           unknown: " << why << "\n";
+  else
+    out << "  target           " << machine::targetProfile(target).name
+        << (b.manifest().is_object() &&
+                    b.manifest().contains(manifest_keys::kTarget)
+                ? ""
+                : " (not recorded: the default)")
+        << "\n";
 }
 
 void printSections(const Bundle &b, std::ostream &out) {
@@ -186,6 +197,14 @@ bool printDisassembly(const Bundle &b, std::ostream &out,
   std::string ignored;
   parsePatchPoints(b.manifest(), patches, &ignored); // shown elsewhere if bad
   bool ok = true;
+  // Fields are shown with the meaning of the bundle's target.
+  machine::Target target;
+  std::string why;
+  if (!targetOf(b.manifest(), target, &why)) {
+    ok = false;
+    if (problems)
+      problems->push_back(b.path() + ": manifest 'target': " + why);
+  }
   bool first = true;
   for (const SectionInfo *s : b.sectionsOfKind(SectionKind::Program)) {
     if (!first)
@@ -218,6 +237,10 @@ bool printDisassembly(const Bundle &b, std::ostream &out,
                               std::to_string(i) + ": " + err);
       }
       std::string comment = i < notes.size() ? notes[i] : std::string();
+      std::string meaning =
+          err.empty() ? machine::targetNote(inst, target) : std::string();
+      if (!meaning.empty())
+        comment = comment.empty() ? meaning : meaning + "; " + comment;
       auto range = patched.equal_range(i);
       for (auto it = range.first; it != range.second; ++it) {
         if (!comment.empty())
@@ -263,7 +286,7 @@ bool parseHexWord(std::string_view t, uint64_t &word) {
 }
 
 bool formatRawWord(std::string_view token, std::string &line,
-                   std::string *error) {
+                   std::string *error, machine::Target target) {
   uint64_t word;
   if (!parseHexWord(token, word)) {
     if (error)
@@ -278,6 +301,9 @@ bool formatRawWord(std::string_view token, std::string &line,
     return false;
   }
   line = hex(word, 16) + "  " + isa::disassemble(inst);
+  std::string meaning = machine::targetNote(inst, target);
+  if (!meaning.empty())
+    line += "   ; " + meaning;
   return true;
 }
 
@@ -294,7 +320,7 @@ int runObjdump(const ObjdumpOptions &o, std::ostream &out, std::ostream &err,
       error("--raw needs at least one word");
     for (const std::string &w : o.words) {
       std::string line, message;
-      if (formatRawWord(w, line, &message))
+      if (formatRawWord(w, line, &message, o.target))
         out << line << "\n";
       else
         error(message);

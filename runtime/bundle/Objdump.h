@@ -9,6 +9,7 @@
 #ifndef PCCX_RUNTIME_BUNDLE_OBJDUMP_H
 #define PCCX_RUNTIME_BUNDLE_OBJDUMP_H
 
+#include "hw/machine/Target.h"
 #include "runtime/bundle/Bundle.h"
 
 #include <cstdint>
@@ -33,6 +34,9 @@ struct ObjdumpOptions {
   bool verify = true;
   /// Decode `words` instead of reading bundles.
   bool raw = false;
+  /// With `raw`: the target whose field meanings are noted (a bundle's own
+  /// target is read from its manifest).
+  machine::Target target = machine::kDefaultTarget;
   std::vector<std::string> files;
   std::vector<std::string> words;
 };
@@ -64,7 +68,8 @@ bool parseHexWord(std::string_view text, uint64_t &word);
 /// token. On failure returns false and sets `*error` (naming the token or
 /// the offending field).
 bool formatRawWord(std::string_view token, std::string &line,
-                   std::string *error);
+                   std::string *error,
+                   machine::Target target = machine::kDefaultTarget);
 
 } // namespace pccx::bundle
 

@@ -89,6 +89,7 @@ pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
     }
     pccx::device::DeviceOptions options;
     options.numerics = reference ? "reference" : "hardware";
+    options.target = m->model->target();
     auto dev = pccx::device::openDevice(
         device == PCCXRT_DEVICE_SIM ? "sim" : "kv260", options, &openError);
     if (!dev)

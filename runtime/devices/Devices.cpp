@@ -23,7 +23,8 @@ std::unique_ptr<Device> openSim(const DeviceOptions &options,
   }
   return std::make_unique<SimDevice>(options.numerics == "reference"
                                          ? sim::Numerics::Reference
-                                         : sim::Numerics::Hardware);
+                                         : sim::Numerics::Hardware,
+                                     options.target);
 }
 
 std::unique_ptr<Device> openBoard(const DeviceOptions &options,
@@ -31,6 +32,13 @@ std::unique_ptr<Device> openBoard(const DeviceOptions &options,
   if (options.numerics != "hardware") {
     *error = "kv260: the board computes in hardware numerics; '" +
              options.numerics + "' numerics are a simulator mode";
+    return nullptr;
+  }
+  if (options.target != machine::kDefaultTarget) {
+    *error = std::string("kv260: the driver drives the documented v002 "
+                         "semantics; a bundle for target ") +
+             machine::targetProfile(options.target).name +
+             " needs the overlay's own host protocol (docs/kv260.md)";
     return nullptr;
   }
   return openKv260(options.uioName, options.udmabuf, error);

@@ -12,6 +12,8 @@
 
 #include "runtime/devices/Device.h"
 
+#include "hw/machine/Target.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +24,8 @@ struct DeviceOptions {
   /// Simulator numerics: "hardware" (BF16 in L2) or "reference" (fp32).
   /// Devices that compute in hardware numerics refuse "reference".
   std::string numerics = "hardware";
+  /// The target profile the bundle was compiled for (exec::Model::target).
+  machine::Target target = machine::kDefaultTarget;
   std::string uioName = "pccx";     ///< kv260: UIO device of the overlay
   std::string udmabuf = "udmabuf0"; ///< kv260: u-dma-buf buffer
 };

@@ -10,7 +10,9 @@ namespace pccx::device {
 
 class SimDevice : public Device {
 public:
-  explicit SimDevice(sim::Numerics numerics) : sim_(numerics) {}
+  explicit SimDevice(sim::Numerics numerics,
+                     machine::Target target = machine::kDefaultTarget)
+      : sim_(numerics, machine::host_window_words, target) {}
   const char *name() const override { return "sim"; }
   float *window() override { return sim_.hostLanes(); }
   size_t windowWords() const override { return sim_.hostWords(); }

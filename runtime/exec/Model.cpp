@@ -150,6 +150,7 @@ std::unique_ptr<Model> Model::load(const std::string &path,
   const uint8_t *hostData = sectionData("host_tensors");
   const uint8_t *gatherData = sectionData("gather");
 
+  m->target_ = manifest.target;
   for (const bundle::CacheEntry &c : manifest.caches) {
     CacheSpec spec;
     spec.name = c.name;

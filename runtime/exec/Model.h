@@ -13,6 +13,7 @@
 
 #include "hw/abi/PatchSources.h"
 #include "hw/isa/Isa.h"
+#include "hw/machine/Target.h"
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/Manifest.h"
 #include "runtime/host/HostKernels.h"
@@ -116,6 +117,8 @@ public:
     return gathers_;
   }
   int64_t vocabSize() const { return vocab_; }
+  /// The target profile the programs were compiled for.
+  machine::Target target() const { return target_; }
   /// Positions the KV caches hold (the compile's --max-seq-len).
   int64_t maxPositions() const { return maxPositions_; }
   std::vector<int32_t> eosTokens() const;
@@ -135,6 +138,7 @@ private:
   std::map<std::string, host::HostTensor> tensors_;
   std::map<std::string, host::GatherTable> gathers_;
   int64_t vocab_ = 0, maxPositions_ = 0;
+  machine::Target target_ = machine::kDefaultTarget;
 };
 
 } // namespace pccx::exec

@@ -178,8 +178,10 @@ float readF32Le(const uint8_t *p) {
 // State and host-side access
 //===----------------------------------------------------------------------===//
 
-Simulator::Simulator(Numerics numerics, size_t hostWords)
-    : numerics_(numerics), l2_(size_t(kL2Words) * kLanes, 0.0f),
+Simulator::Simulator(Numerics numerics, size_t hostWords,
+                     machine::Target target)
+    : numerics_(numerics), profile_(&machine::targetProfile(target)),
+      l2_(size_t(kL2Words) * kLanes, 0.0f),
       hostWords_(hostWords), host_(hostWords * kLanes, 0.0f),
       emax_(-std::numeric_limits<float>::infinity()) {}
 
@@ -392,8 +394,18 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
     return false;
   }
 
-  unsigned shapePtr = inst.get(Field::Matmul_shape_ptr_addr);
-  unsigned sizePtr = inst.get(Field::Matmul_size_ptr_addr);
+  std::string missing = machine::missingCapability(inst, profile_->id);
+  if (!missing.empty()) {
+    msg = missing;
+    return false;
+  }
+  // shapePtr names the weight_shape entry, sizePtr the fmap_shape entry;
+  // which field holds which is the target's convention.
+  bool swapped = profile_->matmulPointersSwapped;
+  unsigned shapePtr = inst.get(swapped ? Field::Matmul_size_ptr_addr
+                                       : Field::Matmul_shape_ptr_addr);
+  unsigned sizePtr = inst.get(swapped ? Field::Matmul_shape_ptr_addr
+                                      : Field::Matmul_size_ptr_addr);
   const uint16_t *shape = nullptr, *size = nullptr;
   if (!readConst(kWeightBank, shapePtr, shape, msg) ||
       !readConst(kFmapBank, sizePtr, size, msg))
@@ -529,6 +541,11 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
 bool Simulator::execMemcpy(const Instruction &inst, std::string &msg) {
   bool fromHost = inst.get(Field::Memcpy_from_device);
   bool toHost = inst.get(Field::Memcpy_to_device);
+  if (!profile_->memcpyL2ToL2 && !(fromHost && !toHost)) {
+    // Every pair but host->L2 is routed as L2->host on this target.
+    fromHost = false;
+    toHost = true;
+  }
   if (fromHost && toHost) {
     msg = "host-to-host MEMCPY is not supported";
     return false;
@@ -540,6 +557,26 @@ bool Simulator::execMemcpy(const Instruction &inst, std::string &msg) {
   uint64_t rowWords = shape[0];
   uint64_t rows = shape[1] ? shape[1] : 1;
   uint64_t hostStride = shape[2] ? shape[2] : rowWords;
+  if (profile_->memcpyShapeProduct) {
+    // a*b*c BF16 elements in whole words, contiguous on both sides; the
+    // word count is a 17-bit quantity on this target.
+    uint64_t elements = uint64_t(shape[0]) * shape[1] * shape[2];
+    if (elements == 0) {
+      msg = formatString("fmap_shape entry %u has a*b*c = 0 elements",
+                         shapePtr);
+      return false;
+    }
+    if (elements + kLanes - 1 >= (uint64_t(1) << machine::l2_address_bits)) {
+      msg = formatString("fmap_shape entry %u: a*b*c = %llu elements; the "
+                         "17-bit word count of target %s holds at most "
+                         "131064 elements",
+                         shapePtr, (unsigned long long)elements,
+                         profile_->name);
+      return false;
+    }
+    rowWords = hostStride = wordsFor(elements);
+    rows = 1;
+  }
   if (rowWords == 0) {
     msg = formatString("fmap_shape entry %u has a = 0 words per row", shapePtr);
     return false;
@@ -559,7 +596,8 @@ bool Simulator::execMemcpy(const Instruction &inst, std::string &msg) {
     if (!checkL2(l2Addr, words,
                  fromHost ? "memcpy destination" : "memcpy source", msg))
       return false;
-    uint64_t aux = inst.get(Field::Memcpy_aux_addr);
+    uint64_t aux =
+        profile_->memcpyAuxAddr ? inst.get(Field::Memcpy_aux_addr) : 0;
     uint64_t hostEnd = aux + (rows - 1) * hostStride + rowWords;
     if (hostEnd > kWindowWords) {
       msg = formatString("host window offsets 0x%05llx..0x%05llx leave the %llu-word "
@@ -605,6 +643,12 @@ bool Simulator::execCvo(const Instruction &inst, std::string &msg) {
     return false;
   }
   size_t length = inst.get(Field::Cvo_length);
+  if (length > profile_->cvoMaxLength) {
+    msg = formatString("length %zu exceeds the %u elements of a CVO on "
+                       "target %s",
+                       length, profile_->cvoMaxLength, profile_->name);
+    return false;
+  }
   if (length == 0)
     return true;
   if (subEmax && !emaxArmed_) {
@@ -618,6 +662,18 @@ bool Simulator::execCvo(const Instruction &inst, std::string &msg) {
   bool reduce = func == isa::Cvo_cvo_func_reduce_sum;
   uint64_t src = inst.get(Field::Cvo_src_addr);
   uint64_t dst = inst.get(Field::Cvo_dst_addr);
+  if (profile_->cvoElementAddresses) {
+    if ((src | dst) % kLanes) {
+      msg = formatString("src_addr 0x%05llx / dst_addr 0x%05llx: on target %s "
+                         "they are BF16 element addresses and must start a "
+                         "word (multiples of 8)",
+                         (unsigned long long)src, (unsigned long long)dst,
+                         profile_->name);
+      return false;
+    }
+    src /= kLanes;
+    dst /= kLanes;
+  }
   if (!checkL2(src, wordsFor(length), "cvo source", msg) ||
       !checkL2(dst, reduce ? 1 : wordsFor(length), "cvo destination", msg))
     return false;

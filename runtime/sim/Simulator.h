@@ -16,6 +16,7 @@
 
 #include "hw/isa/Isa.h"
 #include "hw/machine/MachineModel.h"
+#include "hw/machine/Target.h"
 #include "hw/numerics/HalfFloat.h"
 
 #include <cstddef>
@@ -34,10 +35,14 @@ enum class Numerics { Reference, Hardware };
 
 class Simulator {
 public:
+  /// `target` chooses what the fields of a word mean (hw/machine/
+  /// Targets.def); the documented v002 semantics by default.
   explicit Simulator(Numerics numerics,
-                     size_t hostWords = machine::host_window_words);
+                     size_t hostWords = machine::host_window_words,
+                     machine::Target target = machine::kDefaultTarget);
 
   Numerics numerics() const { return numerics_; }
+  machine::Target target() const { return profile_->id; }
 
   /// Number of threads a GEMV/GEMM may split its output features across
   /// (0 = one per hardware thread). Results do not depend on it: every
@@ -149,6 +154,7 @@ private:
   const uint8_t *takeWeights(size_t bytes);
 
   Numerics numerics_;
+  const machine::TargetProfile *profile_;
   unsigned threads_ = 1;
 
   std::vector<float> l2_;

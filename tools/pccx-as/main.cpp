@@ -15,7 +15,7 @@ namespace {
 
 const char kHelp[] =
     R"(USAGE: pccx-as INPUT.s -o OUT.pccx [--program NAME] [--manifest-json FILE]
-               [--weights FILE]
+               [--weights FILE] [--target T]
 
 Assembles a v002 program written in the syntax pccx-objdump prints into a
 .pccx bundle holding a manifest and one program section per program.
@@ -42,6 +42,10 @@ OPTIONS:
                         checked against the assembled words
   --weights FILE        store FILE's bytes as the "weights" section (the
                         records a manifest's weight_records point into)
+  --target T            record target profile T (v002 or v002-rtl) in the
+                        manifest; words T cannot run (a GEMV on v002-rtl)
+                        are refused. Without it a manifest's own "target"
+                        is checked the same way (none means v002)
   -h, --help            show this help
 
 Errors are reported as "INPUT.s:LINE: message"; the exit status is then 1.
@@ -94,7 +98,8 @@ static int run(int argc, char **argv) {
                takeValue(argc, argv, i, "--program", o.program, missing) ||
                takeValue(argc, argv, i, "--manifest-json", o.manifestJson,
                          missing) ||
-               takeValue(argc, argv, i, "--weights", o.weights, missing)) {
+               takeValue(argc, argv, i, "--weights", o.weights, missing) ||
+               takeValue(argc, argv, i, "--target", o.target, missing)) {
       if (missing) {
         std::cerr << "pccx-as: error: option '" << a << "' needs a value\n";
         return 1;

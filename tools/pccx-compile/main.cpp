@@ -76,6 +76,13 @@ cl::opt<std::string> attention(
              "or host (dot products on the CPU over host KV caches, see "
              "--kv-dtype)"),
     cl::init("npu"), cl::cat(category));
+cl::opt<std::string> target(
+    "target",
+    cl::desc("Target profile the words follow: v002 (default, the documented "
+             "semantics) or v002-rtl (the conventions of the v002 RTL; "
+             "docs/isa-semantics.md, Targets). What the target cannot run "
+             "is refused, naming the missing capability"),
+    cl::init("v002"), cl::cat(category));
 cl::opt<std::string> kvDtype("kv-dtype",
                              cl::desc("With --attention host: KV-cache "
                                       "storage on the host, f16 (default), "
@@ -333,6 +340,10 @@ int main(int argc, char **argv) {
     return fail("--kv-dtype sets the host KV caches of --attention host; "
                 "with attention on the NPU the caches are INT8 weight "
                 "records (docs/lowering.md)");
+  pccx::machine::Target targetId;
+  if (!pccx::machine::lookupTarget(target, targetId))
+    return fail("--target must be one of " + pccx::machine::targetNames() +
+                ", got '" + target + "'");
   pccx::hw::ScaleRule int4Rule;
   if (!pccx::hw::parseScaleRule(int4Scales, &int4Rule))
     return fail("--int4-scales must be absmax or search, got '" + int4Scales +
@@ -379,6 +390,7 @@ int main(int argc, char **argv) {
         {"prefill_rows", int64_t(prefillRows)},
         {"attention", std::string(attention)},
         {"kv_dtype", std::string(kvDtype)},
+        {"target", std::string(target)},
         {"fold_norm_gains", !noFoldNormGains},
         {"fuse_laurel", !noFuseLaurel},
         {"quantization", pccx::hw::schemeName(pccx::hw::QuantScheme{

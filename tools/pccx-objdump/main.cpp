@@ -16,7 +16,7 @@ namespace {
 
 const char kHelp[] =
     R"(USAGE: pccx-objdump [options] FILE.pccx...
-       pccx-objdump --raw WORD...
+       pccx-objdump --raw [--target T] WORD...
 
 Shows a .pccx bundle. Every header field, table entry and (unless
 --no-verify) section checksum is validated first; a bundle compiled for
@@ -47,6 +47,11 @@ OPTIONS:
   --raw              decode the 64-bit hex words given as arguments (0x
                      prefix optional, '_' allowed between digits) and print
                      one line each
+  --target T         with --raw: note what the fields mean on target T
+                     (v002, the default, or v002-rtl); a bundle's target
+                     is read from its manifest, shown in --headers, and
+                     noted on every word whose fields mean something else
+                     there (e.g. "; v002-rtl: elements: src word 0x00010")
   -h, --help         show this help
 
 Exit status is 1 if a bundle cannot be read or is invalid, or if any word
@@ -89,6 +94,15 @@ static int run(int argc, char **argv) {
       o.verify = false;
     else if (!std::strcmp(a, "--raw"))
       o.raw = true;
+    else if (!std::strcmp(a, "--target")) {
+      if (i + 1 >= argc ||
+          !pccx::machine::lookupTarget(argv[i + 1], o.target)) {
+        std::cerr << "pccx-objdump: error: --target needs one of: "
+                  << pccx::machine::targetNames() << "\n";
+        return 1;
+      }
+      ++i;
+    }
     else if (!std::strcmp(a, "--export-effective-weights")) {
       if (i + 1 >= argc) {
         std::cerr << "pccx-objdump: error: --export-effective-weights needs "

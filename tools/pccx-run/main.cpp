@@ -378,6 +378,7 @@ static int run(int argc, char **argv) {
   // Device.
   pccx::device::DeviceOptions devOptions;
   devOptions.numerics = numerics;
+  devOptions.target = model->target();
   devOptions.uioName = uioName;
   devOptions.udmabuf = udmabuf;
   auto dev = pccx::device::openDevice(device, devOptions, &error);

@@ -134,6 +134,7 @@ static int run(int argc, char **argv) {
   if (!format)
     return cl.fail(error);
   devOptions.numerics = numerics;
+  devOptions.target = model->target();
   auto dev = pccx::device::openDevice(device, devOptions, &error);
   if (!dev)
     return cl.fail(error);

@@ -1,0 +1,96 @@
+//===- Target.cpp - target profiles of the v002 words ---------------------===//
+
+#include "hw/machine/Target.h"
+
+#include "hw/support/Format.h"
+
+namespace pccx::machine {
+
+namespace {
+const TargetProfile kProfiles[] = {
+#define PCCX_TARGET(Id, Name, Swapped, ShapeProduct, L2ToL2, Aux, Elements,    \
+                    MaxLength, GemvWb, Summary)                                \
+  {Target::Id, Name,     Swapped,   ShapeProduct, L2ToL2,                      \
+   Aux,        Elements, MaxLength, GemvWb,       Summary},
+#include "Targets.def"
+};
+} // namespace
+
+const TargetProfile &targetProfile(Target target) {
+  return kProfiles[unsigned(target)];
+}
+
+bool lookupTarget(std::string_view name, Target &target) {
+  for (const TargetProfile &p : kProfiles)
+    if (name == p.name) {
+      target = p.id;
+      return true;
+    }
+  return false;
+}
+
+std::string targetNames() {
+  std::string out;
+  for (const TargetProfile &p : kProfiles)
+    out += (out.empty() ? "" : ", ") + std::string(p.name);
+  return out;
+}
+
+std::string missingCapability(const isa::Instruction &inst, Target target) {
+  const TargetProfile &p = targetProfile(target);
+  if (inst.opcode == isa::Opcode::Gemv && !p.gemvWriteback)
+    return formatString("target %s has no GEMV result write-back path (a GEMV "
+                        "result cannot reach L2)",
+                        p.name);
+  return "";
+}
+
+std::string targetNote(const isa::Instruction &inst, Target target) {
+  using isa::Field;
+  const TargetProfile &p = targetProfile(target);
+  std::string note;
+  switch (inst.opcode) {
+  case isa::Opcode::Gemv:
+  case isa::Opcode::Gemm:
+    if (p.matmulPointersSwapped)
+      note = formatString("fmap_shape[%u] weight_shape[%u]",
+                          inst.get(Field::Matmul_shape_ptr_addr),
+                          inst.get(Field::Matmul_size_ptr_addr));
+    if (!missingCapability(inst, target).empty())
+      note += std::string(note.empty() ? "" : ", ") + "no result write-back";
+    break;
+  case isa::Opcode::Memcpy: {
+    bool from = inst.get(Field::Memcpy_from_device);
+    bool to = inst.get(Field::Memcpy_to_device);
+    if (!p.memcpyL2ToL2 && !(from && !to))
+      note = "l2_to_host";
+    else if (!p.memcpyL2ToL2)
+      note = "host_to_l2";
+    if (p.memcpyShapeProduct)
+      note += formatString("%sceil(a*b*c/8) words of fmap_shape[%u]",
+                           note.empty() ? "" : ", ",
+                           inst.get(Field::Memcpy_shape_ptr_addr));
+    if (!p.memcpyAuxAddr)
+      note += std::string(note.empty() ? "" : ", ") +
+              "host at the DMA page, aux_addr ignored";
+    break;
+  }
+  case isa::Opcode::Cvo:
+    if (p.cvoElementAddresses) {
+      uint32_t src = inst.get(Field::Cvo_src_addr);
+      uint32_t dst = inst.get(Field::Cvo_dst_addr);
+      note = formatString("elements: src word 0x%05x", src >> 3);
+      if (src & 7)
+        note += formatString(" lane %u", src & 7);
+      note += formatString(", dst word 0x%05x", dst >> 3);
+      if (dst & 7)
+        note += formatString(" lane %u", dst & 7);
+    }
+    break;
+  case isa::Opcode::Memset:
+    break;
+  }
+  return note.empty() ? note : std::string(p.name) + ": " + note;
+}
+
+} // namespace pccx::machine
