@@ -6,7 +6,10 @@
 // Prints GB/s of weight bytes for each and the ratio gemv/memcpy: how close
 // the simulator's GEMV gets to the machine's own memory bandwidth.
 //
-//   bench-sim-gemv [--reps R] [--threads T] [--hardware]
+//   bench-sim-gemv [--reps R] [--threads T] [--isa scalar|avx2] [--hardware]
+//
+// --threads 0 (the default) uses every hardware thread, as the simulator
+// does; --isa picks the GEMV kernel (default: the fastest this CPU runs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,8 +45,9 @@ bool assembleWord(const std::string &text, isa::Instruction &inst) {
 } // namespace
 
 int main(int argc, char **argv) {
-  unsigned reps = 10, threads = 1;
+  unsigned reps = 10, threads = 0;
   bool hardware = false;
+  sim::MatmulIsa isa = sim::bestMatmulIsa();
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc)
@@ -52,9 +56,20 @@ int main(int argc, char **argv) {
       threads = unsigned(std::atoi(argv[++i]));
     else if (a == "--hardware")
       hardware = true;
-    else {
+    else if (a == "--isa" && i + 1 < argc) {
+      std::string name = argv[++i];
+      if (name == "scalar")
+        isa = sim::MatmulIsa::Scalar;
+      else if (name == "avx2")
+        isa = sim::MatmulIsa::Avx2;
+      else {
+        std::fprintf(stderr, "bench-sim-gemv: --isa %s: not scalar or avx2\n",
+                     name.c_str());
+        return 2;
+      }
+    } else {
       std::fprintf(stderr, "usage: bench-sim-gemv [--reps R] [--threads T] "
-                           "[--hardware]\n");
+                           "[--isa scalar|avx2] [--hardware]\n");
       return 2;
     }
   }
@@ -78,6 +93,11 @@ int main(int argc, char **argv) {
   sim::Simulator sim(hardware ? sim::Numerics::Hardware
                               : sim::Numerics::Reference);
   sim.setThreads(threads);
+  if (!sim.setMatmulIsa(isa)) {
+    std::fprintf(stderr, "bench-sim-gemv: this CPU cannot run the %s kernel\n",
+                 sim::matmulIsaName(isa));
+    return 1;
+  }
   std::vector<float> x(kK);
   for (unsigned k = 0; k < kK; ++k)
     x[k] = float(int(k % 17) - 8) / 8.0f;
@@ -140,8 +160,9 @@ int main(int argc, char **argv) {
   double gemvRate = bytes / gemvTime / 1e9, copyRate = bytes / copyTime / 1e9,
          readRate = bytes / readTime / 1e9;
   std::printf("sim gemv: N=%u K=%u INT4 w_scale, %.2f MiB per record, %u reps, "
-              "%u thread(s), %s numerics\n",
+              "%u thread(s), %s kernel, %s numerics\n",
               kN, kK, double(recordBytes) / (1 << 20), reps, sim.threads(),
+              sim::matmulIsaName(sim.matmulIsa()),
               hardware ? "hardware" : "reference");
   std::printf("  gemv    %8.2f GB/s  (%.2f GMAC/s)\n", gemvRate,
               double(kN) * kK * reps / gemvTime / 1e9);

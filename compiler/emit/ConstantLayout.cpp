@@ -4,6 +4,7 @@
 
 #include "compiler/emit/AttrJson.h"
 #include "hw/numerics/Quantize.h"
+#include "hw/numerics/QuantizeRows.h"
 
 #include <cstring>
 
@@ -108,21 +109,18 @@ bool ConstantLayout::streamGathers(
     const int64_t rowBytes =
         int64_t(hw::packedRowBytes(g.format, size_t(e.cols)));
     std::vector<float> scales(size_t(e.rows));
-    std::vector<int8_t> q(size_t(e.cols));
-    std::vector<uint8_t> packed(static_cast<size_t>(rowBytes));
+    std::vector<uint8_t> packed(size_t(std::min(block, e.rows) * rowBytes));
     uint64_t written = 0;
     for (int64_t row = 0; row < e.rows; row += block) {
       int64_t n = std::min(block, e.rows - row);
       if (!evaluator_.readRows(inner, row, n, buf.data(), error))
         return false;
-      for (int64_t i = 0; i < n; ++i) {
-        scales[size_t(row + i)] = hw::quantizeRow(
-            scheme, buf.data() + i * e.cols, size_t(e.cols), q.data());
-        hw::packRow(g.format, q.data(), size_t(e.cols), packed.data());
-        if (!sink.write(packed))
-          return false;
-        written += packed.size();
-      }
+      hw::quantizeAndPackRows(scheme, buf.data(), n, e.cols,
+                              scales.data() + row, packed.data(),
+                              size_t(rowBytes), threads_);
+      if (!sink.write(packed.data(), size_t(n * rowBytes)))
+        return false;
+      written += uint64_t(n * rowBytes);
       done += uint64_t(n * rowBytes);
       progress(done, t);
     }

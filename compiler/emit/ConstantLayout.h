@@ -26,6 +26,10 @@ public:
   explicit ConstantLayout(const WeightEvaluator &evaluator)
       : evaluator_(evaluator) {}
 
+  /// Threads that quantize gather-table rows (0 = one per hardware thread).
+  /// The bytes written do not depend on it.
+  void setThreads(unsigned threads) { threads_ = threads; }
+
   /// Lays out the module's `pccx.host_tensors` and `pccx.gather_tables`.
   bool plan(mlir::ModuleOp module, std::string *error);
 
@@ -55,6 +59,7 @@ private:
   std::vector<bundle::GatherEntry> gathers_;
   std::vector<Gather> gatherRecipes_;
   uint64_t hostBytes_ = 0, gatherBytes_ = 0;
+  unsigned threads_ = 0;
 };
 
 } // namespace pccx

@@ -36,6 +36,7 @@ bool emitBundle(ModuleOp module, const std::string &path,
 
   // Programs, and the weight records they use in first-use order.
   WeightPlan weights(evaluator);
+  weights.setThreads(options.threads);
   std::vector<std::pair<std::string, std::vector<uint64_t>>> sections;
   for (auto program : module.getOps<dialect::ProgramOp>()) {
     std::vector<uint64_t> words;
@@ -49,6 +50,7 @@ bool emitBundle(ModuleOp module, const std::string &path,
     return false;
   }
   ConstantLayout constants(evaluator);
+  constants.setThreads(options.threads);
   if (!constants.plan(module, error))
     return false;
   manifest.hostTensors = constants.hostTensors();

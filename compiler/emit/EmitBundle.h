@@ -39,6 +39,9 @@ struct EmitOptions {
   /// 1-based, of how many.
   std::function<void(uint64_t done, uint64_t total, size_t item, size_t items)>
       progress;
+  /// Threads that quantize weights (0 = one per hardware thread). The
+  /// bundle's bytes do not depend on it, so it is not a compile option.
+  unsigned threads = 0;
 };
 
 /// Module attribute holding the compile options (a dictionary: max_seq_len,

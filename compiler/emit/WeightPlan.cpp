@@ -3,6 +3,7 @@
 #include "compiler/emit/WeightPlan.h"
 
 #include "compiler/emit/AttrJson.h"
+#include "hw/numerics/QuantizeRows.h"
 
 #include <cstring>
 
@@ -59,7 +60,6 @@ bool WeightPlan::stream(bundle::SectionSink &sink,
                         const std::function<void(uint64_t, size_t)> &progress,
                         std::string *error) const {
   std::vector<float> scales, buf;
-  std::vector<int8_t> codes;
   std::vector<uint8_t> bytes;
   uint64_t done = 0;
   size_t count = 0;
@@ -68,26 +68,23 @@ bool WeightPlan::stream(bundle::SectionSink &sink,
     hw::QuantScheme scheme;
     recipeScheme(r.recipe, &scheme); // checked when the record was planned
     scales.resize(size_t(r.rows));
-    codes.resize(size_t(r.rows * r.cols));
-    // About a MiB of floats at a time, straight from the mapped checkpoint.
+    const int64_t scaleBytes = hw::recordScaleBytes(r.rows);
+    const int64_t stride = hw::recordRowStride(r.format, r.cols);
+    bytes.assign(size_t(r.bytes), 0);
+    // About a MiB of floats at a time, straight from the mapped checkpoint;
+    // each block's rows are packed in place in the record.
     const int64_t block = std::max<int64_t>(1, (int64_t(1) << 20) / r.cols);
     buf.resize(size_t(std::min(block, r.rows) * r.cols));
     for (int64_t row = 0; row < r.rows; row += block) {
       int64_t n = std::min(block, r.rows - row);
       if (!evaluator_.readRows(inner, r.firstRow + row, n, buf.data(), error))
         return false;
-      for (int64_t i = 0; i < n; ++i)
-        scales[size_t(row + i)] =
-            hw::quantizeRow(scheme, buf.data() + i * r.cols, size_t(r.cols),
-                            codes.data() + (row + i) * r.cols);
+      hw::quantizeAndPackRows(scheme, buf.data(), n, r.cols,
+                              scales.data() + row,
+                              bytes.data() + scaleBytes + row * stride,
+                              size_t(stride), threads_);
     }
-    const int64_t scaleBytes = hw::recordScaleBytes(r.rows);
-    const int64_t stride = hw::recordRowStride(r.format, r.cols);
-    bytes.assign(size_t(r.bytes), 0);
     std::memcpy(bytes.data(), scales.data(), size_t(4 * r.rows));
-    for (int64_t row = 0; row < r.rows; ++row)
-      hw::packRow(r.format, codes.data() + row * r.cols, size_t(r.cols),
-                  bytes.data() + scaleBytes + row * stride);
     if (!sink.write(bytes))
       return false;
     done += bytes.size();

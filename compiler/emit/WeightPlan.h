@@ -38,6 +38,10 @@ public:
   explicit WeightPlan(const WeightEvaluator &evaluator)
       : evaluator_(evaluator) {}
 
+  /// Threads that quantize rows while streaming (0 = one per hardware
+  /// thread). The bytes written do not depend on it.
+  void setThreads(unsigned threads) { threads_ = threads; }
+
   /// The record of rows [firstRow, firstRow + rows) of `recipe`, added at
   /// the end of the section if it is new. Null with `*error` set when the
   /// recipe is not quantized with a known scheme or the rows do not exist.
@@ -60,6 +64,7 @@ private:
   std::vector<Record> records_;
   llvm::DenseMap<std::tuple<mlir::Attribute, int64_t, int64_t>, size_t> index_;
   uint64_t bytes_ = 0;
+  unsigned threads_ = 0;
 };
 
 } // namespace pccx

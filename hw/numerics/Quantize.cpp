@@ -2,6 +2,8 @@
 
 #include "hw/numerics/Quantize.h"
 
+#include "hw/numerics/QuantizeSearchAvx2.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -24,7 +26,10 @@ float quantizeRowInt4(const float *row, size_t n, int8_t *q) {
   return scale;
 }
 
-float quantizeRowInt4Search(const float *row, size_t n, int8_t *q) {
+namespace {
+/// The definition of the search; QuantizeSearchAvx2.cpp repeats its
+/// operations eight elements at a time.
+float quantizeRowInt4SearchPortable(const float *row, size_t n, int8_t *q) {
   std::vector<int8_t> candidate(n), best(n);
   float bestScale = quantizeRowInt4(row, n, best.data());
   if (bestScale == 0) {
@@ -94,6 +99,25 @@ float quantizeRowInt4Search(const float *row, size_t n, int8_t *q) {
   if (q)
     std::copy(best.begin(), best.end(), q);
   return bestScale;
+}
+} // namespace
+
+bool quantizeIsaAvailable(QuantizeIsa isa) {
+  return isa == QuantizeIsa::Portable || detail::haveQuantizeSearchAvx2();
+}
+
+float quantizeRowInt4Search(const float *row, size_t n, int8_t *q,
+                            QuantizeIsa isa) {
+  return isa == QuantizeIsa::Avx2
+             ? detail::quantizeRowInt4SearchAvx2(row, n, q)
+             : quantizeRowInt4SearchPortable(row, n, q);
+}
+
+float quantizeRowInt4Search(const float *row, size_t n, int8_t *q) {
+  static const QuantizeIsa best = detail::haveQuantizeSearchAvx2()
+                                      ? QuantizeIsa::Avx2
+                                      : QuantizeIsa::Portable;
+  return quantizeRowInt4Search(row, n, q, best);
 }
 
 float quantizeRowInt8(const float *row, size_t n, int8_t *q) {

@@ -36,6 +36,15 @@ float quantizeRowInt4Search(const float *row, size_t n, int8_t *q);
 /// The last candidate of quantizeRowInt4Search (divisor 7 + 12/4 = 10).
 constexpr int kScaleSearchSteps = 12;
 
+/// The forms of quantizeRowInt4Search: portable C++ and, on x86-64 CPUs that
+/// have it, AVX2. They give identical scales and codes; the three-argument
+/// form uses the fastest one available.
+enum class QuantizeIsa { Portable, Avx2 };
+bool quantizeIsaAvailable(QuantizeIsa isa);
+/// `isa` must be available.
+float quantizeRowInt4Search(const float *row, size_t n, int8_t *q,
+                            QuantizeIsa isa);
+
 /// Packs q (values in [-8, 7]) two per byte: element 2j in the low nibble,
 /// 2j+1 in the high nibble, two's complement; for odd n the last high
 /// nibble is 0. `out` holds (n + 1) / 2 bytes.

@@ -8,6 +8,9 @@
 
 #include "runtime/sim/Simulator.h"
 
+#include "runtime/sim/MatmulKernels.h"
+#include "runtime/sim/WorkerPool.h"
+
 #include "hw/support/Format.h"
 
 #include <algorithm>
@@ -34,9 +37,6 @@ constexpr unsigned kFmapBank = isa::Memset_dest_cache_fmap_shape;
 constexpr unsigned kWeightBank = isa::Memset_dest_cache_weight_shape;
 /// Weight records pad their scale block and every row to this many bytes.
 constexpr size_t kRecordAlign = 16;
-/// Independent partial sums per dot product: enough independent chains to
-/// keep the adders busy at any vector width; the combination order is fixed.
-constexpr size_t kPartials = 32;
 /// Below this many MACs a GEMV/GEMM runs on the calling thread only.
 constexpr uint64_t kThreadMinMacs = uint64_t(1) << 18;
 
@@ -50,118 +50,22 @@ const char *bankName(unsigned bank) {
   return name ? name : "?";
 }
 
-// The dot-product kernels are also built for AVX2 where the compiler can
-// dispatch at run time. Both builds perform the same fp32 operations in the
-// same order (no FMA contraction, no reassociation), so results are equal.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PCCX_SIM_KERNEL __attribute__((target_clones("avx2", "default")))
-#else
-#define PCCX_SIM_KERNEL
-#endif
-
-/// Σ w[k]·x[k] over n (a multiple of kPartials) elements: kPartials
-/// interleaved fp32 partial sums, then combined pairwise in a fixed order.
-/// Written so that g++ -O3 vectorises it without reassociating anything.
-PCCX_SIM_KERNEL
-float dot(const float *__restrict w, const float *__restrict x, size_t n) {
-  float acc[kPartials] = {};
-  for (size_t k = 0; k < n; k += kPartials)
-    for (size_t j = 0; j < kPartials; ++j)
-      acc[j] += w[k + j] * x[k + j];
-  for (size_t half = kPartials / 2; half > 0; half /= 2)
-    for (size_t j = 0; j < half; ++j)
-      acc[j] += acc[j + half];
-  return acc[0];
-}
-
-/// Unpacks `blocks` 16-byte blocks of INT4 weights. Block b holds elements
-/// 32b..32b+31, two per byte (low nibble first); they are written
-/// de-interleaved: the 16 low nibbles, then the 16 high nibbles. The
-/// activations are permuted the same way (permuteInt4), which keeps every
-/// product and lets the unpacking vectorise.
-PCCX_SIM_KERNEL
-void unpackInt4(const uint8_t *__restrict row, float *__restrict w,
-                size_t blocks) {
-  for (size_t b = 0; b < blocks; ++b)
-    for (size_t i = 0; i < kRecordAlign; ++i) {
-      uint8_t byte = row[kRecordAlign * b + i];
-      w[32 * b + i] = float(int8_t(uint8_t(byte << 4)) >> 4);
-      w[32 * b + 16 + i] = float(int8_t(byte) >> 4);
-    }
-}
-
-PCCX_SIM_KERNEL
-void unpackInt8(const uint8_t *__restrict row, float *__restrict w,
-                size_t bytes) {
-  for (size_t i = 0; i < bytes; ++i)
-    w[i] = float(int8_t(row[i]));
-}
-
-/// Reorders one activation row (`n` elements, a multiple of 32) into the
-/// element order unpackInt4 produces.
-void permuteInt4(const float *x, float *xp, size_t n) {
-  for (size_t b = 0; b < n; b += 32)
-    for (size_t i = 0; i < 16; ++i) {
-      xp[b + i] = x[b + 2 * i];
-      xp[b + 16 + i] = x[b + 2 * i + 1];
-    }
-}
-
-/// One GEMV/GEMM's operands, prepared for the row kernel.
-struct MatmulJob {
-  const uint8_t *rows; ///< first weight row of the record
-  size_t rowStride;    ///< padded bytes per weight row
-  bool int4;
-  size_t kPadded, m, n;
-  const float *in;     ///< m rows of kPadded floats in kernel order, zero
-                       ///< beyond K
-  const float *scales; ///< n scales, or nullptr for 1
-  float *out;          ///< m x n results
-};
-
-/// Output features [n0, n1) of `job`. Each feature is computed the same way
-/// whichever thread runs it, so results do not depend on the split.
-void matmulFeatures(const MatmulJob &job, size_t n0, size_t n1) {
-  // Elements past the row's bytes (INT8 rows padded to 32) stay zero; the
-  // padding weights inside the record meet zero activations.
-  std::vector<float> w(job.kPadded, 0.0f);
-  for (size_t n = n0; n < n1; ++n) {
-    const uint8_t *row = job.rows + n * job.rowStride;
-    if (job.int4)
-      unpackInt4(row, w.data(), job.rowStride / kRecordAlign);
-    else
-      unpackInt8(row, w.data(), job.rowStride);
-    for (size_t r = 0; r < job.m; ++r) {
-      float sum = dot(w.data(), job.in + r * job.kPadded, job.kPadded);
-      job.out[r * job.n + n] = job.scales ? job.scales[n] * sum : sum;
-    }
-  }
-}
-
-void runMatmul(const MatmulJob &job, unsigned threads) {
+/// Splits `job`'s output features into contiguous ranges, one per thread.
+/// Each feature is computed the same way whichever thread runs it.
+void runMatmul(const MatmulJob &job, MatmulIsa isa, WorkerPool *pool) {
   uint64_t macs = uint64_t(job.m) * job.n * job.kPadded;
-  unsigned parts = threads;
+  unsigned parts = pool ? pool->threads() : 1;
   if (parts > job.n)
     parts = unsigned(job.n);
   if (parts <= 1 || macs < kThreadMinMacs) {
-    matmulFeatures(job, 0, job.n);
+    matmulFeatures(job, 0, job.n, isa);
     return;
   }
-  std::vector<std::thread> pool;
   size_t chunk = (job.n + parts - 1) / parts;
-  size_t next = chunk; // the calling thread takes [0, chunk)
-  try {
-    for (; next < job.n; next += chunk) {
-      size_t end = std::min(job.n, next + chunk);
-      pool.emplace_back(matmulFeatures, std::cref(job), next, end);
-    }
-  } catch (...) {
-    // No more threads: compute what is left here.
-    matmulFeatures(job, next, job.n);
-  }
-  matmulFeatures(job, 0, std::min(job.n, chunk));
-  for (std::thread &t : pool)
-    t.join();
+  pool->run(parts, [&](unsigned part) {
+    size_t begin = std::min(job.n, part * chunk);
+    matmulFeatures(job, begin, std::min(job.n, begin + chunk), isa);
+  });
 }
 
 float readF32Le(const uint8_t *p) {
@@ -181,14 +85,27 @@ float readF32Le(const uint8_t *p) {
 Simulator::Simulator(Numerics numerics, size_t hostWords,
                      machine::Target target)
     : numerics_(numerics), profile_(&machine::targetProfile(target)),
-      l2_(size_t(kL2Words) * kLanes, 0.0f),
+      matmulIsa_(bestMatmulIsa()), l2_(size_t(kL2Words) * kLanes, 0.0f),
       hostWords_(hostWords), host_(hostWords * kLanes, 0.0f),
-      emax_(-std::numeric_limits<float>::infinity()) {}
+      emax_(-std::numeric_limits<float>::infinity()) {
+  setThreads(0);
+}
+
+Simulator::~Simulator() = default;
+Simulator::Simulator(Simulator &&) noexcept = default;
+Simulator &Simulator::operator=(Simulator &&) noexcept = default;
 
 void Simulator::setThreads(unsigned threads) {
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
   threads_ = threads;
+}
+
+bool Simulator::setMatmulIsa(MatmulIsa isa) {
+  if (!matmulIsaAvailable(isa))
+    return false;
+  matmulIsa_ = isa;
+  return true;
 }
 
 bool Simulator::writeL2(uint32_t word, const float *values, size_t count,
@@ -484,14 +401,14 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
     scales = scratchScale_.data();
   }
   // Rows in kernel order, zero-padded to whole 32-element blocks.
-  size_t kPadded = padTo(k, kPartials);
+  size_t kPadded = padTo(k, kMatmulBlock);
   scratchIn_.assign((m + (int4 ? 1 : 0)) * kPadded, 0.0f);
   float *natural = scratchIn_.data() + m * kPadded;
   for (size_t r = 0; r < m; ++r) {
     float *row = int4 ? natural : &scratchIn_[r * kPadded];
     std::copy_n(&l2_[(src + r * srcStride) * kLanes], k, row);
     if (int4)
-      permuteInt4(row, &scratchIn_[r * kPadded], kPadded);
+      permuteInt4Activations(row, &scratchIn_[r * kPadded], kPadded);
   }
   scratchOut_.resize(m * n);
 
@@ -515,7 +432,10 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
                 scratchIn_.data(),
                 scales,
                 scratchOut_.data()};
-  runMatmul(job, threads_);
+  if (threads_ > 1 && (!pool_ || pool_->threads() != threads_) &&
+      uint64_t(m) * n * kPadded >= kThreadMinMacs)
+    pool_ = std::make_unique<WorkerPool>(threads_);
+  runMatmul(job, matmulIsa_, threads_ > 1 ? pool_.get() : nullptr);
   }
 
   if (findEmax && (!emaxArmed_ || emaxUsed_)) {

@@ -18,14 +18,18 @@
 #include "hw/machine/MachineModel.h"
 #include "hw/machine/Target.h"
 #include "hw/numerics/HalfFloat.h"
+#include "runtime/sim/MatmulKernels.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace pccx::sim {
+
+class WorkerPool;
 
 /// How values are represented and rounded.
 ///  - Reference: fp32 everywhere, nothing is rounded to a narrower format.
@@ -40,15 +44,23 @@ public:
   explicit Simulator(Numerics numerics,
                      size_t hostWords = machine::host_window_words,
                      machine::Target target = machine::kDefaultTarget);
+  ~Simulator();
+  Simulator(Simulator &&) noexcept;
+  Simulator &operator=(Simulator &&) noexcept;
 
   Numerics numerics() const { return numerics_; }
   machine::Target target() const { return profile_->id; }
 
   /// Number of threads a GEMV/GEMM may split its output features across
-  /// (0 = one per hardware thread). Results do not depend on it: every
-  /// output is computed by the same sequence of fp32 operations.
+  /// (0, the default, = one per hardware thread). Results do not depend on
+  /// it: every output is computed by the same sequence of fp32 operations.
   void setThreads(unsigned threads);
   unsigned threads() const { return threads_; }
+
+  /// The GEMV/GEMM kernel (default: the fastest this CPU runs). Results do
+  /// not depend on it; false, and no change, if the CPU lacks `isa`.
+  bool setMatmulIsa(MatmulIsa isa);
+  MatmulIsa matmulIsa() const { return matmulIsa_; }
 
   //===--------------------------------------------------------------------===//
   // L2 access for hosts and tests. `count` lanes starting at lane 0 of `word`
@@ -156,6 +168,9 @@ private:
   Numerics numerics_;
   const machine::TargetProfile *profile_;
   unsigned threads_ = 1;
+  MatmulIsa matmulIsa_;
+  /// Started at the first GEMV/GEMM large enough to split.
+  std::unique_ptr<WorkerPool> pool_;
 
   std::vector<float> l2_;
   size_t hostWords_;

@@ -151,6 +151,12 @@ cl::opt<std::string> passPipeline(
     cl::desc("Textual pass pipeline to run instead of the default one, as in "
              "pccx-opt, e.g. 'builtin.module(gemma3n-resolve-kv-sharing)'"),
     cl::init(""), cl::cat(category));
+cl::opt<unsigned> quantizeThreads(
+    "quantize-threads",
+    cl::desc("Threads that quantize weights while the bundle is written "
+             "(default 0: one per hardware thread); the bundle's bytes do "
+             "not depend on it"),
+    cl::init(0), cl::cat(category));
 cl::opt<bool> quiet("quiet",
                     cl::desc("No progress line (it is shown only when "
                              "stderr is a terminal)"),
@@ -444,6 +450,7 @@ int main(int argc, char **argv) {
       totalItems = items;
       progress.bytes(done, total, tensorOf(item, items));
     };
+    emitOptions.threads = quantizeThreads;
     mlir::TimingScope emitTiming = timing.nest("EmitBundle");
     bool emitted = pccx::emitBundle(*module, outputFile, emitOptions, &error);
     if (emitted) // the last section's padding is not reported
