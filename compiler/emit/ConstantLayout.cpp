@@ -103,22 +103,21 @@ bool ConstantLayout::streamGathers(
       continue;
     }
     DictionaryAttr inner = g.recipe.getAs<DictionaryAttr>("quantize");
-    hw::QuantScheme scheme;
-    recipeScheme(g.recipe, &scheme); // checked when planned
     const int64_t rowBytes =
         int64_t(hw::packedRowBytes(g.format, size_t(e.cols)));
     std::vector<float> scales(size_t(e.rows));
-    std::vector<int8_t> q(size_t(e.cols));
+    std::vector<int8_t> q(buf.size());
     std::vector<uint8_t> packed(static_cast<size_t>(rowBytes));
     uint64_t written = 0;
     for (int64_t row = 0; row < e.rows; row += block) {
       int64_t n = std::min(block, e.rows - row);
-      if (!evaluator_.readRows(inner, row, n, buf.data(), error))
+      if (!evaluator_.readRows(inner, row, n, buf.data(), error) ||
+          !evaluator_.quantizeRows(g.recipe, buf.data(), n, e.cols,
+                                   scales.data() + row, q.data(), error))
         return false;
       for (int64_t i = 0; i < n; ++i) {
-        scales[size_t(row + i)] = hw::quantizeRow(
-            scheme, buf.data() + i * e.cols, size_t(e.cols), q.data());
-        hw::packRow(g.format, q.data(), size_t(e.cols), packed.data());
+        hw::packRow(g.format, q.data() + i * e.cols, size_t(e.cols),
+                    packed.data());
         if (!sink.write(packed))
           return false;
         written += packed.size();

@@ -65,8 +65,6 @@ bool WeightPlan::stream(bundle::SectionSink &sink,
   size_t count = 0;
   for (const Record &r : records_) {
     DictionaryAttr inner = r.recipe.getAs<DictionaryAttr>("quantize");
-    hw::QuantScheme scheme;
-    recipeScheme(r.recipe, &scheme); // checked when the record was planned
     scales.resize(size_t(r.rows));
     codes.resize(size_t(r.rows * r.cols));
     // About a MiB of floats at a time, straight from the mapped checkpoint.
@@ -74,12 +72,11 @@ bool WeightPlan::stream(bundle::SectionSink &sink,
     buf.resize(size_t(std::min(block, r.rows) * r.cols));
     for (int64_t row = 0; row < r.rows; row += block) {
       int64_t n = std::min(block, r.rows - row);
-      if (!evaluator_.readRows(inner, r.firstRow + row, n, buf.data(), error))
+      if (!evaluator_.readRows(inner, r.firstRow + row, n, buf.data(), error) ||
+          !evaluator_.quantizeRows(r.recipe, buf.data(), n, r.cols,
+                                   scales.data() + row,
+                                   codes.data() + row * r.cols, error))
         return false;
-      for (int64_t i = 0; i < n; ++i)
-        scales[size_t(row + i)] =
-            hw::quantizeRow(scheme, buf.data() + i * r.cols, size_t(r.cols),
-                            codes.data() + (row + i) * r.cols);
     }
     const int64_t scaleBytes = hw::recordScaleBytes(r.rows);
     const int64_t stride = hw::recordRowStride(r.format, r.cols);

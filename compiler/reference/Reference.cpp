@@ -108,6 +108,7 @@ struct Model::Impl {
   std::string loadError;
   std::vector<Layer> layers;
   std::vector<float> finalNorm, perLayerProjectionNorm;
+  Model::ProjectionObserver observer;
   /// Keys and values of cache-owning layers, [maxPositions][numKvHeads *
   /// headDim]; empty for KV-shared layers.
   std::vector<std::vector<float>> keys, values;
@@ -188,6 +189,8 @@ struct Model::Impl {
   /// blocks; x is [T][cols], y is [T][rows].
   bool project(const std::string &name, int64_t rows, int64_t cols,
                const float *x, int64_t T, float *y, std::string *error) const {
+    if (observer)
+      observer(name, x, T, cols);
     std::vector<float> block(size_t(std::min(rows, kRowBlock) * cols));
     for (int64_t r0 = 0; r0 < rows; r0 += kRowBlock) {
       int64_t n = std::min(kRowBlock, rows - r0);
@@ -545,6 +548,10 @@ bool Model::ok(std::string *error) const {
   if (!impl_->good && error)
     *error = impl_->loadError;
   return impl_->good;
+}
+
+void Model::observeProjections(ProjectionObserver observer) {
+  impl_->observer = std::move(observer);
 }
 
 void Model::reset() { impl_->position = 0; }

@@ -82,6 +82,12 @@ public:
   bool ok(std::string *error) const;
   ~Model();
 
+  /// Called with every projection's input, [T][columns], before it is
+  /// multiplied by the tensor `name` (calibration statistics).
+  using ProjectionObserver = std::function<void(
+      const std::string &name, const float *x, int64_t T, int64_t columns)>;
+  void observeProjections(ProjectionObserver observer);
+
   /// Forgets every cached position.
   void reset();
   /// Number of positions consumed so far.
