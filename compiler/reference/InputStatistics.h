@@ -29,6 +29,14 @@ bool collectInputGrams(const ReferenceCheckpoint &checkpoint,
                        std::map<std::string, hw::InputGram> *grams,
                        std::string *error);
 
+/// The data-free stand-in for the LM head's inputs: the Gram matrix of the
+/// head's own rows, sum_v E_v E_v^T (its final hidden states point along
+/// the rows of the tokens it predicts). Keyed like collectInputGrams: the
+/// embedding table for a tied head, "lm_head.weight" otherwise.
+bool lmHeadSelfGram(const ReferenceCheckpoint &checkpoint,
+                    std::map<std::string, hw::InputGram> *grams,
+                    std::string *error);
+
 } // namespace pccx::reference
 
 #endif

@@ -50,9 +50,11 @@ struct GptqFactor {
 
 /// Fraction of the mean of H's diagonal added to the diagonal before it is
 /// inverted: keeps H invertible when the calibration text does not span
-/// every input direction, and keeps a little weight fidelity in the
-/// objective.
-constexpr double kGptqDamping = 0.01;
+/// every input direction, and keeps some weight fidelity in the objective
+/// so the codes do not overfit a short calibration text. Chosen on the
+/// demo model (2.7 k calibration tokens, docs/quantization.md): held-out
+/// KL 0.0104 with 0.01, 0.0088 with 0.1, 0.0083 with 0.3, 0.0087 with 1.
+constexpr double kGptqDamping = 0.3;
 
 /// Builds the factor from an n x n Gram matrix (row-major; symmetric). A
 /// column whose input was always zero gets H[j][j] = 1 (it then only

@@ -100,7 +100,8 @@ cl::opt<std::string> int4Rounding(
     cl::desc("How INT4 codes are rounded: nearest (default) or gptq (each "
              "row's rounding error spread over its later columns to "
              "minimise the projection's output error on the --calibration "
-             "text; docs/quantization.md)"),
+             "text; without --calibration only the LM head, against its own "
+             "rows; docs/quantization.md)"),
     cl::value_desc("nearest|gptq"), cl::init("nearest"), cl::cat(category));
 cl::opt<std::string> calibration(
     "calibration",
@@ -202,11 +203,19 @@ bool calibrationWindows(const pccx::reference::ReferenceCheckpoint &checkpoint,
 }
 
 /// --int4-rounding gptq: the Gram matrix of every quantized tensor's inputs
-/// on the calibration text.
+/// on the calibration text; without one, the LM head's data-free stand-in.
 bool collectGrams(std::map<std::string, pccx::hw::InputGram> *grams,
                   std::string *error) {
   auto checkpoint = pccx::reference::ReferenceCheckpoint::open(
       std::string(checkpointDir), error);
+  if (checkpoint && calibration.empty()) {
+    if (!pccx::reference::lmHeadSelfGram(*checkpoint, grams, error))
+      return false;
+    errs() << "int4-rounding gptq: no --calibration; the LM head is rounded "
+              "against the Gram matrix of its own rows, every other tensor "
+              "to nearest\n";
+    return true;
+  }
   int64_t positions = 0;
   std::vector<std::vector<int32_t>> windows;
   if (!checkpoint ||
@@ -371,8 +380,6 @@ int main(int argc, char **argv) {
   const bool gptq = int4Round == pccx::hw::Rounding::Gptq;
   if (!int8Budget.empty() && calibration.empty())
     return fail("--int8-budget and --calibration go together");
-  if (gptq && calibration.empty())
-    return fail("--int4-rounding gptq needs --calibration FILE");
   if (!calibration.empty() && int8Budget.empty() && !gptq)
     return fail("--calibration is used by --int8-budget and --int4-rounding "
                 "gptq; give one of them");
