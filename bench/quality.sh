@@ -25,6 +25,10 @@ int4-search|--int4-scales search|hardware
 int4-search-kv8|--int4-scales search --kv-dtype int8|hardware
 int4-search-emb8|--int4-scales search --int8-weights embed_tokens\\.weight|hardware
 int4-search-budget10|--int4-scales search --int8-budget 10% --calibration $MODEL/calibration.txt|hardware
+int4-search-gptq-datafree|--int4-scales search --int4-rounding gptq|hardware
+int4-search-gptq|--int4-scales search --int4-rounding gptq --calibration $MODEL/calibration.txt|reference
+int4-search-gptq|--int4-scales search --int4-rounding gptq --calibration $MODEL/calibration.txt|hardware
+int4-absmax-gptq|--int4-scales absmax --int4-rounding gptq --calibration $MODEL/calibration.txt|hardware
 int8|--int8-weights .*|hardware"
 
 echo "$CONFIGS" | while IFS='|' read -r name options numerics; do

@@ -21,6 +21,7 @@ void buildModelPipeline(OpPassManager &pm, const PipelineOptions &o) {
   quant.report = o.quantReport;
   quant.int8Tensors = o.int8Tensors;
   quant.int4Scales = o.int4Scales;
+  quant.int4Rounding = o.int4Rounding;
   pm.addPass(createQuantizeWeights(quant));
   pm.addPass(createPlaceAltUpStreams());
 }
@@ -58,6 +59,11 @@ struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
       *this, "int4-scales",
       llvm::cl::desc("INT4 scale rule: search (default) or absmax"),
       llvm::cl::init("search")};
+  Option<std::string> int4Rounding{
+      *this, "int4-rounding",
+      llvm::cl::desc("INT4 rounding: nearest (default) or gptq (needs "
+                     "calibration statistics when emitted)"),
+      llvm::cl::init("nearest")};
   PipelineOptions get() const {
     PipelineOptions o;
     o.prefillRows = prefillRows;
@@ -65,6 +71,7 @@ struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
     o.quantReport = quantReport;
     o.int8Tensors = int8Tensors;
     o.int4Scales = int4Scales;
+    o.int4Rounding = int4Rounding;
     return o;
   }
 };

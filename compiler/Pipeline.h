@@ -21,6 +21,8 @@ struct PipelineOptions {
   std::string int8Tensors;
   /// INT4 scale rule name (hw::parseScaleRule).
   std::string int4Scales = "search";
+  /// INT4 rounding name (hw::parseRounding).
+  std::string int4Rounding = "nearest";
 };
 
 /// Model passes on imported gemma3n IR: KV-sharing resolution, norm-gain

@@ -59,6 +59,10 @@ def QuantizeWeights : Pass<"gemma3n-quantize-int4", "mlir::ModuleOp"> {
            "INT8">,
     Option<"int4Scales", "int4-scales", "std::string", /*default=*/"\"search\"",
            "INT4 scale rule: absmax or search (hw/numerics/Quantize.h)">,
+    Option<"int4Rounding", "int4-rounding", "std::string",
+           /*default=*/"\"nearest\"",
+           "INT4 rounding: nearest, or gptq (the emitter then needs "
+           "calibration statistics, hw/numerics/Gptq.h)">,
   ];
   let dependentDialects = ["pccx::gemma3n::Gemma3nDialect"];
 }

@@ -104,20 +104,33 @@ bool ConstantLayout::streamGathers(
       continue;
     }
     DictionaryAttr inner = g.recipe.getAs<DictionaryAttr>("quantize");
-    hw::QuantScheme scheme;
-    recipeScheme(g.recipe, &scheme); // checked when planned
     const int64_t rowBytes =
         int64_t(hw::packedRowBytes(g.format, size_t(e.cols)));
     std::vector<float> scales(size_t(e.rows));
+    hw::QuantScheme scheme;
+    recipeScheme(g.recipe, &scheme); // checked when planned
+    // GPTQ rounding goes through the evaluator (it holds the calibration
+    // statistics); nearest rounding quantizes on every thread.
+    const bool gptq = scheme.rounding == hw::Rounding::Gptq;
+    std::vector<int8_t> q(gptq ? buf.size() : 0);
     std::vector<uint8_t> packed(size_t(std::min(block, e.rows) * rowBytes));
     uint64_t written = 0;
     for (int64_t row = 0; row < e.rows; row += block) {
       int64_t n = std::min(block, e.rows - row);
       if (!evaluator_.readRows(inner, row, n, buf.data(), error))
         return false;
-      hw::quantizeAndPackRows(scheme, buf.data(), n, e.cols,
-                              scales.data() + row, packed.data(),
-                              size_t(rowBytes), threads_);
+      if (gptq) {
+        if (!evaluator_.quantizeRows(g.recipe, buf.data(), n, e.cols,
+                                     scales.data() + row, q.data(), error))
+          return false;
+        for (int64_t i = 0; i < n; ++i)
+          hw::packRow(g.format, q.data() + i * e.cols, size_t(e.cols),
+                      packed.data() + i * rowBytes);
+      } else {
+        hw::quantizeAndPackRows(scheme, buf.data(), n, e.cols,
+                                scales.data() + row, packed.data(),
+                                size_t(rowBytes), threads_);
+      }
       if (!sink.write(packed.data(), size_t(n * rowBytes)))
         return false;
       written += uint64_t(n * rowBytes);

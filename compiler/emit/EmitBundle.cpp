@@ -27,6 +27,7 @@ bool emitBundle(ModuleOp module, const std::string &path,
   if (!loadModuleCheckpoint(module, &checkpoint, error))
     return false;
   WeightEvaluator evaluator(*checkpoint.checkpoint);
+  evaluator.setInputGrams(options.inputGrams);
 
   bundle::ModelManifest manifest;
   manifest.producer = "pccx-compile";

@@ -11,12 +11,14 @@
 #define PCCX_COMPILER_EMIT_EMITBUNDLE_H
 
 #include "hw/machine/Target.h"
+#include "hw/numerics/Gptq.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 
 namespace pccx {
@@ -34,6 +36,9 @@ struct EmitOptions {
   /// The checkpoint's chat template (Jinja text), stored verbatim under the
   /// manifest key "chat_template" when not empty.
   std::string chatTemplate;
+  /// Calibration statistics for recipes with GPTQ rounding (by full
+  /// checkpoint name); must outlive emitBundle.
+  const std::map<std::string, hw::InputGram> *inputGrams = nullptr;
   /// Called while the weights are written: bytes done and total, and the
   /// tensor (weight record, host tensor or gather table) being written,
   /// 1-based, of how many.

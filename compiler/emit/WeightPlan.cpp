@@ -60,6 +60,7 @@ bool WeightPlan::stream(bundle::SectionSink &sink,
                         const std::function<void(uint64_t, size_t)> &progress,
                         std::string *error) const {
   std::vector<float> scales, buf;
+  std::vector<int8_t> codes;
   std::vector<uint8_t> bytes;
   uint64_t done = 0;
   size_t count = 0;
@@ -79,10 +80,23 @@ bool WeightPlan::stream(bundle::SectionSink &sink,
       int64_t n = std::min(block, r.rows - row);
       if (!evaluator_.readRows(inner, r.firstRow + row, n, buf.data(), error))
         return false;
-      hw::quantizeAndPackRows(scheme, buf.data(), n, r.cols,
-                              scales.data() + row,
-                              bytes.data() + scaleBytes + row * stride,
-                              size_t(stride), threads_);
+      if (scheme.rounding == hw::Rounding::Gptq) {
+        // GPTQ rounding goes through the evaluator (it holds the
+        // calibration statistics), one thread.
+        codes.resize(size_t(n * r.cols));
+        if (!evaluator_.quantizeRows(r.recipe, buf.data(), n, r.cols,
+                                     scales.data() + row, codes.data(),
+                                     error))
+          return false;
+        for (int64_t i = 0; i < n; ++i)
+          hw::packRow(r.format, codes.data() + i * r.cols, size_t(r.cols),
+                      bytes.data() + scaleBytes + (row + i) * stride);
+      } else {
+        hw::quantizeAndPackRows(scheme, buf.data(), n, r.cols,
+                                scales.data() + row,
+                                bytes.data() + scaleBytes + row * stride,
+                                size_t(stride), threads_);
+      }
     }
     std::memcpy(bytes.data(), scales.data(), size_t(4 * r.rows));
     if (!sink.write(bytes))

@@ -148,12 +148,129 @@ bool WeightEvaluator::readRows(DictionaryAttr recipe, int64_t row,
     }
     if (!readRows(inner, row, count, out, error))
       return false;
-    for (int64_t r = 0; r < count; ++r)
-      hw::fakeQuantizeRow(scheme, out + r * cols, size_t(cols));
+    if (scheme.rounding == hw::Rounding::Nearest) {
+      for (int64_t r = 0; r < count; ++r)
+        hw::fakeQuantizeRow(scheme, out + r * cols, size_t(cols));
+      return true;
+    }
+    std::vector<float> scales(static_cast<size_t>(count));
+    std::vector<int8_t> codes(size_t(count * cols));
+    if (!quantizeRows(recipe, out, count, cols, scales.data(), codes.data(),
+                      error))
+      return false;
+    for (int64_t i = 0; i < count * cols; ++i)
+      out[i] = float(codes[size_t(i)]) * scales[size_t(i / cols)];
     return true;
   }
   *error = "malformed weight recipe";
   return false;
+}
+
+bool WeightEvaluator::columnScales(DictionaryAttr recipe,
+                                   std::vector<double> *scales,
+                                   std::string *error) const {
+  if (recipe.getAs<StringAttr>("tensor"))
+    return true;
+  auto inner = recipe.getAs<DictionaryAttr>("scale");
+  if (!inner) {
+    *error = "GPTQ rounding of a weight recipe that is neither a tensor nor a "
+             "scaled tensor";
+    return false;
+  }
+  if (!columnScales(inner, scales, error))
+    return false;
+  std::vector<float> by(scales->size(), 1.0f);
+  if (auto byRecipe = recipe.getAs<DictionaryAttr>("by"))
+    if (!readRows(byRecipe, 0, 1, by.data(), error))
+      return false;
+  auto factorAttr = recipe.getAs<FloatAttr>("factor");
+  const float factor = factorAttr ? float(factorAttr.getValueAsDouble()) : 1;
+  for (size_t c = 0; c < scales->size(); ++c)
+    (*scales)[c] *= double(by[c] * factor);
+  return true;
+}
+
+const hw::GptqFactor *WeightEvaluator::gptqFactor(DictionaryAttr inner,
+                                                  std::string *error) const {
+  auto it = factors_.find(inner);
+  if (it != factors_.end())
+    return it->second.get();
+  DictionaryAttr root = inner;
+  while (!root.getAs<StringAttr>("tensor")) {
+    DictionaryAttr next = root.getAs<DictionaryAttr>("scale");
+    if (!next)
+      next = root.getAs<DictionaryAttr>("quantize");
+    if (!next) {
+      *error = "malformed weight recipe";
+      return nullptr;
+    }
+    root = next;
+  }
+  std::string name = root.getAs<StringAttr>("tensor").str();
+  auto gram = inputGrams_->find(name);
+  std::unique_ptr<hw::GptqFactor> factor;
+  if (gram != inputGrams_->end()) {
+    int64_t rows = 0, cols = 0;
+    if (!shape(inner, &rows, &cols, error))
+      return nullptr;
+    if (gram->second.columns != cols) {
+      *error = "calibration statistics of '" + name + "' have " +
+               std::to_string(gram->second.columns) + " columns, the tensor " +
+               std::to_string(cols);
+      return nullptr;
+    }
+    // The recipe multiplies input u = x / c when the checkpoint tensor
+    // multiplies x and the recipe scales column j by c[j]: its Gram matrix
+    // is diag(1/c) X^T X diag(1/c).
+    std::vector<double> c(size_t(cols), 1.0);
+    if (!columnScales(inner, &c, error))
+      return nullptr;
+    std::vector<double> g = gram->second.values;
+    for (int64_t i = 0; i < cols; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        const double d = c[size_t(i)] * c[size_t(j)];
+        double &v = g[size_t(i * cols + j)];
+        v = d != 0 ? v / d : 0.0;
+      }
+    factor = std::make_unique<hw::GptqFactor>();
+    if (!hw::makeGptqFactor(g.data(), cols, factor.get(), error)) {
+      *error = name + ": " + *error;
+      return nullptr;
+    }
+  }
+  return (factors_[inner] = std::move(factor)).get();
+}
+
+bool WeightEvaluator::quantizeRows(DictionaryAttr recipe, const float *values,
+                                   int64_t count, int64_t columns,
+                                   float *scales, int8_t *codes,
+                                   std::string *error) const {
+  hw::QuantScheme scheme;
+  if (!recipeScheme(recipe, &scheme)) {
+    *error = "weight recipe has an unknown quantization scheme";
+    return false;
+  }
+  const hw::GptqFactor *factor = nullptr;
+  if (scheme.rounding == hw::Rounding::Gptq) {
+    if (!inputGrams_) {
+      *error = "weight recipe with GPTQ rounding (" +
+               std::string(hw::schemeName(scheme)) +
+               ") but no calibration statistics: compile with pccx-compile "
+               "--int4-rounding gptq --calibration FILE";
+      return false;
+    }
+    error->clear();
+    factor = gptqFactor(recipe.getAs<DictionaryAttr>("quantize"), error);
+    if (!factor && !error->empty())
+      return false;
+  }
+  for (int64_t r = 0; r < count; ++r)
+    scales[r] = factor ? hw::quantizeRowInt4Gptq(values + r * columns,
+                                                 size_t(columns), scheme.scales,
+                                                 *factor, codes + r * columns)
+                       : hw::quantizeRow(scheme, values + r * columns,
+                                         size_t(columns), codes + r * columns);
+  return true;
 }
 
 int64_t WeightEvaluator::rows(Value value) {
@@ -216,6 +333,8 @@ bool WeightEvaluator::readRows(Value value, int64_t row, int64_t count,
       *error = "unknown quantization scheme '" + q.getScheme().str() + "'";
       return false;
     }
+    if (scheme.rounding != hw::Rounding::Nearest)
+      return readRows(weightRecipe(value), row, count, out, error);
     if (!readRows(q.getWeight(), row, count, out, error))
       return false;
     for (int64_t r = 0; r < count; ++r)

@@ -13,8 +13,13 @@
 
 #include "compiler/import/Safetensors.h"
 #include "dialects/Gemma3n/Gemma3nOps.h"
+#include "hw/numerics/Gptq.h"
 #include "hw/numerics/Quantize.h"
 
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+#include <memory>
 #include <string>
 
 namespace pccx {
@@ -46,6 +51,24 @@ public:
   explicit WeightEvaluator(const import::Checkpoint &checkpoint)
       : checkpoint_(checkpoint) {}
 
+  /// The calibration statistics GPTQ rounding needs (by full checkpoint
+  /// name, reference/InputStatistics.h); null (the default) when there are
+  /// none, and then a recipe with GPTQ rounding is an error.
+  void setInputGrams(const std::map<std::string, hw::InputGram> *grams) {
+    inputGrams_ = grams;
+  }
+
+  /// Scales and codes of `count` rows of the quantize recipe `recipe`,
+  /// whose inner recipe's values are values[count * columns]: every
+  /// producer of a bundle's codes goes through this. Nearest rounding is
+  /// hw::quantizeRow; GPTQ rounding uses the input statistics of the
+  /// recipe's tensor, seen through the recipe's column scaling (a tensor
+  /// the calibration never multiplied, e.g. a gather-only table, keeps
+  /// nearest rounding).
+  bool quantizeRows(mlir::DictionaryAttr recipe, const float *values,
+                    int64_t count, int64_t columns, float *scales,
+                    int8_t *codes, std::string *error) const;
+
   /// Rows [row, row + count) of `value` as float32 into out[count * columns]
   /// (a 1-D weight is a single row). Errors name the tensor and the op.
   bool readRows(mlir::Value value, int64_t row, int64_t count, float *out,
@@ -64,7 +87,21 @@ public:
   static int64_t columns(mlir::Value value);
 
 private:
+  /// The GPTQ factor of a quantized recipe's inner recipe; null (and no
+  /// error) when its tensor has no statistics.
+  const hw::GptqFactor *gptqFactor(mlir::DictionaryAttr inner,
+                                   std::string *error) const;
+  /// The factor each column of `recipe` is multiplied by (its scale_weight
+  /// `by` and `factor` terms) relative to its checkpoint tensor.
+  bool columnScales(mlir::DictionaryAttr recipe, std::vector<double> *scales,
+                    std::string *error) const;
+
   const import::Checkpoint &checkpoint_;
+  const std::map<std::string, hw::InputGram> *inputGrams_ = nullptr;
+  /// Factors by inner recipe, built on first use (the emitter asks for one
+  /// recipe's rows block by block).
+  mutable llvm::DenseMap<mlir::Attribute, std::unique_ptr<hw::GptqFactor>>
+      factors_;
 };
 
 } // namespace pccx

@@ -109,6 +109,7 @@ struct Model::Impl {
   std::string loadError;
   std::vector<Layer> layers;
   std::vector<float> finalNorm, perLayerProjectionNorm;
+  Model::ProjectionObserver observer;
   /// Keys and values of cache-owning layers, [maxPositions][numKvHeads *
   /// headDim]; empty for KV-shared layers.
   std::vector<std::vector<float>> keys, values;
@@ -190,6 +191,8 @@ struct Model::Impl {
   /// blocks; x is [T][cols], y is [T][rows].
   bool project(const std::string &name, int64_t rows, int64_t cols,
                const float *x, int64_t T, float *y, std::string *error) const {
+    if (observer)
+      observer(name, x, T, cols);
     std::vector<float> block(size_t(std::min(rows, kRowBlock) * cols));
     for (int64_t r0 = 0; r0 < rows; r0 += kRowBlock) {
       int64_t n = std::min(kRowBlock, rows - r0);
@@ -554,6 +557,10 @@ bool Model::ok(std::string *error) const {
 }
 
 void Model::setKvRecords(bool on) { impl_->kvRecords = on; }
+
+void Model::observeProjections(ProjectionObserver observer) {
+  impl_->observer = std::move(observer);
+}
 
 void Model::reset() { impl_->position = 0; }
 

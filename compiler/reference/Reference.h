@@ -86,6 +86,12 @@ public:
   /// hw/numerics/KvRecords.h), so the reference computes what a bundle with
   /// attention on the NPU computes. Off by default.
   void setKvRecords(bool on);
+  /// Called with every projection's input, [T][columns], before it is
+  /// multiplied by the tensor `name` (calibration statistics).
+  using ProjectionObserver = std::function<void(
+      const std::string &name, const float *x, int64_t T, int64_t columns)>;
+  void observeProjections(ProjectionObserver observer);
+
   /// Forgets every cached position.
   void reset();
   /// Number of positions consumed so far.

@@ -170,8 +170,21 @@ constexpr FormatNames kFormatNames[] = {
 };
 
 /// The one list of scheme names: the absmax scheme of each format is named
-/// in kFormatNames; searched INT4 scales have their own.
+/// in kFormatNames; the other INT4 schemes have their own.
 constexpr const char kInt4SearchScheme[] = "int4_per_row_search";
+constexpr std::pair<QuantScheme, const char *> kInt4Schemes[] = {
+    {{WeightFormat::Int4, ScaleRule::Search, Rounding::Nearest},
+     kInt4SearchScheme},
+    {{WeightFormat::Int4, ScaleRule::AbsMax, Rounding::Gptq},
+     "int4_per_row_gptq"},
+    {{WeightFormat::Int4, ScaleRule::Search, Rounding::Gptq},
+     "int4_per_row_search_gptq"},
+};
+
+constexpr std::pair<Rounding, const char *> kRoundingNames[] = {
+    {Rounding::Nearest, "nearest"},
+    {Rounding::Gptq, "gptq"},
+};
 
 constexpr std::pair<ScaleRule, const char *> kScaleRuleNames[] = {
     {ScaleRule::AbsMax, "absmax"},
@@ -202,17 +215,36 @@ const char *schemeName(WeightFormat format) {
   return "?";
 }
 
+const char *roundingName(Rounding rounding) {
+  for (const auto &[r, name] : kRoundingNames)
+    if (r == rounding)
+      return name;
+  return "?";
+}
+
+bool parseRounding(const std::string &name, Rounding *rounding) {
+  for (const auto &[r, text] : kRoundingNames)
+    if (name == text) {
+      *rounding = r;
+      return true;
+    }
+  return false;
+}
+
 const char *schemeName(QuantScheme scheme) {
-  if (scheme.format == WeightFormat::Int4 && scheme.scales == ScaleRule::Search)
-    return kInt4SearchScheme;
+  if (scheme.format == WeightFormat::Int4)
+    for (const auto &[s, name] : kInt4Schemes)
+      if (s.scales == scheme.scales && s.rounding == scheme.rounding)
+        return name;
   return schemeName(scheme.format);
 }
 
 bool parseScheme(const std::string &name, QuantScheme *scheme) {
-  if (name == kInt4SearchScheme) {
-    *scheme = {WeightFormat::Int4, ScaleRule::Search};
-    return true;
-  }
+  for (const auto &[s, text] : kInt4Schemes)
+    if (name == text) {
+      *scheme = s;
+      return true;
+    }
   for (const FormatNames &f : kFormatNames)
     if (name == f.scheme) {
       *scheme = {f.format, ScaleRule::AbsMax};

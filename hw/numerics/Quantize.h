@@ -73,14 +73,26 @@ enum class ScaleRule : uint8_t {
 const char *scaleRuleName(ScaleRule rule);
 bool parseScaleRule(const std::string &name, ScaleRule *rule);
 
-/// A quantization scheme: storage format and scale rule.
+/// How the compiler chooses a row's codes once its scale is chosen.
+enum class Rounding : uint8_t {
+  Nearest, ///< each weight to its nearest code
+  Gptq,    ///< INT4: error-compensating rounding on calibration statistics
+           ///< (hw/numerics/Gptq.h); the codes depend on more than the row
+};
+/// "nearest", "gptq".
+const char *roundingName(Rounding rounding);
+bool parseRounding(const std::string &name, Rounding *rounding);
+
+/// A quantization scheme: storage format, scale rule and rounding.
 struct QuantScheme {
   WeightFormat format = WeightFormat::Int4;
   ScaleRule scales = ScaleRule::AbsMax;
+  Rounding rounding = Rounding::Nearest;
 };
 
 /// The quantization scheme names of gemma3n.quantize and the manifest:
-/// "int4_per_row" (absmax scales), "int4_per_row_search", "int8_per_row".
+/// "int4_per_row" (absmax scales), "int4_per_row_search", "int8_per_row",
+/// and for GPTQ rounding "int4_per_row_gptq", "int4_per_row_search_gptq".
 /// The WeightFormat forms name and accept the absmax scheme of a format /
 /// give the format of any scheme.
 const char *schemeName(WeightFormat format);
@@ -98,6 +110,9 @@ void fakeQuantizeRow(WeightFormat format, float *row, size_t n);
 /// The same under a scheme's scale rule: every producer of a bundle's codes
 /// (records, gather tables) and every reader that re-derives them (weight
 /// expressions, the reference's quantized weights) goes through these.
+/// Rounding::Gptq needs the tensor's input statistics, which a row alone
+/// does not have: these give the scale rule's nearest codes for it, and
+/// the compiler's weight evaluator calls quantizeRowInt4Gptq instead.
 float quantizeRow(QuantScheme scheme, const float *row, size_t n, int8_t *q);
 void fakeQuantizeRow(QuantScheme scheme, float *row, size_t n);
 /// Bytes of n packed codes (INT4: two per byte; INT8: one).

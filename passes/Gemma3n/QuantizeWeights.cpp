@@ -50,6 +50,20 @@ struct QuantizeWeightsPass
                          << "' (known: absmax, search)";
       return signalPassFailure();
     }
+    pccx::hw::Rounding int4Round;
+    if (!pccx::hw::parseRounding(int4Rounding, &int4Round)) {
+      module.emitError() << "int4-rounding: unknown rounding '" << int4Rounding
+                         << "' (known: nearest, gptq)";
+      return signalPassFailure();
+    }
+    if (report && int4Round != pccx::hw::Rounding::Nearest) {
+      // GPTQ codes depend on calibration statistics the pass does not have.
+      module.emitError() << "report: the quantization report measures "
+                            "nearest rounding; it cannot be combined with "
+                            "int4-rounding="
+                         << int4Rounding;
+      return signalPassFailure();
+    }
 
     // Every weight expression feeding a model op, once per value.
     llvm::MapVector<Value, SmallVector<OpOperand *>> uses;
@@ -76,7 +90,8 @@ struct QuantizeWeightsPass
       b.setInsertionPointAfterValue(value);
       auto type = RankedTensorType::get(
           cast<RankedTensorType>(value.getType()).getShape(), b.getF32Type());
-      pccx::hw::QuantScheme scheme{pccx::hw::WeightFormat::Int4, int4Rule};
+      pccx::hw::QuantScheme scheme{pccx::hw::WeightFormat::Int4, int4Rule,
+                                   int4Round};
       if (!int8Tensors.empty() && int8.match(name))
         scheme = {pccx::hw::WeightFormat::Int8, pccx::hw::ScaleRule::AbsMax};
       auto q =

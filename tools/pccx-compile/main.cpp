@@ -13,6 +13,7 @@
 #include "compiler/import/NonFinite.h"
 #include "compiler/model/ModelInfo.h"
 #include "compiler/reference/ExportEffective.h"
+#include "compiler/reference/InputStatistics.h"
 #include "compiler/reference/Sensitivity.h"
 #include "hw/numerics/Quantize.h"
 #include "runtime/bundle/Bundle.h"
@@ -109,11 +110,20 @@ cl::opt<std::string> int8Budget(
              "per extra byte, spending at most P percent of the INT4 weight "
              "bytes (e.g. 10 or 10%); adds to --int8-weights"),
     cl::value_desc("P"), cl::init(""), cl::cat(category));
+cl::opt<std::string> int4Rounding(
+    "int4-rounding",
+    cl::desc("How INT4 codes are rounded: nearest (default) or gptq (each "
+             "row's rounding error spread over its later columns to "
+             "minimise the projection's output error on the --calibration "
+             "text; without --calibration only the LM head, against its own "
+             "rows; docs/quantization.md)"),
+    cl::value_desc("nearest|gptq"), cl::init("nearest"), cl::cat(category));
 cl::opt<std::string> calibration(
     "calibration",
-    cl::desc("Text file for --int8-budget, tokenized with the checkpoint's "
-             "tokenizer.model; the first 4 windows of up to 128 positions "
-             "are scored"),
+    cl::desc("Text file for --int8-budget and --int4-rounding gptq, "
+             "tokenized with the checkpoint's tokenizer.model into windows "
+             "of up to 128 positions (the budget scores the first 4, gptq "
+             "uses up to 64)"),
     cl::value_desc("file"), cl::init(""), cl::cat(category));
 cl::opt<bool> quantReport(
     "quant-report",
@@ -194,14 +204,60 @@ int fail(const Twine &message) {
   return 1;
 }
 
+/// Windows of GPTQ calibration text: enough tokens for the Gram matrices of
+/// the widest inputs, one float-reference pass each.
+constexpr size_t kGptqWindows = 64;
+
+/// The --calibration text as windows of up to 128 positions, at most
+/// `maxWindows`.
+bool calibrationWindows(const pccx::reference::ReferenceCheckpoint &checkpoint,
+                        size_t maxWindows, int64_t *positions,
+                        std::vector<std::vector<int32_t>> *windows,
+                        std::string *error) {
+  std::string tok = tokenizer.empty()
+                        ? std::string(checkpointDir) + "/tokenizer.model"
+                        : std::string(tokenizer);
+  *positions = std::min<int64_t>(128, maxSeqLen);
+  return pccx::reference::calibrationWindows(
+      calibration, tok, int32_t(checkpoint.config.bos_token_id.value_or(-1)),
+      *positions, maxWindows, windows, error);
+}
+
+/// --int4-rounding gptq: the Gram matrix of every quantized tensor's inputs
+/// on the calibration text; without one, the LM head's data-free stand-in.
+bool collectGrams(std::map<std::string, pccx::hw::InputGram> *grams,
+                  std::string *error) {
+  auto checkpoint = pccx::reference::ReferenceCheckpoint::open(
+      std::string(checkpointDir), error);
+  if (checkpoint && calibration.empty()) {
+    if (!pccx::reference::lmHeadSelfGram(*checkpoint, grams, error))
+      return false;
+    errs() << "int4-rounding gptq: no --calibration; the LM head is rounded "
+              "against the Gram matrix of its own rows, every other tensor "
+              "to nearest\n";
+    return true;
+  }
+  int64_t positions = 0;
+  std::vector<std::vector<int32_t>> windows;
+  if (!checkpoint ||
+      !calibrationWindows(*checkpoint, kGptqWindows, &positions, &windows,
+                          error) ||
+      !pccx::reference::collectInputGrams(*checkpoint, windows, positions,
+                                          grams, error))
+    return false;
+  size_t tokens = 0;
+  for (const auto &w : windows)
+    tokens += w.size();
+  errs() << "int4-rounding gptq: input statistics of " << grams->size()
+         << " tensors from " << tokens << " calibration tokens in "
+         << windows.size() << " windows\n";
+  return true;
+}
+
 /// --int8-budget: the tensors to keep in INT8 as an exact-name expression,
 /// with one line per measured tensor on stderr.
 bool chooseByBudget(pccx::hw::ScaleRule int4Rule, std::string *regex,
                     std::string *error) {
-  if (int8Budget.empty() || calibration.empty()) {
-    *error = "--int8-budget and --calibration go together";
-    return false;
-  }
   std::string text = int8Budget;
   if (!text.empty() && text.back() == '%')
     text.pop_back();
@@ -216,15 +272,9 @@ bool chooseByBudget(pccx::hw::ScaleRule int4Rule, std::string *regex,
       std::string(checkpointDir), error);
   if (!checkpoint)
     return false;
-  std::string tok = tokenizer.empty()
-                        ? std::string(checkpointDir) + "/tokenizer.model"
-                        : std::string(tokenizer);
-  const int64_t positions = std::min<int64_t>(128, maxSeqLen);
+  int64_t positions = 0;
   std::vector<std::vector<int32_t>> windows;
-  if (!pccx::reference::calibrationWindows(
-          calibration, tok,
-          int32_t(checkpoint->config.bos_token_id.value_or(-1)), positions, 4,
-          &windows, error))
+  if (!calibrationWindows(*checkpoint, 4, &positions, &windows, error))
     return false;
   std::vector<pccx::reference::TensorSensitivity> measured;
   if (!pccx::reference::measureSensitivity(*checkpoint, windows, positions,
@@ -354,8 +404,21 @@ int main(int argc, char **argv) {
   if (!pccx::hw::parseScaleRule(int4Scales, &int4Rule))
     return fail("--int4-scales must be absmax or search, got '" + int4Scales +
                 "'");
+  pccx::hw::Rounding int4Round;
+  if (!pccx::hw::parseRounding(int4Rounding, &int4Round))
+    return fail("--int4-rounding must be nearest or gptq, got '" +
+                int4Rounding + "'");
+  const bool gptq = int4Round == pccx::hw::Rounding::Gptq;
+  if (!int8Budget.empty() && calibration.empty())
+    return fail("--int8-budget and --calibration go together");
+  if (!calibration.empty() && int8Budget.empty() && !gptq)
+    return fail("--calibration is used by --int8-budget and --int4-rounding "
+                "gptq; give one of them");
+  if (gptq && quantReport)
+    return fail("--quant-report measures nearest rounding; it cannot be "
+                "combined with --int4-rounding gptq");
   std::string int8Regex = int8Weights;
-  if (!int8Budget.empty() || !calibration.empty()) {
+  if (!int8Budget.empty()) {
     std::string chosen, error;
     if (!chooseByBudget(int4Rule, &chosen, &error))
       return fail(error);
@@ -372,6 +435,7 @@ int main(int argc, char **argv) {
   pipeline.quantReport = quantReport;
   pipeline.int8Tensors = int8Regex;
   pipeline.int4Scales = int4Scales;
+  pipeline.int4Rounding = int4Rounding;
   pipeline.foldNormGains = !noFoldNormGains;
   pipeline.fuseLaurel = !noFuseLaurel;
   if (passPipeline.empty() && emit != Emit::Gemma3n) {
@@ -399,17 +463,20 @@ int main(int argc, char **argv) {
         {"target", std::string(target)},
         {"fold_norm_gains", !noFoldNormGains},
         {"fuse_laurel", !noFuseLaurel},
-        {"quantization", pccx::hw::schemeName(pccx::hw::QuantScheme{
-                             pccx::hw::WeightFormat::Int4, int4Rule})},
+        {"quantization",
+         pccx::hw::schemeName(pccx::hw::QuantScheme{
+             pccx::hw::WeightFormat::Int4, int4Rule, int4Round})},
         {"int4_scales", std::string(int4Scales)},
         {"compiler_version", PCCX_VERSION}};
     if (!int8Regex.empty())
       compileOptions["int8_weights"] = int8Regex;
-    if (!int8Budget.empty()) {
+    if (gptq)
+      compileOptions["int4_rounding"] = std::string(int4Rounding);
+    if (!int8Budget.empty())
       compileOptions["int8_budget"] = std::string(int8Budget);
+    if (!calibration.empty())
       compileOptions["calibration"] =
           llvm::sys::path::filename(calibration).str();
-    }
     std::string tok = tokenizer;
     if (tok.empty() &&
         llvm::sys::fs::exists(std::string(checkpointDir) + "/tokenizer.model"))
@@ -437,6 +504,13 @@ int main(int argc, char **argv) {
     pccx::EmitOptions emitOptions;
     if (!pccx::emitOptionsFromModule(*module, &emitOptions, &error))
       return fail(error);
+    std::map<std::string, pccx::hw::InputGram> grams;
+    if (gptq) {
+      progress.finish();
+      if (!collectGrams(&grams, &error))
+        return fail(error);
+      emitOptions.inputGrams = &grams;
+    }
     progress.stage(3, "writing " + outputFile);
     uint64_t totalBytes = 0;
     size_t totalItems = 0;
