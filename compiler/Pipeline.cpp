@@ -21,6 +21,7 @@ void buildModelPipeline(OpPassManager &pm, const PipelineOptions &o) {
   quant.report = o.quantReport;
   quant.int8Tensors = o.int8Tensors;
   quant.int4Scales = o.int4Scales;
+  quant.int4StreamProjections = o.int4StreamProjections;
   pm.addPass(createQuantizeWeights(quant));
   pm.addPass(createPlaceAltUpStreams());
 }
@@ -53,12 +54,18 @@ struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
       *this, "int4-scales",
       llvm::cl::desc("INT4 scale rule: search (default) or absmax"),
       llvm::cl::init("search")};
+  Option<bool> int4StreamProjections{
+      *this, "int4-stream-projections",
+      llvm::cl::desc("The AltUp stream and per-layer projections in INT4 "
+                     "instead of INT8"),
+      llvm::cl::init(false)};
   PipelineOptions get() const {
     PipelineOptions o;
     o.prefillRows = prefillRows;
     o.quantReport = quantReport;
     o.int8Tensors = int8Tensors;
     o.int4Scales = int4Scales;
+    o.int4StreamProjections = int4StreamProjections;
     return o;
   }
 };

@@ -18,6 +18,8 @@ struct PipelineOptions {
   std::string int8Tensors;
   /// INT4 scale rule name (hw::parseScaleRule).
   std::string int4Scales = "search";
+  /// The AltUp stream and per-layer projections in INT4 (default INT8).
+  bool int4StreamProjections = false;
 };
 
 /// Model passes on imported gemma3n IR: KV-sharing resolution, norm-gain

@@ -44,10 +44,12 @@ def QuantizeWeights : Pass<"gemma3n-quantize-int4", "mlir::ModuleOp"> {
   let description = [{
     Wraps every weight operand that the default datatype policy quantizes
     (attention and FFN projections, LAuReL, per-layer-input gate and model
-    projection, embedding tables) in gemma3n.quantize, after any folding
-    already applied to it: INT4, or INT8 for the tensors whose checkpoint
-    name (without the multimodal prefix) matches the `int8-tensors`
-    regular expression in full. With `report`, the relative quantization
+    projection, embedding tables; the AltUp stream projections and the
+    per-layer projections) in gemma3n.quantize, after any folding already
+    applied to it: INT4, or INT8 for the tensors whose checkpoint name
+    (without the multimodal prefix) matches the `int8-tensors` regular
+    expression in full. The AltUp stream projections and the per-layer
+    projections are INT8 unless `int4-stream-projections` is set. With `report`, the relative quantization
     error of each tensor, ||W - Q(W)|| / ||W|| over its effective values,
     is computed from the checkpoint and emitted as a remark on the weight.
   }];
@@ -59,6 +61,10 @@ def QuantizeWeights : Pass<"gemma3n-quantize-int4", "mlir::ModuleOp"> {
            "INT8">,
     Option<"int4Scales", "int4-scales", "std::string", /*default=*/"\"search\"",
            "INT4 scale rule: absmax or search (hw/numerics/Quantize.h)">,
+    Option<"int4StreamProjections", "int4-stream-projections", "bool",
+           /*default=*/"false",
+           "Quantize the AltUp stream projections and the per-layer "
+           "projections to INT4 instead of INT8">,
   ];
   let dependentDialects = ["pccx::gemma3n::Gemma3nDialect"];
 }
