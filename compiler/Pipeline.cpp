@@ -22,6 +22,7 @@ void buildModelPipeline(OpPassManager &pm, const PipelineOptions &o) {
   quant.int8Tensors = o.int8Tensors;
   quant.int4Scales = o.int4Scales;
   quant.int4Rounding = o.int4Rounding;
+  quant.int4StreamProjections = o.int4StreamProjections;
   pm.addPass(createQuantizeWeights(quant));
   pm.addPass(createPlaceAltUpStreams());
 }
@@ -64,6 +65,11 @@ struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
       llvm::cl::desc("INT4 rounding: nearest (default) or gptq (needs "
                      "calibration statistics when emitted)"),
       llvm::cl::init("nearest")};
+  Option<bool> int4StreamProjections{
+      *this, "int4-stream-projections",
+      llvm::cl::desc("The AltUp stream and per-layer projections in INT4 "
+                     "instead of INT8"),
+      llvm::cl::init(false)};
   PipelineOptions get() const {
     PipelineOptions o;
     o.prefillRows = prefillRows;
@@ -72,6 +78,7 @@ struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
     o.int8Tensors = int8Tensors;
     o.int4Scales = int4Scales;
     o.int4Rounding = int4Rounding;
+    o.int4StreamProjections = int4StreamProjections;
     return o;
   }
 };

@@ -23,6 +23,8 @@ struct PipelineOptions {
   std::string int4Scales = "search";
   /// INT4 rounding name (hw::parseRounding).
   std::string int4Rounding = "nearest";
+  /// The AltUp stream and per-layer projections in INT4 (default INT8).
+  bool int4StreamProjections = false;
 };
 
 /// Model passes on imported gemma3n IR: KV-sharing resolution, norm-gain

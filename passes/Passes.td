@@ -44,10 +44,12 @@ def QuantizeWeights : Pass<"gemma3n-quantize-int4", "mlir::ModuleOp"> {
   let description = [{
     Wraps every weight operand that the default datatype policy quantizes
     (attention and FFN projections, LAuReL, per-layer-input gate and model
-    projection, embedding tables) in gemma3n.quantize, after any folding
-    already applied to it: INT4, or INT8 for the tensors whose checkpoint
-    name (without the multimodal prefix) matches the `int8-tensors`
-    regular expression in full. With `report`, the relative quantization
+    projection, embedding tables; the AltUp stream projections and the
+    per-layer projections) in gemma3n.quantize, after any folding already
+    applied to it: INT4, or INT8 for the tensors whose checkpoint name
+    (without the multimodal prefix) matches the `int8-tensors` regular
+    expression in full. The AltUp stream projections and the per-layer
+    projections are INT8 unless `int4-stream-projections` is set. With `report`, the relative quantization
     error of each tensor, ||W - Q(W)|| / ||W|| over its effective values,
     is computed from the checkpoint and emitted as a remark on the weight.
   }];
@@ -63,6 +65,10 @@ def QuantizeWeights : Pass<"gemma3n-quantize-int4", "mlir::ModuleOp"> {
            /*default=*/"\"nearest\"",
            "INT4 rounding: nearest, or gptq (the emitter then needs "
            "calibration statistics, hw/numerics/Gptq.h)">,
+    Option<"int4StreamProjections", "int4-stream-projections", "bool",
+           /*default=*/"false",
+           "Quantize the AltUp stream projections and the per-layer "
+           "projections to INT4 instead of INT8">,
   ];
   let dependentDialects = ["pccx::gemma3n::Gemma3nDialect"];
 }

@@ -874,4 +874,29 @@ bool isInt4ByDefault(const std::string &name) {
   return false;
 }
 
+bool isInt8ByDefault(const std::string &name) {
+  static const char *const kLists[] = {"altup_projections.",
+                                       "altup_unembed_projections."};
+  static const std::string kWeight = ".weight";
+  auto endsWithWeight = [&](size_t from) {
+    return name.size() > from + kWeight.size() &&
+           name.compare(name.size() - kWeight.size(), kWeight.size(),
+                        kWeight) == 0 &&
+           name.find_first_not_of("0123456789", from) ==
+               name.size() - kWeight.size();
+  };
+  for (const char *list : kLists) {
+    size_t n = std::char_traits<char>::length(list);
+    if (name.compare(0, n, list) == 0 && endsWithWeight(n))
+      return true;
+  }
+  // layers.N.per_layer_projection.weight
+  static const std::string kLayers = "layers.", kPle = ".per_layer_projection";
+  if (name.compare(0, kLayers.size(), kLayers) != 0)
+    return false;
+  size_t end = name.find_first_not_of("0123456789", kLayers.size());
+  return end != std::string::npos && end > kLayers.size() &&
+         name.compare(end, std::string::npos, kPle + kWeight) == 0;
+}
+
 } // namespace pccx::import

@@ -148,9 +148,16 @@ std::vector<ExpectedTensor> expectedTensors(const Gemma3nTextConfig &config,
 /// seed's datatype map stores as INT4 (attention and FFN projections,
 /// LAuReL, per-layer-input gate and model projection, both embedding tables
 /// and so the tied LM head); false for norm gains, AltUp coefficients,
-/// router, AltUp (un)embedding projections and the per-layer projection.
-/// `name` is relative to the text-decoder prefix.
+/// router, and the matrices of isInt8ByDefault. `name` is relative to the
+/// text-decoder prefix.
 bool isInt4ByDefault(const std::string &name);
+
+/// The matrices the NPU multiplies in INT8 by default: the AltUp stream
+/// projections (`altup_projections.K`, `altup_unembed_projections.K`) and
+/// the per-layer projections (`layers.N.per_layer_projection`). In INT4 they
+/// cost measurable quality on trained weights (bench/README.md) for about
+/// 1 % of the weight bytes per token.
+bool isInt8ByDefault(const std::string &name);
 
 /// Finds the text-decoder prefix of `checkpoint` by locating the token
 /// embedding under "model.language_model.", "model." or no prefix.

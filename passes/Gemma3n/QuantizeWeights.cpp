@@ -84,7 +84,10 @@ struct QuantizeWeightsPass
       if (name.compare(0, prefix.size(), prefix) == 0 &&
           name != "lm_head.weight")
         name = name.substr(prefix.size());
-      if (!pccx::import::isInt4ByDefault(name))
+      const bool int8ByDefault =
+          !int4StreamProjections && pccx::import::isInt8ByDefault(name);
+      if (!pccx::import::isInt4ByDefault(name) &&
+          !pccx::import::isInt8ByDefault(name))
         continue;
       OpBuilder b(value.getContext());
       b.setInsertionPointAfterValue(value);
@@ -92,7 +95,7 @@ struct QuantizeWeightsPass
           cast<RankedTensorType>(value.getType()).getShape(), b.getF32Type());
       pccx::hw::QuantScheme scheme{pccx::hw::WeightFormat::Int4, int4Rule,
                                    int4Round};
-      if (!int8Tensors.empty() && int8.match(name))
+      if (int8ByDefault || (!int8Tensors.empty() && int8.match(name)))
         scheme = {pccx::hw::WeightFormat::Int8, pccx::hw::ScaleRule::AbsMax};
       auto q =
           b.create<QuantizeOp>(value.getLoc(), type, value,

@@ -1,8 +1,10 @@
 //===- AltUp.cpp - the AltUp stream stack
 //=---------------------------------===//
 //
-// AltUp init, predict, correct and collapse run on the host (small
-// matrices and coefficient mixing); a stream is a view of the stack.
+// The AltUp stream projections of init and collapse are GEMVs on the NPU;
+// the magnitude matching, the router (A x H, tanh) and the coefficient
+// mixing of predict and correct run on the host; a stream is a view of the
+// stack.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,15 +30,41 @@ void ProgramLowering::altupStackParams(AltUpOp a, Value stack,
     params.push_back(attr("clip", f64(clip.getValueAsDouble())));
 }
 
+LogicalResult ProgramLowering::altupProjections(
+    Operation *at, ArrayRef<Value> inputs, ValueRange weights,
+    SmallVectorImpl<Value> &out, SmallVectorImpl<Attribute> &regions) {
+  for (auto [input, weight] : llvm::zip_equal(inputs, weights)) {
+    Value projected = out.emplace_back(
+        scratch(at, cast<RankedTensorType>(input.getType()).getShape()));
+    if (failed(matmul(input, weight, projected, "altup_proj")) ||
+        failed(ensureHost(projected)))
+      return failure();
+    regions.push_back(region(place(projected)));
+  }
+  return success();
+}
+
 LogicalResult ProgramLowering::visit(AltUpInitOp a) {
-  FailureOr<ArrayAttr> names = hostTensors(a.getProjections());
-  if (failed(names) || failed(ensureHost(a.getX0())))
+  // Every projection reads x0: one copy into L2 serves them all (and the
+  // per-layer-input projection before them).
+  SmallVector<Value> inputs(a.getProjections().size(), a.getX0());
+  SmallVector<Value> projected;
+  SmallVector<Attribute> regions;
+  if (failed(altupProjections(a, inputs, a.getProjections(), projected,
+                              regions)) ||
+      failed(ensureHost(a.getX0())))
     return failure();
   Place &out = newHostValue(a.getResult());
-  return hostKernel(kernelName(pccx::abi::HostKernel::AltUpInit), {a.getX0()},
-                    {a.getResult()},
-                    {attr("x0", region(place(a.getX0()))),
-                     attr("out", region(out)), attr("projections", *names)});
+  SmallVector<Value> kernelInputs{a.getX0()};
+  kernelInputs.append(projected);
+  LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::AltUpInit),
+                               kernelInputs, {a.getResult()},
+                               {attr("x0", region(place(a.getX0()))),
+                                attr("out", region(out)),
+                                attr("projected", b_.getArrayAttr(regions))});
+  for (Value v : llvm::reverse(projected))
+    dropScratch(v);
+  return r;
 }
 
 LogicalResult ProgramLowering::visit(AltUpPredictOp a) {
@@ -69,29 +97,58 @@ LogicalResult ProgramLowering::visit(AltUpCorrectOp a) {
 }
 
 LogicalResult ProgramLowering::visit(AltUpCollapseOp a) {
-  FailureOr<ArrayAttr> names = hostTensors(a.getProjections());
-  if (failed(names) || failed(ensureHost(a.getStreams())))
+  if (failed(ensureHost(a.getStreams())))
+    return failure();
+  // Streams 1 .. A-1, each a view of the stack, go to L2 for their
+  // un-projection.
+  const int64_t numStreams = a.getProjections().size() + 1;
+  auto shape = cast<RankedTensorType>(a.getResult().getType()).getShape();
+  SmallVector<Value> views;
+  for (int64_t k = 1; k < numStreams; ++k)
+    views.push_back(streamView(a, a.getStreams(), k, shape));
+  SmallVector<Value> projected;
+  SmallVector<Attribute> regions;
+  if (failed(
+          altupProjections(a, views, a.getProjections(), projected, regions)))
     return failure();
   Place &out = newHostValue(a.getResult());
-  return hostKernel(kernelName(pccx::abi::HostKernel::AltUpCollapse),
-                    {a.getStreams()}, {a.getResult()},
-                    {attr("streams", region(place(a.getStreams()))),
-                     attr("out", region(out)), attr("projections", *names)});
+  SmallVector<Value> kernelInputs{a.getStreams()};
+  kernelInputs.append(projected);
+  LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::AltUpCollapse),
+                               kernelInputs, {a.getResult()},
+                               {attr("streams", region(place(a.getStreams()))),
+                                attr("out", region(out)),
+                                attr("projected", b_.getArrayAttr(regions))});
+  for (Value v : llvm::reverse(projected))
+    dropScratch(v);
+  for (Value v : llvm::reverse(views))
+    dropScratch(v);
+  return r;
+}
+
+void ProgramLowering::placeStreamView(Value stack, int64_t index, Value view) {
+  const Place &parent = place(stack);
+  const int64_t a =
+      cast<RankedTensorType>(stack.getType()).getShape().end()[-2];
+  Place p = layoutOf(view);
+  p.host = parent.host;
+  p.hostOffset = parent.hostOffset + index * parent.hostStride;
+  p.hostStride = parent.hostStride * a;
+  p.ownsHost = false;
+  places_[view] = p;
+}
+
+Value ProgramLowering::streamView(Operation *at, Value stack, int64_t index,
+                                  ArrayRef<int64_t> shape) {
+  Value view = scratch(at, shape);
+  placeStreamView(stack, index, view);
+  return view;
 }
 
 LogicalResult ProgramLowering::visit(StreamOp s) {
   if (failed(ensureHost(s.getStreams())))
     return failure();
-  const Place &parent = place(s.getStreams());
-  int64_t a =
-      cast<RankedTensorType>(s.getStreams().getType()).getShape().end()[-2];
-  Place view = layoutOf(s.getResult());
-  view.host = parent.host;
-  view.hostOffset =
-      parent.hostOffset + int64_t(s.getIndex()) * parent.hostStride;
-  view.hostStride = parent.hostStride * a;
-  view.ownsHost = false;
-  places_[s.getResult()] = view;
+  placeStreamView(s.getStreams(), int64_t(s.getIndex()), s.getResult());
   return success();
 }
 

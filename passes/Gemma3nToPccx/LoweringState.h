@@ -242,6 +242,18 @@ private:
   LogicalResult visit(AltUpCorrectOp op);
   LogicalResult visit(AltUpCollapseOp op);
   LogicalResult visit(StreamOp op);
+  /// Each of `inputs` times its weight on the NPU, the products brought to
+  /// the host (scratch values in `out`, their regions in `regions`).
+  LogicalResult altupProjections(Operation *at, ArrayRef<Value> inputs,
+                                 ValueRange weights,
+                                 SmallVectorImpl<Value> &out,
+                                 SmallVectorImpl<Attribute> &regions);
+  /// Places `view` as stream `index` of the host-window stack `stack` (its
+  /// rows every A-th row of the stack's).
+  void placeStreamView(Value stack, int64_t index, Value view);
+  /// A scratch value of `shape` placed by placeStreamView.
+  Value streamView(Operation *at, Value stack, int64_t index,
+                   ArrayRef<int64_t> shape);
   template <typename AltUpOp>
   void altupStackParams(AltUpOp a, Value stack,
                         SmallVectorImpl<NamedAttribute> &params);

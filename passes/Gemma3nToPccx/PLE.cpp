@@ -2,7 +2,9 @@
 //=---------------------===//
 //
 // The embedding gather, the per-layer-input projection and table, and the
-// per-layer-input injection into the AltUp streams.
+// per-layer-input injection into the AltUp streams: gate and projection on
+// the NPU, the product with the per-layer input and the post-norm on the
+// host.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,15 +82,7 @@ LogicalResult ProgramLowering::visit(PLEInjectOp p) {
     return failure();
   // The active stream (a view), scaled by correct_output_scale.
   Value active = temp(rowShape);
-  {
-    const Place &parent = place(p.getStreams());
-    Place view = layoutOf(active);
-    view.host = parent.host;
-    view.hostOffset =
-        parent.hostOffset + int64_t(p.getActive()) * parent.hostStride;
-    view.hostStride = parent.hostStride * a;
-    places_[active] = view;
-  }
+  placeStreamView(p.getStreams(), int64_t(p.getActive()), active);
   Value gateIn = active;
   if (p.getOutputScale()) {
     FailureOr<std::string> scale = hostTensor(p.getOutputScale());
@@ -104,27 +98,48 @@ LogicalResult ProgramLowering::visit(PLEInjectOp p) {
       return failure();
     gateIn = scaled;
   }
-  Value gate = temp(gateShape), gelu = temp(gateShape);
+  Value gate = temp(gateShape), gelu = temp(gateShape), gated = temp(gateShape),
+        projected = temp(rowShape);
   if (failed(matmul(gateIn, p.getGate(), gate, "ple_gate")))
     return failure();
+  dropHost(gateIn);
   Place &g = newL2Value(gelu, "ple_gelu");
   if (failed(cvo("gelu", place(gate), g.l2)) || failed(ensureHost(gelu)))
     return failure();
-  FailureOr<std::string> proj = hostTensor(p.getProj());
+  // The layer's per-layer input: row `layer` of each token's block.
+  const Place &pli = place(p.getPerLayerInputs());
+  const int64_t layers = cast<RankedTensorType>(p.getPerLayerInputs().getType())
+                             .getShape()
+                             .end()[-2];
+  const pd::HostRegionAttr pliRow =
+      region(pli.host, pli.hostOffset + int64_t(p.getLayer()) * pli.hostStride,
+             width, rows_, pli.hostStride * layers);
+  // The product is element-wise (host); it overwrites the GELU output.
+  const pd::HostRegionAttr geluRegion = region(place(gelu));
+  const pd::HostRegionAttr gatedRegion = region(reuseHost(gelu, gated));
+  if (failed(hostKernel(kernelName(pccx::abi::HostKernel::Mul),
+                        {gelu, p.getPerLayerInputs()}, {gated},
+                        {attr("a", geluRegion), attr("b", pliRow),
+                         attr("out", gatedRegion)})))
+    return failure();
+  place(gelu).host.clear(); // overwritten
+  if (failed(ensureL2(gated)))
+    return failure();
+  dropHost(gated);
+  if (failed(matmul(gated, p.getProj(), projected, "ple_proj")) ||
+      failed(ensureHost(projected)))
+    return failure();
   FailureOr<std::string> norm = hostTensor(p.getPostNorm());
-  if (failed(proj) || failed(norm))
+  if (failed(norm))
     return failure();
   const Place streamsPlace = place(p.getStreams());
   Place &out = p->hasAttr("in_place") ? reuseHost(p.getStreams(), p.getResult())
                                       : newHostValue(p.getResult());
   if (failed(hostKernel(
           kernelName(pccx::abi::HostKernel::PleInject),
-          {p.getStreams(), gelu, p.getPerLayerInputs()}, {p.getResult()},
+          {p.getStreams(), projected}, {p.getResult()},
           {attr("streams", region(streamsPlace)),
-           attr("gate", region(place(gelu))),
-           attr("pli", region(place(p.getPerLayerInputs()))),
-           attr("layer", i64(int64_t(p.getLayer()))),
-           attr("proj", b_.getStringAttr(*proj)),
+           attr("projected", region(place(projected))),
            attr("post_norm", b_.getStringAttr(*norm)),
            attr("num_inputs", i64(a)),
            attr("eps", b_.getF64FloatAttr(p.getEps().convertToFloat())),

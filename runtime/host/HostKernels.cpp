@@ -121,22 +121,6 @@ public:
     return tensorShaped(key, a.names[0], a.tensors[0], out, rows, cols);
   }
 
-  /// The host tensors of a TensorList parameter, each of shape [rows, cols].
-  bool tensorList(const char *key, size_t count, int64_t rows, int64_t cols,
-                  std::vector<const HostTensor *> *out) {
-    const BoundArg &a = arg(key);
-    if (a.tensors.size() != count)
-      return fail(key, "must list " + std::to_string(count) + " host tensors");
-    out->clear();
-    for (size_t i = 0; i < count; ++i) {
-      const HostTensor *t;
-      if (!tensorShaped(key, a.names[i], a.tensors[i], &t, rows, cols))
-        return false;
-      out->push_back(t);
-    }
-    return true;
-  }
-
   bool tensorShaped(const std::string &key, const std::string &name,
                     const HostTensor *t, const HostTensor **out, int64_t rows,
                     int64_t cols) {
@@ -258,22 +242,27 @@ bool kernelPerLayerInputs(Call &c) {
   return true;
 }
 
-/// Projections named by the list `key`, each [h, h].
-bool tensorList(Call &c, const char *key, int64_t count, int64_t h,
-                std::vector<const HostTensor *> *out) {
-  return c.tensorList(key, size_t(std::max<int64_t>(count, 0)), h, h, out);
+/// The regions of the RegionList `key`: `count` of them, each of `rows`
+/// rows of `elems`.
+bool regionList(Call &c, const char *key, int64_t count, int64_t elems,
+                int64_t rows, std::vector<Region> *out) {
+  const std::vector<abi::HostRegion> &list = c.regions(key);
+  if (int64_t(list.size()) != count)
+    return c.fail(key, "must list " + std::to_string(count) + " regions");
+  out->assign(list.size(), Region());
+  for (size_t i = 0; i < list.size(); ++i)
+    if (!c.regionFrom(key, list[i], &(*out)[i], elems, rows))
+      return false;
+  return true;
 }
 
-void matvec(const HostTensor &w, const float *x, float *y) {
-  for (int64_t r = 0; r < w.rows; ++r)
-    y[r] = dotf(w.data + r * w.cols, x, w.cols);
-}
-
-void matchMagnitude(float *u, int64_t n, float target) {
+/// Copies `n` floats of `u` to `out` scaled so that their root mean square
+/// is `target`.
+void matchMagnitude(const float *u, int64_t n, float target, float *out) {
   float meanSquare = dotf(u, u, n) / float(n);
   float scale = target / std::sqrt(std::max(meanSquare, 1e-5f));
   for (int64_t i = 0; i < n; ++i)
-    u[i] *= scale;
+    out[i] = u[i] * scale;
 }
 
 bool kernelAltUpInit(Call &c) {
@@ -284,19 +273,18 @@ bool kernelAltUpInit(Call &c) {
   if (!c.region("out", &out, h) || out.rows % t)
     return c.fail("out", "must have a multiple of x0's rows");
   int64_t a = out.rows / t;
-  std::vector<const HostTensor *> proj;
-  if (!tensorList(c, "projections", a - 1, h, &proj))
+  // The NPU's projections of x0, one region per stream 1 .. A-1.
+  std::vector<Region> projected;
+  if (!regionList(c, "projected", a - 1, h, t, &projected))
     return false;
   std::vector<float> src(static_cast<size_t>(h));
   for (int64_t r = 0; r < t; ++r) {
     std::copy(x0.row(r), x0.row(r) + h, src.begin());
     float target = std::sqrt(dotf(src.data(), src.data(), h) / float(h));
     std::copy(src.begin(), src.end(), out.row(r * a));
-    for (int64_t k = 1; k < a; ++k) {
-      float *u = out.row(r * a + k);
-      matvec(*proj[size_t(k - 1)], src.data(), u);
-      matchMagnitude(u, h, target);
-    }
+    for (int64_t k = 1; k < a; ++k)
+      matchMagnitude(projected[size_t(k - 1)].row(r), h, target,
+                     out.row(r * a + k));
   }
   return true;
 }
@@ -417,8 +405,9 @@ bool kernelAltUpCollapse(Call &c) {
       streams.rows % out.rows)
     return c.fail("streams", "must hold num_inputs rows per output row");
   int64_t h = out.elems, a = streams.rows / out.rows;
-  std::vector<const HostTensor *> proj;
-  if (!tensorList(c, "projections", a - 1, h, &proj))
+  // The NPU's un-projections of streams 1 .. A-1.
+  std::vector<Region> projected;
+  if (!regionList(c, "projected", a - 1, h, out.rows, &projected))
     return false;
   std::vector<float> u(static_cast<size_t>(h)), sum(static_cast<size_t>(h));
   for (int64_t r = 0; r < out.rows; ++r) {
@@ -426,8 +415,7 @@ bool kernelAltUpCollapse(Call &c) {
     float target = std::sqrt(dotf(s0, s0, h) / float(h));
     std::copy(s0, s0 + h, sum.begin());
     for (int64_t k = 1; k < a; ++k) {
-      matvec(*proj[size_t(k - 1)], streams.row(r * a + k), u.data());
-      matchMagnitude(u.data(), h, target);
+      matchMagnitude(projected[size_t(k - 1)].row(r), h, target, u.data());
       for (int64_t e = 0; e < h; ++e)
         sum[size_t(e)] += u[size_t(e)];
     }
@@ -776,31 +764,22 @@ bool kernelLaurelResidual(Call &c) {
 }
 
 bool kernelPleInject(Call &c) {
-  Region streams, gate, pli, out;
-  int64_t layer, a;
-  const HostTensor *proj, *postNorm;
+  Region streams, projected, out;
+  int64_t a;
+  const HostTensor *postNorm;
   double eps;
   if (!c.region("streams", &streams) || !c.integer("num_inputs", &a) ||
       a <= 0 || streams.rows % a)
     return c.fail("streams", "must hold num_inputs rows per token");
   const int64_t h = streams.elems, t = streams.rows / a;
-  if (!c.region("gate", &gate, -1, t) || !c.integer("layer", &layer) ||
-      !c.region("pli", &pli, gate.elems) || pli.rows % t || layer < 0 ||
-      layer >= pli.rows / t)
-    return c.fail("pli", "must hold the per-layer inputs of every token, "
-                         "'layer' one of them");
-  const int64_t p = gate.elems, layers = pli.rows / t;
-  if (!c.region("out", &out, h, streams.rows) ||
-      !c.tensor("proj", &proj, h, p) ||
+  // The per-layer input, gated and projected on the NPU: one row per token.
+  if (!c.region("projected", &projected, h, t) ||
+      !c.region("out", &out, h, streams.rows) ||
       !c.tensor("post_norm", &postNorm, 1, h) || !c.number("eps", &eps))
     return false;
-  std::vector<float> g(static_cast<size_t>(p)), inj(static_cast<size_t>(h));
+  std::vector<float> inj(static_cast<size_t>(h));
   for (int64_t r = 0; r < t; ++r) {
-    const float *in = pli.row(r * layers + layer);
-    for (int64_t e = 0; e < p; ++e)
-      g[size_t(e)] = gate.row(r)[e] * in[e];
-    matvec(*proj, g.data(), inj.data());
-    rms(inj.data(), postNorm->data, h, float(eps), inj.data());
+    rms(projected.row(r), postNorm->data, h, float(eps), inj.data());
     // Stream 0 is copied only when the result is a separate region; in
     // place it is left untouched.
     for (int64_t j = out.base == streams.base ? 1 : 0; j < a; ++j) {

@@ -123,12 +123,9 @@ HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
   case HostKernel::AltUpCollapse: {
     bool init = call.kernel == HostKernel::AltUpInit;
     abi::HostRegion tokens = regionArg(call, init ? "x0" : "out");
-    const host::BoundArg *list = findArg(call, "projections");
+    const host::BoundArg *list = findArg(call, "projected");
     double h = double(tokens.elems), t = double(tokens.rows);
-    if (list)
-      for (const host::HostTensor *p : list->tensors)
-        matvec(p, t);
-    double streams = list ? double(list->tensors.size()) + 1 : 1;
+    double streams = list ? double(list->regions.size()) + 1 : 1;
     w.flops += t * (streams * 4 * h); // magnitudes and sums
     w.transcendentals += t * streams; // one sqrt per stream
     break;
@@ -248,12 +245,10 @@ HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
     break;
   }
   case HostKernel::PleInject: {
-    abi::HostRegion streams = regionArg(call, "streams"),
-                    gate = regionArg(call, "gate");
+    abi::HostRegion streams = regionArg(call, "streams");
     double a = double(std::max<int64_t>(integerArg(call, "num_inputs", 1), 1));
     double t = double(streams.rows) / a, h = double(streams.elems);
-    matvec(tensor("proj"), t);
-    w.flops += t * (double(gate.elems) + 4 * h + a * h);
+    w.flops += t * (4 * h + a * h); // rms() of the projection, the sums
     w.transcendentals += t;
     break;
   }

@@ -234,6 +234,18 @@ TEST(ReferenceMath, Int4PolicyFollowsDatatypeMap) {
   EXPECT_FALSE(import::isInt4ByDefault("altup_projections.0.weight"));
   EXPECT_FALSE(import::isInt4ByDefault("layers.2.altup.modality_router.weight"));
   EXPECT_FALSE(import::isInt4ByDefault("xlayers.2.mlp.up_proj.weight"));
+  // The NPU matrices that stay INT8 unless asked otherwise.
+  EXPECT_TRUE(import::isInt8ByDefault("layers.1.per_layer_projection.weight"));
+  EXPECT_TRUE(import::isInt8ByDefault("layers.12.per_layer_projection.weight"));
+  EXPECT_TRUE(import::isInt8ByDefault("altup_projections.0.weight"));
+  EXPECT_TRUE(import::isInt8ByDefault("altup_unembed_projections.2.weight"));
+  EXPECT_FALSE(import::isInt8ByDefault("altup_projections.x.weight"));
+  EXPECT_FALSE(import::isInt8ByDefault("altup_projections..weight"));
+  EXPECT_FALSE(import::isInt8ByDefault("layers..per_layer_projection.weight"));
+  EXPECT_FALSE(import::isInt8ByDefault("layers.1.per_layer_projection.bias"));
+  EXPECT_FALSE(import::isInt8ByDefault("layers.1.per_layer_input_gate.weight"));
+  EXPECT_FALSE(import::isInt8ByDefault("per_layer_projection_norm.weight"));
+  EXPECT_FALSE(import::isInt8ByDefault("layers.2.altup.modality_router.weight"));
 }
 
 TEST(Reference, PrefillEqualsStepByStepDecode) {
