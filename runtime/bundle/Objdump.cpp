@@ -263,16 +263,11 @@ bool parseHexWord(std::string_view t, uint64_t &word) {
   bool lastWasDigit = false;
   for (char c : t) {
     unsigned d;
-    if (c >= '0' && c <= '9')
-      d = unsigned(c - '0');
-    else if (c >= 'a' && c <= 'f')
-      d = unsigned(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F')
-      d = unsigned(c - 'A' + 10);
-    else if (c == '_' && lastWasDigit) {
+    if (c == '_' && lastWasDigit) {
       lastWasDigit = false;
       continue;
-    } else
+    }
+    if (!hexDigitValue(c, &d))
       return false;
     if (++digits > 16)
       return false;

@@ -282,15 +282,8 @@ bool parseHexWord(const std::string &tok, Word &w) {
   w.fill(0);
   unsigned pos = 0; // hex digits from the right
   for (size_t i = tok.size(); i-- > 0; ++pos) {
-    char c = tok[i];
     unsigned d;
-    if (c >= '0' && c <= '9')
-      d = unsigned(c - '0');
-    else if (c >= 'a' && c <= 'f')
-      d = unsigned(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F')
-      d = unsigned(c - 'A' + 10);
-    else
+    if (!hexDigitValue(tok[i], &d))
       return false;
     w[pos / 4] |= uint16_t(d << (4 * (pos % 4)));
   }
