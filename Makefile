@@ -21,7 +21,7 @@ FUZZ_DEB_PACKAGES := clang-19 libclang-rt-19-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps configure build runtime-only test demo clean \
-	fuzz-deps fuzz-build fuzz-replay fuzz-smoke test-sanitize
+	fuzz-deps fuzz-build fuzz-replay fuzz-smoke test-sanitize FORCE
 
 all: build
 
@@ -48,8 +48,21 @@ install-packages:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
 	else echo "All build dependencies are installed."; fi
 
-$(BUILD_DIR)/build.ninja:
-	cmake -G Ninja -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release \
+# A build tree whose cache was configured from another checkout (a copied
+# worktree, a moved directory) would keep building and testing that
+# checkout's sources; its cache is dropped so cmake configures it from this
+# one. Every tree's rule runs this first.
+define configure-here
+	@if [ -f $(1)/CMakeCache.txt ] && ! grep -qxF \
+	    'CMAKE_HOME_DIRECTORY:INTERNAL=$(CURDIR)' $(1)/CMakeCache.txt; then \
+	  echo "$(1) was configured from another source tree: configuring it from $(CURDIR)"; \
+	  rm -rf $(1)/CMakeCache.txt $(1)/CMakeFiles $(1)/build.ninja; \
+	fi
+endef
+
+$(BUILD_DIR)/build.ninja: FORCE
+	$(call configure-here,$(BUILD_DIR))
+	[ -f $@ ] || cmake -G Ninja -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release \
 	  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir -DLLVM_DIR=$(LLVM_PREFIX)/lib/cmake/llvm
 
 configure: deps $(BUILD_DIR)/build.ninja
@@ -59,8 +72,9 @@ build: configure
 
 # The board's build (docs/kv260.md): the runtime and its tools without MLIR.
 RUNTIME_BUILD_DIR ?= $(BUILD_DIR)-runtime
-$(RUNTIME_BUILD_DIR)/build.ninja:
-	cmake -G Ninja -S . -B $(RUNTIME_BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DPCCX_RUNTIME_ONLY=ON
+$(RUNTIME_BUILD_DIR)/build.ninja: FORCE
+	$(call configure-here,$(RUNTIME_BUILD_DIR))
+	[ -f $@ ] || cmake -G Ninja -S . -B $(RUNTIME_BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DPCCX_RUNTIME_ONLY=ON
 
 runtime-only: deps $(RUNTIME_BUILD_DIR)/build.ninja
 	ninja -C $(RUNTIME_BUILD_DIR) -j $(JOBS)
@@ -68,45 +82,64 @@ runtime-only: deps $(RUNTIME_BUILD_DIR)/build.ninja
 test: build runtime-only
 	ninja -C $(BUILD_DIR) -j $(JOBS) check-pccx
 
-# libFuzzer targets (test/fuzz/README.md) in their own clang tree: the
-# runtime and import libraries with ASan and UBSan, no MLIR.
+# libFuzzer targets (test/fuzz/README.md) in their own clang tree with ASan
+# and UBSan; only the fuzz targets and what they link are built (the IR
+# target links the dialects, hence MLIR). Both sanitizer trees are
+# configured on every run (seconds), so that a tree made by an older
+# Makefile gets the current options.
 FUZZ_BUILD_DIR ?= $(BUILD_DIR)-fuzz
 FUZZ_SECONDS ?= 30
+FUZZ_TARGETS := safetensors shard-index config isa asm bundle ir
 SANITIZE_FLAGS := -fsanitize=address,undefined -fsanitize=float-cast-overflow \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer -g1
-$(FUZZ_BUILD_DIR)/build.ninja:
+$(FUZZ_BUILD_DIR)/build.ninja: FORCE
+	$(call configure-here,$(FUZZ_BUILD_DIR))
 	CC=clang-19 CXX=clang++-19 cmake -G Ninja -S . -B $(FUZZ_BUILD_DIR) \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCCX_RUNTIME_ONLY=ON -DPCCX_FUZZ=ON \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCCX_RUNTIME_ONLY=OFF -DPCCX_FUZZ=ON \
+	  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir -DLLVM_DIR=$(LLVM_PREFIX)/lib/cmake/llvm \
 	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link $(SANITIZE_FLAGS)"
 
-fuzz-build: fuzz-deps $(FUZZ_BUILD_DIR)/build.ninja
-	ninja -C $(FUZZ_BUILD_DIR) -j $(JOBS) fuzz-safetensors fuzz-shard-index \
-	  fuzz-config fuzz-isa fuzz-asm fuzz-bundle
+fuzz-build: deps fuzz-deps $(FUZZ_BUILD_DIR)/build.ninja
+	ninja -C $(FUZZ_BUILD_DIR) -j $(JOBS) $(addprefix fuzz-,$(FUZZ_TARGETS))
 
 # Every target over its committed seed corpus (seconds).
 fuzz-replay: fuzz-build
-	bench/fuzz.sh 0 $(FUZZ_BUILD_DIR)
+	FUZZ_TARGETS="$(FUZZ_TARGETS)" bench/fuzz.sh 0 $(FUZZ_BUILD_DIR)
 
 # Every target for FUZZ_SECONDS from its seeds: no crash, leak or report.
 fuzz-smoke: fuzz-build
-	bench/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BUILD_DIR)
+	FUZZ_TARGETS="$(FUZZ_TARGETS)" bench/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BUILD_DIR)
 
-# The whole suite built with ASan + UBSan (float-cast-overflow included).
+# The whole suite built with clang-19, ASan + UBSan (float-cast-overflow
+# included), in its own tree. Everything links the shared sanitizer runtime
+# so that a host process that is not instrumented (python3 loading
+# libpccxrt.so in the tests) can preload the same one.
 SANITIZE_BUILD_DIR ?= $(BUILD_DIR)-sanitize
-$(SANITIZE_BUILD_DIR)/build.ninja:
-	cmake -G Ninja -S . -B $(SANITIZE_BUILD_DIR) -DCMAKE_BUILD_TYPE=Release \
+SANITIZE_RUNTIME = $(shell clang++-19 -print-file-name=libclang_rt.asan-$(shell uname -m).so)
+SANITIZE_LINK_FLAGS = $(SANITIZE_FLAGS) -shared-libsan -Wl,-rpath,$(dir $(SANITIZE_RUNTIME))
+$(SANITIZE_BUILD_DIR)/build.ninja: FORCE
+	$(call configure-here,$(SANITIZE_BUILD_DIR))
+	CC=clang-19 CXX=clang++-19 cmake -G Ninja -S . -B $(SANITIZE_BUILD_DIR) \
+	  -DCMAKE_BUILD_TYPE=Release \
 	  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir -DLLVM_DIR=$(LLVM_PREFIX)/lib/cmake/llvm \
 	  -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" \
-	  -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" \
-	  -DCMAKE_SHARED_LINKER_FLAGS="$(SANITIZE_FLAGS)"
+	  -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_LINK_FLAGS)" \
+	  -DCMAKE_SHARED_LINKER_FLAGS="$(SANITIZE_LINK_FLAGS)" \
+	  -DPCCX_SANITIZER_RUNTIME=$(SANITIZE_RUNTIME)
 
-test-sanitize: deps $(SANITIZE_BUILD_DIR)/build.ninja
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:verify_asan_link_order=0 \
-	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+# allow_user_poisoning=0: LLVM's allocators poison their slabs when compiled
+# with ASan, as their inline copies in the project's code are, but not in the
+# uninstrumented libMLIR that shares them; the vptr check is suppressed for
+# the same libraries (test/ubsan.supp).
+test-sanitize: deps fuzz-deps $(SANITIZE_BUILD_DIR)/build.ninja
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:allow_user_poisoning=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$(CURDIR)/test/ubsan.supp \
 	  ninja -C $(SANITIZE_BUILD_DIR) -j $(JOBS) check-pccx
 
 demo: build
 	tools/demo.sh $(BUILD_DIR)
+
+FORCE:
 
 clean:
 	rm -rf $(BUILD_DIR) $(RUNTIME_BUILD_DIR) $(FUZZ_BUILD_DIR) \

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 build=${2:-build-fuzz}
 out=${FUZZ_OUT:-$build/fuzz-out}
-targets=${FUZZ_TARGETS:-"safetensors shard-index config isa asm bundle"}
+targets=${FUZZ_TARGETS:-"safetensors shard-index config isa asm bundle ir"}
 mkdir -p "$out"
 status=0
 printf '%-12s %8s %12s %10s %8s %s\n' target seconds executions exec/s corpus findings
@@ -27,6 +27,7 @@ for t in $targets; do
   cp -n test/fuzz/corpus/$t/* "$corpus/" 2>/dev/null || true
   dict=()
   [ "$t" = bundle ] && dict=(-dict=test/fuzz/manifest.dict)
+  [ "$t" = ir ] && dict=(-dict=test/fuzz/ir.dict)
   log=$out/$t.log
   if [ "$seconds" = 0 ]; then
     args=(-runs=0 test/fuzz/corpus/$t)

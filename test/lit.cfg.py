@@ -8,13 +8,17 @@ config.test_format = lit.formats.ShTest(True)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.pccx_obj_root, "test")
-config.excludes = ["unit", "Inputs", "lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "run-tests.py"]
+config.excludes = ["unit", "fuzz", "Inputs", "lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "run-tests.py"]
 
 path = os.pathsep.join([config.pccx_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PATH"] = path
 config.substitutions.append(("%pccx_src", config.pccx_src_root))
 config.substitutions.append(("%python", "python3"))
 config.substitutions.append(("%pccx_obj", config.pccx_obj_root))
+# In the sanitizer tree (make test-sanitize) python3, which is not
+# instrumented, loads libpccxrt.so only with the sanitizer runtime first.
+preload = getattr(config, "pccx_sanitizer_runtime", "")
+config.substitutions.append(("%preload_sanitizer", "LD_PRELOAD=" + preload if preload else ""))
 
 # The server's client test runs OpenAI's npm package under Node.js (make
 # deps installs nodejs and npm); without them it is reported UNSUPPORTED.

@@ -449,8 +449,12 @@ HostRegionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult HostBufferOp::verify() {
-  if (getAlloc() < 0 || getFree() <= getAlloc())
-    return emitOpError() << "lifetime [" << getAlloc() << ", " << getFree()
+  // I64Attr's getters are unsigned: the signed values, so that a negative
+  // ordinal is refused rather than read as a huge one.
+  int64_t allocAt = getAllocAttr().getInt();
+  int64_t freeAt = getFreeAttr().getInt();
+  if (allocAt < 0 || freeAt <= allocAt)
+    return emitOpError() << "lifetime [" << allocAt << ", " << freeAt
                          << ") must have 0 <= alloc < free";
   if (std::optional<uint64_t> address = getAddress())
     if (uint64_t end; !checkedAdd(*address, uint64_t(getWords()), &end) ||
@@ -515,7 +519,7 @@ LogicalResult HostKernelOp::verify() {
                << ", which is not a pccx.host.buffer of the "
                   "program";
       // The region's own verifier bounded offset and span by 2^40 each.
-      if (r.getOffset() + r.getSpanWords() > buffer.getWords())
+      if (uint64_t(r.getOffset() + r.getSpanWords()) > buffer.getWords())
         return emitOpError()
                << "parameter '" << p.key << "' reaches word "
                << r.getOffset() + r.getSpanWords() << " of " << r.getBuffer()

@@ -32,7 +32,12 @@ namespace {
 float quantizeRowInt4SearchPortable(const float *row, size_t n, int8_t *q) {
   std::vector<int8_t> candidate(n), best(n);
   float bestScale = quantizeRowInt4(row, n, best.data());
-  if (bestScale == 0) {
+  // A row with NaN or infinite weights (compiled with --allow-nonfinite)
+  // keeps the absmax codes: the search converts scaled weights to int,
+  // which is undefined for a non-finite value.
+  const bool finite =
+      std::all_of(row, row + n, [](float w) { return std::isfinite(w); });
+  if (bestScale == 0 || !finite) {
     if (q)
       std::copy(best.begin(), best.end(), q);
     return bestScale;

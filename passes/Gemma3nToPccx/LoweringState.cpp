@@ -359,7 +359,7 @@ LogicalResult ProgramLowering::run() {
   // order.
   std::vector<pd::HostBufferOp> open;
   for (auto buffer : program_.getBody().getOps<pd::HostBufferOp>())
-    if (buffer.getFree() < 0)
+    if (buffer.getFreeAttr().getInt() < 0)
       open.push_back(buffer);
   for (pd::HostBufferOp buffer : open)
     buffer.setFree(hostEvents_++);

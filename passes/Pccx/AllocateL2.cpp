@@ -66,7 +66,7 @@ struct AllocateL2Pass : pccx::impl::AllocateL2Base<AllocateL2Pass> {
                      [&](const std::string &a, const std::string &b) {
                        return live[a].first < live[b].first;
                      });
-    pccx::FirstFitAllocator l2(int64_t(pccx::machine::l2_words));
+    pccx::FirstFitAllocator l2{int64_t(pccx::machine::l2_words)};
     std::multimap<int64_t, std::string> active; // last use -> buffer
     std::map<std::string, int64_t> address;
     for (const std::string &name : order) {

@@ -47,8 +47,9 @@ struct PlaceHostBuffersPass
     std::map<std::string, pd::HostBufferOp> buffers;
     for (auto buffer : program.getBody().getOps<pd::HostBufferOp>()) {
       buffers[buffer.getSymName().str()] = buffer;
-      events.push_back({buffer.getAlloc(), false, buffer});
-      events.push_back({buffer.getFree(), true, buffer});
+      // The verifier made both ordinals non-negative.
+      events.push_back({buffer.getAllocAttr().getInt(), false, buffer});
+      events.push_back({buffer.getFreeAttr().getInt(), true, buffer});
     }
     std::stable_sort(
         events.begin(), events.end(),
@@ -60,7 +61,7 @@ struct PlaceHostBuffersPass
                << events[i - 1].buffer.getSymName()
                << "; every event must have its own ordinal";
 
-    pccx::FirstFitAllocator window(int64_t(pccx::machine::host_window_words));
+    pccx::FirstFitAllocator window{int64_t(pccx::machine::host_window_words)};
     std::map<std::string, int64_t> address, live;
     Builder b(program.getContext());
     for (Event &e : events) {

@@ -248,6 +248,14 @@ pccx.program @p {
 
 // -----
 
+// Negative ordinals are refused, not read as huge unsigned ones.
+pccx.program @p {
+  // expected-error @+1 {{lifetime [-3, -1) must have 0 <= alloc < free}}
+  pccx.host.buffer @h.0 {words = 4, alloc = -3, free = -1}
+}
+
+// -----
+
 // expected-error @+1 {{expects parent op 'pccx.segment'}}
 pccx.gemv {dest_reg = 0, src_addr = 0, size_ptr_addr = 1, shape_ptr_addr = 1}
 

@@ -385,15 +385,19 @@ TEST(Kv260Device, ResidentRecordsStreamFromWhereTheyLie) {
   // 4 KiB window page, 4 KiB staging, then the 8 KiB section at the end.
   Fixture f(20480);
   ASSERT_NE(f.device, nullptr);
-  std::vector<uint8_t> section(8192);
+  // The section is the start of a larger block, so that the record below
+  // that reaches past the section's end is still memory of its owner.
+  constexpr size_t kSectionBytes = 8192;
+  std::vector<uint8_t> section(kSectionBytes + 512);
   for (size_t i = 0; i < section.size(); ++i)
     section[i] = uint8_t(i * 13 + 5);
-  ASSERT_TRUE(f.device->keepWeightsResident(section.data(), section.size(),
-                                            &f.error))
+  ASSERT_TRUE(
+      f.device->keepWeightsResident(section.data(), kSectionBytes, &f.error))
       << f.error;
-  EXPECT_EQ(std::vector<uint8_t>(f.memory.bytes.begin() + 12288,
-                                 f.memory.bytes.end()),
-            section);
+  EXPECT_EQ(
+      std::vector<uint8_t>(f.memory.bytes.begin() + 12288,
+                           f.memory.bytes.end()),
+      std::vector<uint8_t>(section.begin(), section.begin() + kSectionBytes));
   // A record inside the section: its address in the buffer, nothing copied.
   f.board.writes.clear();
   std::vector<uint8_t> staging(f.memory.bytes.begin() + 4096,

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -152,6 +153,24 @@ TEST(Quantize, SearchedInt4ScalesNeverLoseToAbsmax) {
       EXPECT_EQ(fake[i], float(qs[i]) * ss);
   }
   EXPECT_LT(searchTotal, 0.8 * absmaxTotal);
+}
+
+TEST(Quantize, SearchedInt4KeepsAbsmaxCodesForNonFiniteRows) {
+  // Rows kept by --allow-nonfinite: the search must not convert NaN or an
+  // infinity to int (the sanitizer suite's float-cast-overflow check).
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float bad : {nan, inf, -inf}) {
+    float row[9] = {0.5f, -1, 2, bad, 3, -4, 0.25f, 1, -2};
+    int8_t q[9], qa[9];
+    float scale = quantizeRowInt4Search(row, 9, q);
+    float sa = quantizeRowInt4(row, 9, qa);
+    EXPECT_EQ(std::memcmp(&scale, &sa, sizeof scale), 0) << bad;
+    for (int i = 0; i < 9; ++i) {
+      EXPECT_EQ(q[i], qa[i]) << bad << " at " << i;
+      EXPECT_TRUE(q[i] >= -8 && q[i] <= 7) << bad << " at " << i;
+    }
+  }
 }
 
 TEST(Quantize, SearchedInt4KnownRows) {

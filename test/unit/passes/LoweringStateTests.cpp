@@ -83,11 +83,14 @@ TEST_F(LoweringStateTest, BuffersSharingWordsAreNeverLiveTogether) {
     for (auto b : program.getBody().getOps<pd::HostBufferOp>()) {
       ASSERT_TRUE(b.getAddress().has_value());
       int64_t at = int64_t(*b.getAddress());
-      buffers.push_back({b.getSymName().str(), at, at + int64_t(b.getWords()),
-                         b.getAlloc(), b.getFree()});
-      EXPECT_LT(b.getAlloc(), b.getFree());
-      EXPECT_TRUE(events.insert(b.getAlloc()).second) << b.getSymName().str();
-      EXPECT_TRUE(events.insert(b.getFree()).second) << b.getSymName().str();
+      // Signed: a buffer never released keeps `free = -1`.
+      int64_t alloc = b.getAllocAttr().getInt();
+      int64_t free = b.getFreeAttr().getInt();
+      buffers.push_back(
+          {b.getSymName().str(), at, at + int64_t(b.getWords()), alloc, free});
+      EXPECT_LT(alloc, free);
+      EXPECT_TRUE(events.insert(alloc).second) << b.getSymName().str();
+      EXPECT_TRUE(events.insert(free).second) << b.getSymName().str();
     }
     ASSERT_FALSE(buffers.empty());
     // Ordinals are exactly 0 .. 2n-1.

@@ -28,7 +28,9 @@ for stream, sink in ((proc.stdout, out), (proc.stderr, err)):
     threading.Thread(target=pump, args=(stream, sink), daemon=True).start()
 
 
-def wait_for(condition, what, seconds=30):
+# A ceiling, not a delay: generous enough for the sanitizer build on a
+# loaded machine (make test-sanitize), where a reply is several times slower.
+def wait_for(condition, what, seconds=120):
     deadline = time.time() + seconds
     while not condition():
         if time.time() > deadline:

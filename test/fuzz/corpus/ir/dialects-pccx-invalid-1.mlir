@@ -1,0 +1,5 @@
+pccx.program @p {
+  pccx.segment @s {
+    pccx.gemv {dest_reg = 200000, src_addr = 0, size_ptr_addr = 1, shape_ptr_addr = 1}
+  }
+}

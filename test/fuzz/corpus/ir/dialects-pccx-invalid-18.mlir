@@ -1,0 +1,3 @@
+pccx.program @p {
+  pccx.buffer @b {words = 0}
+}

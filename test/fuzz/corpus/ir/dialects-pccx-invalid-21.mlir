@@ -1,0 +1,5 @@
+pccx.program @p {
+  pccx.segment @s {
+    pccx.host.kernel "rms_square"
+  }
+}
