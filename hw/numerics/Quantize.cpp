@@ -113,7 +113,12 @@ bool quantizeIsaAvailable(QuantizeIsa isa) {
 
 float quantizeRowInt4Search(const float *row, size_t n, int8_t *q,
                             QuantizeIsa isa) {
-  return isa == QuantizeIsa::Avx2
+  // A row with NaN or infinite weights keeps its absmax codes (the portable
+  // search says so before any conversion to int, which would be undefined
+  // for such a value); only finite rows take the vector search.
+  const bool finite =
+      std::all_of(row, row + n, [](float w) { return std::isfinite(w); });
+  return isa == QuantizeIsa::Avx2 && finite
              ? detail::quantizeRowInt4SearchAvx2(row, n, q)
              : quantizeRowInt4SearchPortable(row, n, q);
 }
