@@ -27,17 +27,28 @@ float quantizeRowInt4(const float *row, size_t n, int8_t *q) {
 }
 
 namespace {
+/// Whether the scale search can run on a row: its weights finite, and the
+/// largest candidate inverse scale finite too (a row of subnormals would
+/// overflow it). Any other row keeps its absmax codes, because the search
+/// converts scaled weights to int, which is undefined for a non-finite
+/// value (rows with NaN or Inf come with --allow-nonfinite).
+bool searchable(const float *row, size_t n) {
+  float maxAbs = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(row[i]))
+      return false;
+    maxAbs = std::max(maxAbs, std::fabs(row[i]));
+  }
+  return maxAbs > 0 &&
+         std::isfinite((7.0f + 0.25f * float(kScaleSearchSteps)) / maxAbs);
+}
+
 /// The definition of the search; QuantizeSearchAvx2.cpp repeats its
 /// operations eight elements at a time.
 float quantizeRowInt4SearchPortable(const float *row, size_t n, int8_t *q) {
   std::vector<int8_t> candidate(n), best(n);
   float bestScale = quantizeRowInt4(row, n, best.data());
-  // A row with NaN or infinite weights (compiled with --allow-nonfinite)
-  // keeps the absmax codes: the search converts scaled weights to int,
-  // which is undefined for a non-finite value.
-  const bool finite =
-      std::all_of(row, row + n, [](float w) { return std::isfinite(w); });
-  if (bestScale == 0 || !finite) {
+  if (bestScale == 0 || !searchable(row, n)) {
     if (q)
       std::copy(best.begin(), best.end(), q);
     return bestScale;
@@ -113,12 +124,9 @@ bool quantizeIsaAvailable(QuantizeIsa isa) {
 
 float quantizeRowInt4Search(const float *row, size_t n, int8_t *q,
                             QuantizeIsa isa) {
-  // A row with NaN or infinite weights keeps its absmax codes (the portable
-  // search says so before any conversion to int, which would be undefined
-  // for such a value); only finite rows take the vector search.
-  const bool finite =
-      std::all_of(row, row + n, [](float w) { return std::isfinite(w); });
-  return isa == QuantizeIsa::Avx2 && finite
+  // Rows the search cannot take keep their absmax codes, which the portable
+  // definition gives.
+  return isa == QuantizeIsa::Avx2 && searchable(row, n)
              ? detail::quantizeRowInt4SearchAvx2(row, n, q)
              : quantizeRowInt4SearchPortable(row, n, q);
 }
