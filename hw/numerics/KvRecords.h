@@ -37,6 +37,11 @@ constexpr float kMaskedScore = -1.0e30f;
 int64_t keyRecordBytes(int64_t slots, int64_t headDim);
 int64_t valueRecordBytes(int64_t slots, int64_t headDim);
 int64_t maskRecordBytes(int64_t slots);
+/// keyRecordBytes or valueRecordBytes.
+inline int64_t cacheRecordBytes(bool keys, int64_t slots, int64_t headDim) {
+  return keys ? keyRecordBytes(slots, headDim)
+              : valueRecordBytes(slots, headDim);
+}
 
 /// The fixed scale of every value code: sqrt(headDim) / 127.
 float valueRecordScale(int64_t headDim);

@@ -61,11 +61,7 @@ float quantizeRowInt4SearchPortable(const float *row, size_t n, int8_t *q) {
     bestDot += double(row[i]) * best[i];
     bestNorm += double(best[i]) * best[i];
   }
-  // sum (w - s q)^2 = sum w^2 - 2 s sum(w q) + s^2 sum(q q).
-  auto squaredError = [&](double dot, double norm, double scale) {
-    return rowSquares - 2 * scale * dot + scale * scale * norm;
-  };
-  double bestError = squaredError(bestDot, bestNorm, bestScale);
+  detail::ScaleSearchBest search(rowSquares, bestDot, bestNorm, bestScale);
   for (int k = 0; k <= kScaleSearchSteps; ++k) {
     const float inverse = (7.0f + 0.25f * float(k)) / maxAbs;
     // Eight float partial sums in a fixed order: deterministic, and the
@@ -95,26 +91,12 @@ float quantizeRowInt4SearchPortable(const float *row, size_t n, int8_t *q) {
       dots[i - body] += row[i] * float(v);
       norms[i - body] += v * v;
     }
-    double dot = 0;
-    int64_t norm = 0;
-    for (size_t j = 0; j < 8; ++j) {
-      dot += double(dots[j]);
-      norm += norms[j];
-    }
-    if (norm == 0)
-      continue;
-    // The least-squares scale for these codes.
-    const float scale = float(dot / double(norm));
-    const double error = squaredError(dot, double(norm), scale);
-    if (error < bestError) {
-      bestError = error;
-      bestScale = scale;
+    if (search.offer(dots, norms))
       best.swap(candidate);
-    }
   }
   if (q)
     std::copy(best.begin(), best.end(), q);
-  return bestScale;
+  return search.scale();
 }
 } // namespace
 

@@ -138,11 +138,7 @@ PCCX_AVX2 float quantizeRowInt4SearchAvx2(const float *row, size_t n,
     bestDot += double(row[i]) * q[i];
     bestNorm += double(q[i]) * q[i];
   }
-  auto squaredError = [&](double dot, double norm, double scale) {
-    return rowSquares - 2 * scale * dot + scale * scale * norm;
-  };
-  float bestScale = absmaxScale;
-  double bestError = squaredError(bestDot, bestNorm, bestScale);
+  ScaleSearchBest search(rowSquares, bestDot, bestNorm, absmaxScale);
   int bestCandidate = -1;
   for (int k = 0; k <= kScaleSearchSteps; ++k) {
     const float inverse = (7.0f + 0.25f * float(k)) / maxAbs;
@@ -165,25 +161,12 @@ PCCX_AVX2 float quantizeRowInt4SearchAvx2(const float *row, size_t n,
       dotLanes[i - body] += row[i] * float(v);
       normLanes[i - body] += v * v;
     }
-    double dot = 0;
-    int64_t norm = 0;
-    for (size_t j = 0; j < 8; ++j) {
-      dot += double(dotLanes[j]);
-      norm += normLanes[j];
-    }
-    if (norm == 0)
-      continue;
-    const float scale = float(dot / double(norm));
-    const double error = squaredError(dot, double(norm), scale);
-    if (error < bestError) {
-      bestError = error;
-      bestScale = scale;
+    if (search.offer(dotLanes, normLanes))
       bestCandidate = k;
-    }
   }
   if (bestCandidate >= 0)
     candidateCodes(row, n, (7.0f + 0.25f * float(bestCandidate)) / maxAbs, q);
-  return bestScale;
+  return search.scale();
 }
 
 #else

@@ -29,6 +29,25 @@ LogicalResult ProgramLowering::visit(KVCacheWriteOp w) {
                      attr("cache", b_.getStringAttr(found->second.cache))});
 }
 
+void ProgramLowering::softmaxOnSfu(const std::string &scores, int64_t offset,
+                                   int64_t length, ArrayAttr lengthPatches) {
+  for (auto [func, dst, flag] :
+       {std::make_tuple("exp", scores, "sub_emax"),
+        std::make_tuple("reduce_sum", sum_, ""),
+        std::make_tuple("scale", scores, "recip_scale")}) {
+    pd::CvoOp op = cvoOp(func, scores, dst, length);
+    if (offset) {
+      op.setSrcAddrOffsetAttr(b_.getI64IntegerAttr(offset));
+      if (dst == scores)
+        op.setDstAddrOffsetAttr(b_.getI64IntegerAttr(offset));
+    }
+    if (lengthPatches)
+      op.setPatchesAttr(lengthPatches);
+    if (*flag)
+      op->setAttr(flag, b_.getUnitAttr());
+  }
+}
+
 LogicalResult ProgramLowering::visit(AttentionOp a) {
   return npuAttention_ ? npuAttention(a) : hostAttention(a);
 }
@@ -119,19 +138,7 @@ LogicalResult ProgramLowering::npuAttention(AttentionOp a) {
         mask.setFmapShapeAttr(triple(1, 1, slotWords));
         if (at)
           mask.setDestRegOffsetAttr(b_.getI64IntegerAttr(at));
-        for (auto [func, dst, flag] :
-             {std::make_tuple("exp", scores, "sub_emax"),
-              std::make_tuple("reduce_sum", sum_, ""),
-              std::make_tuple("scale", scores, "recip_scale")}) {
-          pd::CvoOp op = cvoOp(func, scores, dst, slots);
-          if (at) {
-            op.setSrcAddrOffsetAttr(b_.getI64IntegerAttr(at));
-            if (dst == scores)
-              op.setDstAddrOffsetAttr(b_.getI64IntegerAttr(at));
-          }
-          if (*flag)
-            op->setAttr(flag, b_.getUnitAttr());
-        }
+        softmaxOnSfu(scores, at, slots, ArrayAttr());
       }
       matmulOver(out, firstHead, scores, 0, cacheRecord(vc, g, false),
                  headDim, slots, slotWords, headWords);
@@ -206,16 +213,8 @@ LogicalResult ProgramLowering::hostAttention(AttentionOp a) {
       scoresOp.setFmapShapeAttr(triple(1, 1, capWords));
       scoresOp.setShapePatchesAttr(
           b_.getArrayAttr({patch("a_value", "weight_shape")}));
-      auto lengthPatch = b_.getArrayAttr({patch("length", "")});
-      for (auto [func, dst, flag] :
-           {std::make_tuple("exp", scores, "sub_emax"),
-            std::make_tuple("reduce_sum", sum_, ""),
-            std::make_tuple("scale", scores, "recip_scale")}) {
-        pd::CvoOp op = cvoOp(func, scores, dst, capacity);
-        op.setPatchesAttr(lengthPatch);
-        if (*flag)
-          op->setAttr(flag, b_.getUnitAttr());
-      }
+      softmaxOnSfu(scores, 0, capacity,
+                   b_.getArrayAttr({patch("length", "")}));
       memcpy(/*toHost=*/true, scores, probs, h * capWords, capWords, 1,
              capWords);
     }

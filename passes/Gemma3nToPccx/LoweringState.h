@@ -228,6 +228,11 @@ private:
                             ArrayRef<NamedAttribute> params);
   LogicalResult cvo(StringRef func, const Place &src, const std::string &dst,
                     ArrayRef<NamedAttribute> extra = {});
+  /// The softmax of `length` scores at word `offset` of `scores`, in place,
+  /// after a findemax: EXP (sub_emax), REDUCE_SUM into the scalar, SCALE
+  /// (recip_scale); `lengthPatches`, if any, patch each length.
+  void softmaxOnSfu(const std::string &scores, int64_t offset, int64_t length,
+                    ArrayAttr lengthPatches);
 
   // ---- ops: one visit per gemma3n op, in the file of its family -------
   /// Dispatches `op` to its visit method.

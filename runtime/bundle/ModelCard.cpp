@@ -44,8 +44,7 @@ uint64_t streamedBytes(const ProgramEntry &program) {
 
 /// Bytes of one kv head's record of a record-layout cache.
 uint64_t recordBytes(const CacheEntry &c) {
-  return uint64_t(c.layout == "keys" ? hw::keyRecordBytes(c.slots, c.headDim())
-                                     : hw::valueRecordBytes(c.slots, c.headDim()));
+  return uint64_t(hw::cacheRecordBytes(c.layout == "keys", c.slots, c.headDim()));
 }
 
 /// Bytes a program streams from KV records and masks per run.

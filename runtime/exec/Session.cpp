@@ -56,10 +56,9 @@ bool Session::prepareRecords(std::string *error) {
     const CacheSpec &spec = model_.caches()[i];
     if (!spec.records())
       continue;
-    const int64_t headDim = spec.width / spec.heads;
-    const int64_t bytes = spec.dtype == host::KvDtype::KeyRecords
-                              ? hw::keyRecordBytes(spec.slots, headDim)
-                              : hw::valueRecordBytes(spec.slots, headDim);
+    const int64_t bytes =
+        hw::cacheRecordBytes(spec.dtype == host::KvDtype::KeyRecords,
+                             spec.slots, spec.width / spec.heads);
     uint8_t *memory =
         device_->allocateStreamable(size_t(bytes * spec.heads), error);
     if (!memory) {

@@ -889,9 +889,8 @@ KvCache::KvCache(int64_t slots, int64_t width, int64_t heads, KvDtype layout,
 }
 
 int64_t KvCache::recordBytes() const {
-  const int64_t headDim = width_ / heads_;
-  return dtype_ == KvDtype::KeyRecords ? hw::keyRecordBytes(slots_, headDim)
-                                       : hw::valueRecordBytes(slots_, headDim);
+  return hw::cacheRecordBytes(dtype_ == KvDtype::KeyRecords, slots_,
+                              width_ / heads_);
 }
 
 void KvCache::keepExact() {
