@@ -3,10 +3,13 @@
 #include "runtime/exec/Model.h"
 
 #include "hw/isa/Isa.h"
+#include "hw/numerics/KvRecords.h"
 #include "hw/support/CheckedMath.h"
 #include "runtime/bundle/ModelManifest.h"
 
 #include <algorithm>
+
+#include <unistd.h>
 
 using nlohmann::json;
 
@@ -127,8 +130,17 @@ bool prepareProgram(const bundle::Bundle &b, const std::string &path,
 
 } // namespace
 
-std::unique_ptr<Model> Model::load(const std::string &path,
-                                   std::string *error) {
+uint64_t Model::defaultHostMemoryLimit() {
+  const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  uint64_t physical = 0;
+  if (pages <= 0 || pageSize <= 0 ||
+      !checkedMul(uint64_t(pages), uint64_t(pageSize), &physical))
+    return kMaxSessionBytes;
+  return std::min(kMaxSessionBytes, physical);
+}
+
+std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
+                                   uint64_t hostMemoryLimit) {
   std::unique_ptr<Model> m(new Model());
   m->bundle_ = bundle::Bundle::open(path, error);
   if (!m->bundle_)
@@ -184,36 +196,55 @@ std::unique_ptr<Model> Model::load(const std::string &path,
   }
   const host::BindTables tables{&m->tensors_, &m->gathers_, &m->cacheIndex_};
 
-  // Host memory a session allocates for this model: every cache (as f32,
-  // the widest a session may choose) and one step's logits. A manifest that
-  // asks for more is refused here, before anything is allocated.
+  // Memory a session allocates for this model: every cache as f32 (the
+  // widest a session may choose, and the exact shadow reference numerics
+  // keep of a record cache), the records and masks of record caches (host
+  // memory on the simulator) and one step's logits. A manifest that asks
+  // for more than the limit is refused here, before anything is allocated.
+  const uint64_t limit =
+      hostMemoryLimit ? hostMemoryLimit : defaultHostMemoryLimit();
+  uint64_t maxRows = 1;
+  for (const bundle::ProgramEntry &entry : manifest.programs)
+    maxRows = std::max(maxRows, uint64_t(entry.rows));
   uint64_t sessionBytes = 0;
   for (const CacheSpec &c : m->caches_) {
-    uint64_t bytes;
+    uint64_t bytes = 0;
     if (!checkedMulAdd(uint64_t(c.slots) * 4, uint64_t(c.width) + 1,
-                       sessionBytes, &bytes)) {
-      fail(error, path, "KV cache '" + c.name + "' does not fit in memory");
+                       sessionBytes, &bytes) ||
+        bytes > limit) {
+      fail(error, path,
+           "KV cache '" + c.name + "' (" + std::to_string(c.slots) + " x " +
+               std::to_string(c.width) +
+               ") does not fit in the host memory a session may use (" +
+               std::to_string(limit) + " bytes)");
       return nullptr;
     }
+    // slots * width is now bounded by the limit, so no record size wraps.
+    if (c.records())
+      bytes += uint64_t(c.heads) *
+               uint64_t(hw::cacheRecordBytes(
+                   c.dtype == host::KvDtype::KeyRecords, c.slots,
+                   c.width / c.heads));
+    if (c.dtype == host::KvDtype::KeyRecords &&
+        !checkedMulAdd(maxRows, uint64_t(hw::maskRecordBytes(c.slots)), bytes,
+                       &bytes))
+      bytes = UINT64_MAX;
     sessionBytes = bytes;
   }
-  const uint64_t cacheBytes = sessionBytes;
-  for (const bundle::ProgramEntry &entry : manifest.programs) {
-    uint64_t bytes;
-    if (!checkedMulAdd(uint64_t(entry.rows) * 4, uint64_t(m->vocab_),
-                       cacheBytes, &bytes)) {
-      fail(error, path, entry.section + ": its logits do not fit in memory");
-      return nullptr;
-    }
-    sessionBytes = std::max(sessionBytes, bytes);
-  }
-  if (sessionBytes > kMaxSessionBytes) {
+  uint64_t logitBytes = 0;
+  if (!checkedMul(maxRows * 4, uint64_t(m->vocab_), &logitBytes) ||
+      !checkedAdd(sessionBytes, logitBytes, &sessionBytes))
+    sessionBytes = UINT64_MAX;
+  if (sessionBytes > limit) {
     fail(error, path,
-         "the KV caches and logits need " + std::to_string(sessionBytes) +
-             " bytes of host memory, more than the runtime allows (" +
-             std::to_string(kMaxSessionBytes) + ")");
+         "the KV caches and logits need " +
+             (sessionBytes == UINT64_MAX ? std::string("more than 2^64")
+                                         : std::to_string(sessionBytes)) +
+             " bytes of host memory, more than a session may use (" +
+             std::to_string(limit) + " bytes)");
     return nullptr;
   }
+  m->sessionBytes_ = sessionBytes;
 
   for (const bundle::ProgramEntry &entry : manifest.programs) {
     std::unique_ptr<Program> p;

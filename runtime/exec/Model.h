@@ -98,11 +98,18 @@ struct CacheSpec {
 class Model {
 public:
   /// Host memory (bytes) a session of one model may need for its KV caches
-  /// and one step's logits; a bundle asking for more is refused on load.
+  /// and one step's logits, at most; a bundle asking for more is refused on
+  /// load.
   static constexpr uint64_t kMaxSessionBytes = uint64_t(1) << 36;
+  /// kMaxSessionBytes or the machine's physical memory, the smaller: a
+  /// session that cannot be backed by RAM is an error at open, not an
+  /// out-of-memory kill mid-generation.
+  static uint64_t defaultHostMemoryLimit();
 
+  /// `hostMemoryLimit` 0 means defaultHostMemoryLimit().
   static std::unique_ptr<Model> load(const std::string &path,
-                                     std::string *error);
+                                     std::string *error,
+                                     uint64_t hostMemoryLimit = 0);
 
   const bundle::Bundle &bundle() const { return *bundle_; }
   const nlohmann::json &config() const { return config_; }
@@ -117,6 +124,9 @@ public:
     return gathers_;
   }
   int64_t vocabSize() const { return vocab_; }
+  /// Host memory (bytes) a session of this model may allocate, at most: what
+  /// load() compared with its limit.
+  uint64_t sessionHostBytes() const { return sessionBytes_; }
   /// The target profile the programs were compiled for.
   machine::Target target() const { return target_; }
   /// Positions the KV caches hold (the compile's --max-seq-len).
@@ -138,6 +148,7 @@ private:
   std::map<std::string, host::HostTensor> tensors_;
   std::map<std::string, host::GatherTable> gathers_;
   int64_t vocab_ = 0, maxPositions_ = 0;
+  uint64_t sessionBytes_ = 0;
   machine::Target target_ = machine::kDefaultTarget;
 };
 

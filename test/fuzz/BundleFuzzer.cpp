@@ -150,7 +150,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string error;
   // PCCX_FUZZ_VERBOSE=1 prints how far each input got (for seed writing).
   static const bool verbose = std::getenv("PCCX_FUZZ_VERBOSE");
-  auto model = exec::Model::load(path, &error);
+  // Sessions stay well inside the fuzzer's -malloc_limit_mb: a manifest
+  // asking for more must be refused at load, as on a smaller machine.
+  constexpr uint64_t kSessionLimit = uint64_t(256) << 20;
+  auto model = exec::Model::load(path, &error, kSessionLimit);
   if (!model) {
     if (error.empty())
       __builtin_trap();
