@@ -41,7 +41,7 @@ std::unique_ptr<Device> openBoard(const DeviceOptions &options,
              " needs the overlay's own host protocol (docs/kv260.md)";
     return nullptr;
   }
-  return openKv260(options.uioName, options.udmabuf, error);
+  return openKv260(options.uioName, options.udmabuf, options.dmaWindow, error);
 }
 
 const Entry kDevices[] = {{"sim", openSim}, {"kv260", openBoard}};

@@ -28,6 +28,8 @@ struct DeviceOptions {
   machine::Target target = machine::kDefaultTarget;
   std::string uioName = "pccx";     ///< kv260: UIO device of the overlay
   std::string udmabuf = "udmabuf0"; ///< kv260: u-dma-buf buffer
+  /// kv260: how the host window is mapped: "auto", "cached", "uncached".
+  std::string dmaWindow = "auto";
 };
 
 /// The device names openDevice accepts, in the order --help lists them.

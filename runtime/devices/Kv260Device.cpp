@@ -5,6 +5,8 @@
 #include "hw/isa/Isa.h"
 #include "hw/numerics/HalfFloat.h"
 #include "hw/support/Format.h"
+#include "runtime/devices/Sysfs.h"
+#include "runtime/devices/UDmaBuf.h"
 
 #include <cerrno>
 #include <cmath>
@@ -20,25 +22,6 @@
 namespace pccx::device {
 
 namespace {
-
-bool readText(const std::string &path, std::string *out) {
-  std::ifstream in(path);
-  if (!in)
-    return false;
-  std::getline(in, *out);
-  return true;
-}
-
-bool readNumber(const std::string &path, uint64_t *out) {
-  std::string text;
-  if (!readText(path, &text))
-    return false;
-  char *end = nullptr;
-  errno = 0;
-  *out = std::strtoull(text.c_str(), &end, 0);
-  return end != text.c_str() && errno == 0;
-}
-
 
 class MappedRegisters : public RegisterWindow {
 public:
@@ -57,25 +40,6 @@ public:
 private:
   int fd_;
   volatile uint32_t *base_;
-  size_t size_;
-};
-
-class MappedDma : public DmaBuffer {
-public:
-  MappedDma(int fd, uint8_t *data, uint64_t phys, size_t size)
-      : fd_(fd), data_(data), phys_(phys), size_(size) {}
-  ~MappedDma() override {
-    munmap(data_, size_);
-    close(fd_);
-  }
-  uint8_t *data() override { return data_; }
-  uint64_t physical() const override { return phys_; }
-  size_t size() const override { return size_; }
-
-private:
-  int fd_;
-  uint8_t *data_;
-  uint64_t phys_;
   size_t size_;
 };
 
@@ -98,14 +62,14 @@ bool findUio(const std::string &sysfsRoot, const std::string &name,
   std::string seen;
   for (const std::string &e : entries) {
     std::string devName;
-    if (!readText(sysfsRoot + "/" + e + "/name", &devName))
+    if (!readSysfsText(sysfsRoot + "/" + e + "/name", &devName))
       continue;
     seen += (seen.empty() ? "" : ", ") + e + " (" + devName + ")";
     if (devName != name)
       continue;
     std::string maps = sysfsRoot + "/" + e + "/maps/map0/";
-    if (!readNumber(maps + "addr", &info->address) ||
-        !readNumber(maps + "size", &info->size) || info->size == 0) {
+    if (!readSysfsNumber(maps + "addr", &info->address) ||
+        !readSysfsNumber(maps + "size", &info->size) || info->size == 0) {
       *error = sysfsRoot + "/" + e + ": map0 has no readable addr/size";
       return false;
     }
@@ -133,31 +97,6 @@ std::unique_ptr<RegisterWindow> openUio(const UioInfo &info,
   }
   return std::make_unique<MappedRegisters>(
       fd, static_cast<volatile uint32_t *>(p), size_t(info.size));
-}
-
-std::unique_ptr<DmaBuffer> openUdmabuf(const std::string &name,
-                                       std::string *error) {
-  std::string sys = "/sys/class/u-dma-buf/" + name + "/";
-  uint64_t phys = 0, size = 0;
-  if (!readNumber(sys + "phys_addr", &phys) || !readNumber(sys + "size", &size)) {
-    *error = sys + ": cannot read phys_addr/size (is u-dma-buf loaded? see "
-                   "docs/kv260.md)";
-    return nullptr;
-  }
-  std::string dev = "/dev/" + name;
-  int fd = open(dev.c_str(), O_RDWR | O_SYNC);
-  if (fd < 0) {
-    *error = dev + ": " + std::strerror(errno);
-    return nullptr;
-  }
-  void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) {
-    *error = dev + ": mmap: " + std::strerror(errno);
-    close(fd);
-    return nullptr;
-  }
-  return std::make_unique<MappedDma>(fd, static_cast<uint8_t *>(p), phys,
-                                     size_t(size));
 }
 
 std::unique_ptr<Kv260Device>
@@ -229,7 +168,8 @@ bool Kv260Device::keepWeightsResident(const uint8_t *section, size_t bytes,
     return false;
   }
   std::memcpy(dma_->data() + residentOffset_, section, bytes);
-  dma_->flush(residentOffset_, bytes);
+  if (!dma_->flush(residentOffset_, bytes, error))
+    return false;
   residentSource_ = section;
   residentBytes_ = bytes;
   stagingEnd_ = residentOffset_;
@@ -282,7 +222,8 @@ bool Kv260Device::flushPendingWeights(std::string *error) {
         at - dmaBase <= dma_->size() - bytes) {
       if (!waitIdle(error))
         return false;
-      dma_->flush(at - dmaBase, bytes);
+      if (!dma_->flush(at - dmaBase, bytes, error))
+        return false;
       regs_->write64(kv260::kRegWeightAddr, dma_->physical() + (at - dmaBase));
       regs_->write64(kv260::kRegWeightBytes, bytes);
       continue;
@@ -298,7 +239,8 @@ bool Kv260Device::flushPendingWeights(std::string *error) {
     if (!waitIdle(error))
       return false;
     std::memcpy(dma_->data() + stagingOffset_, data, bytes);
-    dma_->flush(stagingOffset_, bytes);
+    if (!dma_->flush(stagingOffset_, bytes, error))
+      return false;
     regs_->write64(kv260::kRegWeightAddr, dma_->physical() + stagingOffset_);
     regs_->write64(kv260::kRegWeightBytes, bytes);
   }
@@ -363,11 +305,14 @@ bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
           // CPU -> device: the float lanes become BF16 in the DMA buffer.
           for (uint64_t i = begin * 8; i < (begin + a) * 8; ++i)
             lanes[i] = hw::floatToBf16(shadow_[size_t(i)]);
-          dma_->flush(size_t(begin * 16), size_t(a * 16));
         } else {
           toShadow_.push_back({begin, begin + a});
         }
       }
+      // One cache-maintenance command for the whole span of rows.
+      if (fromHost && !dma_->flush(size_t(aux * 16), size_t((end - aux) * 16),
+                                   error))
+        return false;
     }
   }
   if (inst.opcode == isa::Opcode::Gemv || inst.opcode == isa::Opcode::Gemm)
@@ -382,7 +327,12 @@ bool Kv260Device::sync(std::string *error) {
   if (!waitIdle(error))
     return false;
   if (!toShadow_.empty()) {
-    dma_->invalidate(0, options_.windowWords * 16);
+    // The span the NPU wrote since the last sync, in one command.
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (auto &[begin, end] : toShadow_)
+      lo = std::min(lo, begin), hi = std::max(hi, end);
+    if (!dma_->invalidate(size_t(lo * 16), size_t((hi - lo) * 16), error))
+      return false;
     const uint16_t *lanes = reinterpret_cast<const uint16_t *>(dma_->data());
     for (auto &[begin, end] : toShadow_)
       for (uint64_t i = begin * 8; i < end * 8; ++i)
@@ -403,17 +353,25 @@ bool Kv260Device::finishSegment(std::string *error) {
 
 std::unique_ptr<Kv260Device> openKv260(const std::string &uioName,
                                        const std::string &udmabufName,
+                                       const std::string &windowCaching,
                                        std::string *error) {
+  WindowCaching caching;
+  if (!parseWindowCaching(windowCaching, &caching)) {
+    *error = "unknown host-window caching '" + windowCaching +
+             "' (auto, cached, uncached)";
+    return nullptr;
+  }
   UioInfo uio;
   if (!findUio("/sys/class/uio", uioName, &uio, error))
     return nullptr;
   auto regs = openUio(uio, error);
   if (!regs)
     return nullptr;
-  auto dma = openUdmabuf(udmabufName, error);
+  const Kv260Options options;
+  auto dma = openUdmabuf(udmabufName, options.windowWords * 16, caching, error);
   if (!dma)
     return nullptr;
-  return Kv260Device::create(std::move(regs), std::move(dma), {}, error);
+  return Kv260Device::create(std::move(regs), std::move(dma), options, error);
 }
 
 } // namespace pccx::device

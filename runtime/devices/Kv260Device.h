@@ -72,10 +72,17 @@ public:
   virtual uint8_t *data() = 0;
   virtual uint64_t physical() const = 0;
   virtual size_t size() const = 0;
-  /// Makes CPU writes visible to the device / device writes to the CPU
-  /// (no-ops for coherent mappings).
-  virtual void flush(size_t, size_t) {}
-  virtual void invalidate(size_t, size_t) {}
+  /// Makes CPU writes to [offset, offset + bytes) visible to the device /
+  /// device writes there visible to the CPU (no-ops for uncached or
+  /// coherent mappings).
+  virtual bool flush(size_t offset, size_t bytes, std::string *error) {
+    (void)offset, (void)bytes, (void)error;
+    return true;
+  }
+  virtual bool invalidate(size_t offset, size_t bytes, std::string *error) {
+    (void)offset, (void)bytes, (void)error;
+    return true;
+  }
 };
 
 /// The UIO device whose sysfs name is `name` under `sysfsRoot`
@@ -89,10 +96,6 @@ bool findUio(const std::string &sysfsRoot, const std::string &name,
 /// Maps map0 of a UIO device.
 std::unique_ptr<RegisterWindow> openUio(const UioInfo &info,
                                         std::string *error);
-/// Opens a u-dma-buf buffer (/dev/<name>, physical address and size from
-/// /sys/class/u-dma-buf/<name>/).
-std::unique_ptr<DmaBuffer> openUdmabuf(const std::string &name,
-                                       std::string *error);
 
 struct Kv260Options {
   size_t windowWords = size_t(machine::host_window_words); ///< MEMCPY host window
@@ -147,9 +150,12 @@ private:
 };
 
 /// Opens the overlay the usual way: the UIO device named `uioName` under
-/// /sys/class/uio and the u-dma-buf buffer `udmabufName`.
+/// /sys/class/uio and the u-dma-buf buffer `udmabufName`, its host window
+/// mapped as `windowCaching` says ("auto", "cached", "uncached";
+/// runtime/devices/UDmaBuf.h).
 std::unique_ptr<Kv260Device> openKv260(const std::string &uioName,
                                        const std::string &udmabufName,
+                                       const std::string &windowCaching,
                                        std::string *error);
 
 } // namespace pccx::device

@@ -331,6 +331,25 @@ private:
   Entry fmap_[64], weight_[64];
   std::vector<uint64_t> pending_; ///< weight records queued for the next GEMV
   double toShadowElements_ = 0;
+  /// Host-window words [lo, hi) the NPU wrote since the last sync.
+  double toShadowLo_ = 0, toShadowHi_ = 0;
+
+  /// The CPU's bandwidth on the host window: cached (with u-dma-buf's
+  /// cache commands) or through the uncached mapping.
+  double windowReadMbps() const {
+    return p_.dma_window_cached ? p_.host_memory_mb_per_s
+                                : p_.dma_buffer_read_mb_per_s;
+  }
+  double windowWriteMbps() const {
+    return p_.dma_window_cached ? p_.host_memory_mb_per_s
+                                : p_.dma_buffer_write_mb_per_s;
+  }
+  /// One sync_for_cpu / sync_for_device command over `bytes` of the window.
+  double windowCacheCommandNs(double bytes) const {
+    return p_.dma_window_cached
+               ? p_.dma_sync_call_ns + mbpsNs(bytes, p_.dma_sync_mb_per_s)
+               : 0.0;
+  }
 };
 
 void Replay::sync(const std::string &name) {
@@ -338,7 +357,8 @@ void Replay::sync(const std::string &name) {
   if (toShadowElements_ > 0) {
     tl().host(toShadowElements_ * p_.host_bf16_cycles_per_element * 1000.0 /
                       p_.host_cpu_mhz +
-                  mbpsNs(2 * toShadowElements_, p_.dma_buffer_read_mb_per_s),
+                  mbpsNs(2 * toShadowElements_, windowReadMbps()) +
+                  windowCacheCommandNs(16 * (toShadowHi_ - toShadowLo_)),
               "runtime_copy:bf16_from_npu",
               "BF16 results to float (" + name + ")");
     toShadowElements_ = 0;
@@ -391,6 +411,10 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
     op.category = "memcpy";
     op.async = inst.get(Field::Memcpy_async);
     if (fromHost || toHost) {
+      // The rows' span in the host window (one cache command covers it).
+      const double aux = double(inst.get(Field::Memcpy_aux_addr)),
+                   stride = double(shape.c ? shape.c : a),
+                   spanWords = double(rows - 1) * stride + double(a);
       // The host window travels through an HP port and DDR.
       const double mbps =
           std::min(p_.hp_port_bytes_per_clock * p_.axi_clock_mhz,
@@ -404,12 +428,17 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
         const double lanes = 8 * words;
         tl().host(lanes * p_.host_bf16_cycles_per_element * 1000.0 /
                           p_.host_cpu_mhz +
-                      mbpsNs(2 * lanes, p_.dma_buffer_write_mb_per_s),
+                      mbpsNs(2 * lanes, windowWriteMbps()) +
+                      windowCacheCommandNs(16 * spanWords),
                   "runtime_copy:bf16_to_npu", "float to BF16 for " + what);
       } else {
         op.reads.push_back(
             {int64_t(inst.get(Field::Memcpy_src_addr)),
              int64_t(inst.get(Field::Memcpy_src_addr)) + int64_t(words)});
+        if (toShadowElements_ == 0)
+          toShadowLo_ = aux, toShadowHi_ = aux + spanWords;
+        toShadowLo_ = std::min(toShadowLo_, aux);
+        toShadowHi_ = std::max(toShadowHi_, aux + spanWords);
         toShadowElements_ += 8 * words;
       }
     } else {

@@ -287,14 +287,17 @@ std::string timelineSvg(const StepProfile &step) {
   const double scale = (width - left - 10) / total; // px per ns
   std::string s = formatString(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
-      "height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">\n",
+      "height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\" "
+      "shape-rendering=\"crispEdges\">\n",
       width + 40, rowHeight * (kNumTracks + 2));
   for (unsigned t = 0; t < kNumTracks; ++t)
     s +=
         formatString("<text x=\"4\" y=\"%.1f\">%s</text>\n", rowHeight * t + 13,
                      escapeHtml(trackName(Track(t))).c_str());
   // Merge neighbours of one category closer than half a pixel: a full-size
-  // token has tens of thousands of intervals.
+  // token has tens of thousands of intervals. Boxes are at least a pixel
+  // wide and drawn without anti-aliasing, so a short interval still shows
+  // in its own colour.
   struct Box {
     double x0, x1;
     std::string category;
@@ -314,7 +317,7 @@ std::string timelineSvg(const StepProfile &step) {
       s += formatString(
           "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
           "fill=\"%s\"><title>%s</title></rect>\n",
-          b.x0, rowHeight * t + 2, std::max(b.x1 - b.x0, 0.5), rowHeight - 4,
+          b.x0, rowHeight * t + 2, std::max(b.x1 - b.x0, 1.0), rowHeight - 4,
           categoryColour(b.category).c_str(), escapeHtml(b.category).c_str());
   const double axisY = rowHeight * kNumTracks + 12;
   for (int tick = 0; tick <= 4; ++tick) {

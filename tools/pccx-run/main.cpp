@@ -75,6 +75,10 @@ DEVICE:
   --uio-name NAME          kv260: UIO device name of the overlay (default
                            pccx)
   --udmabuf NAME           kv260: u-dma-buf buffer (default udmabuf0)
+  --dma-window MODE        kv260: map the buffer's host window cached (with
+                           u-dma-buf's cache maintenance) or uncached; auto
+                           (default) caches it when u-dma-buf can keep it
+                           consistent (docs/kv260.md)
 
 GENERATION:
   --max-new-tokens N       tokens to generate (default 32)
@@ -225,7 +229,7 @@ static int run(int argc, char **argv) {
   std::string bundlePath, prompt, tokensText, dumpPath, referenceDir,
       perplexityPath, stopText;
   std::string device = "sim", numerics = "hardware", uioName = "pccx",
-              udmabuf = "udmabuf0";
+              udmabuf = "udmabuf0", dmaWindow = "auto";
   bool hasPrompt = false, noBos = false, asJson = false, hasStop = false,
        chat = false, hasMaxNew = false;
   std::string chatFile, systemPrompt;
@@ -265,6 +269,11 @@ static int run(int argc, char **argv) {
       uioName = cl.value();
     } else if (cl.is("--udmabuf")) {
       udmabuf = cl.value();
+    } else if (cl.is("--dma-window")) {
+      dmaWindow = cl.value();
+      if (dmaWindow != "auto" && dmaWindow != "cached" &&
+          dmaWindow != "uncached")
+        return fail("--dma-window must be auto, cached or uncached");
     } else if (cl.is("--max-new-tokens")) {
       gen.maxNewTokens = cl.count();
       hasMaxNew = true;
@@ -381,6 +390,7 @@ static int run(int argc, char **argv) {
   devOptions.target = model->target();
   devOptions.uioName = uioName;
   devOptions.udmabuf = udmabuf;
+  devOptions.dmaWindow = dmaWindow;
   auto dev = pccx::device::openDevice(device, devOptions, &error);
   if (!dev)
     return fail(error);
