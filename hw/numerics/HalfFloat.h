@@ -12,6 +12,7 @@
 #ifndef PCCX_HW_NUMERICS_HALFFLOAT_H
 #define PCCX_HW_NUMERICS_HALFFLOAT_H
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -40,6 +41,20 @@ inline uint16_t floatToBf16(float value) {
   if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: keep it one after truncation
     return uint16_t((u >> 16) | 0x0040u);
   return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/// The two conversions over arrays, as the KV260 driver converts the host
+/// window. Branch-free element functions and unaliased pointers let an
+/// optimizing compiler vectorize both loops (NEON on the board's A53).
+inline void floatToBf16Row(const float *__restrict in,
+                           uint16_t *__restrict out, size_t count) {
+  for (size_t i = 0; i < count; ++i)
+    out[i] = floatToBf16(in[i]);
+}
+inline void bf16ToFloatRow(const uint16_t *__restrict in,
+                           float *__restrict out, size_t count) {
+  for (size_t i = 0; i < count; ++i)
+    out[i] = bf16ToFloat(in[i]);
 }
 
 /// `value` rounded to the nearest bf16, as fp32.

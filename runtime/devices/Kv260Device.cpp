@@ -303,8 +303,8 @@ bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
         const uint64_t begin = aux + r * stride;
         if (fromHost) {
           // CPU -> device: the float lanes become BF16 in the DMA buffer.
-          for (uint64_t i = begin * 8; i < (begin + a) * 8; ++i)
-            lanes[i] = hw::floatToBf16(shadow_[size_t(i)]);
+          hw::floatToBf16Row(shadow_.data() + begin * 8, lanes + begin * 8,
+                             size_t(a * 8));
         } else {
           toShadow_.push_back({begin, begin + a});
         }
@@ -335,8 +335,8 @@ bool Kv260Device::sync(std::string *error) {
       return false;
     const uint16_t *lanes = reinterpret_cast<const uint16_t *>(dma_->data());
     for (auto &[begin, end] : toShadow_)
-      for (uint64_t i = begin * 8; i < end * 8; ++i)
-        shadow_[size_t(i)] = hw::bf16ToFloat(lanes[i]);
+      hw::bf16ToFloatRow(lanes + begin * 8, shadow_.data() + begin * 8,
+                         size_t((end - begin) * 8));
     toShadow_.clear();
   }
   return true;

@@ -831,9 +831,27 @@ bool kernelSoftCap(Call &c) {
     return false;
   if (!(cap > 0))
     return c.fail("cap", "must be a positive number");
-  for (int64_t r = 0; r < in.rows; ++r)
-    for (int64_t e = 0; e < in.elems; ++e)
-      out.row(r)[e] = std::tanh(in.row(r)[e] / float(cap)) * float(cap);
+  const float capf = float(cap);
+  auto softcap = [capf](float x) { return std::tanh(x / capf) * capf; };
+  HostContext::SoftCapTable &table = c.ctx().softCapTable;
+  if (table.cap != capf || table.values.empty()) {
+    table.values.resize(65536);
+    for (uint32_t bits = 0; bits < 65536; ++bits)
+      table.values[bits] = softcap(hw::bf16ToFloat(uint16_t(bits)));
+    table.cap = capf;
+  }
+  const float *values = table.values.data();
+  for (int64_t r = 0; r < in.rows; ++r) {
+    const float *x = in.row(r);
+    float *y = out.row(r);
+    for (int64_t e = 0; e < in.elems; ++e) {
+      uint32_t bits;
+      std::memcpy(&bits, &x[e], 4);
+      // A BF16 value (low half zero) is looked up; anything else (fp32
+      // reference numerics) is computed.
+      y[e] = (bits & 0xFFFFu) ? softcap(x[e]) : values[bits >> 16];
+    }
+  }
   return true;
 }
 

@@ -175,6 +175,13 @@ struct HostContext {
   std::vector<float> *logits = nullptr;
   int64_t vocab = 0;
   int64_t emittedRows = 0;
+  /// softcap of every BF16 value for one cap, built on first use: logits
+  /// the NPU wrote back are BF16 values, so a lookup replaces a tanh with
+  /// the same float result.
+  struct SoftCapTable {
+    float cap = 0;
+    std::vector<float> values; ///< indexed by the BF16 bit pattern
+  } softCapTable;
 };
 
 /// Runs one bound call. False (with a message naming the kernel and the

@@ -94,18 +94,22 @@ double callOverheadNs() {
   return ns / reps;
 }
 
-/// ns per lane of the driver's float-to-BF16 conversion.
-double bf16Ns() {
-  std::vector<float> in(65536, 1.2345f);
-  std::vector<uint16_t> out(in.size());
+/// ns per lane of the driver's float-to-BF16 conversion (`narrow`) or of
+/// its BF16-to-float conversion.
+double bf16Ns(bool narrow) {
+  std::vector<float> floats(65536, 1.2345f);
+  std::vector<uint16_t> lanes(floats.size(), 0x3f9e);
   const int reps = 20;
   double ns = bestNs([&] {
-    for (int r = 0; r < reps; ++r)
-      for (size_t i = 0; i < in.size(); ++i)
-        out[i] = hw::floatToBf16(in[i]);
-    gSink = float(out[7]);
+    for (int r = 0; r < reps; ++r) {
+      if (narrow)
+        hw::floatToBf16Row(floats.data(), lanes.data(), floats.size());
+      else
+        hw::bf16ToFloatRow(lanes.data(), floats.data(), lanes.size());
+    }
+    gSink = narrow ? float(lanes[7]) : floats[7];
   });
-  return ns / (double(reps) * double(in.size()));
+  return ns / (double(reps) * double(floats.size()));
 }
 
 } // namespace
@@ -125,7 +129,9 @@ std::string calibrateHost(const Params &params) {
   s += formatString("host_memory_mb_per_s=%.4g\n", memoryMbPerS());
   s += formatString("host_call_overhead_ns=%.4g\n", callOverheadNs());
   s += formatString("host_bf16_cycles_per_element=%.4g\n",
-                    bf16Ns() * cyclesPerNs);
+                    bf16Ns(true) * cyclesPerNs);
+  s += formatString("host_bf16_widen_cycles_per_element=%.4g\n",
+                    bf16Ns(false) * cyclesPerNs);
   return s;
 }
 

@@ -58,6 +58,7 @@ bool profileStep(const exec::Program &program, const ReplayContext &context,
 /// The work of one host call at a step: the model's input for its cost.
 struct HostWork {
   double flops = 0, transcendentals = 0, bytes = 0;
+  double tableLookups = 0; ///< loads from a table built once (softcap)
 };
 HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
                   int64_t position);

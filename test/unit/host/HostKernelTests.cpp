@@ -97,6 +97,42 @@ TEST(HostKernels, SoftCapAndMul) {
   EXPECT_EQ(h.word(0)[2], 22.5f);
 }
 
+TEST(HostKernels, SoftCapOfBf16ValuesIsTheFormulaBitForBit) {
+  // Every BF16 pattern (NaNs, infinities, subnormals included), 4096 per
+  // call, against tanh(x / cap) * cap in float; then values that are not
+  // BF16 (reference numerics) and a second cap (the table is rebuilt).
+  Host h;
+  h.window.assign(1024 * 8, 0.0f);
+  h.ctx.window = h.window.data();
+  h.ctx.windowWords = 1024;
+  for (float cap : {30.0f, 7.5f}) {
+    for (uint32_t base = 0; base < 65536; base += 2048) {
+      for (uint32_t i = 0; i < 2048; ++i)
+        h.word(0)[i] = hw::bf16ToFloat(uint16_t(base + i));
+      ASSERT_TRUE(h.run("softcap", {{"in", {0, 2048, 1, 256}},
+                                    {"out", {256, 2048, 1, 256}},
+                                    {"cap", cap}}))
+          << h.error;
+      for (uint32_t i = 0; i < 2048; ++i) {
+        const float x = hw::bf16ToFloat(uint16_t(base + i)),
+                    want = std::tanh(x / cap) * cap, got = h.word(256)[i];
+        if (std::isnan(want))
+          EXPECT_TRUE(std::isnan(got)) << base + i;
+        else
+          ASSERT_EQ(got, want) << "bf16 0x" << std::hex << base + i;
+      }
+    }
+    const float odd[3] = {0.1f, -12.3456789f, 1e-30f};
+    std::copy(odd, odd + 3, h.word(0));
+    ASSERT_TRUE(h.run("softcap", {{"in", {0, 3, 1, 1}},
+                                  {"out", {1, 3, 1, 1}},
+                                  {"cap", cap}}))
+        << h.error;
+    for (int i = 0; i < 3; ++i)
+      EXPECT_EQ(h.word(1)[i], std::tanh(odd[i] / cap) * cap);
+  }
+}
+
 TEST(HostKernels, CombineSumsThenScales) {
   Host h;
   // Two rows of 3 per operand, one word per row.
