@@ -12,6 +12,7 @@
 #include "runtime/devices/Devices.h"
 #include "runtime/devices/Kv260Device.h"
 #include "runtime/devices/Kv260Protocol.h"
+#include "runtime/devices/SimDevice.h"
 
 #include "hw/isa/Isa.h"
 #include "hw/numerics/HalfFloat.h"
@@ -111,7 +112,64 @@ struct Board {
   bool silent = false;  ///< every read returns all ones
   unsigned latency = 2; ///< FLAGS reads a command takes
 
+  /// When set, the NPU: instruction words run on this simulator of the
+  /// v002-rtl target, which takes its MEMCPY and weight bytes from the
+  /// DataMover streams and gives its stores to the S2MM channel.
+  SimDevice *npu = nullptr;
+  std::string npuError;
+  std::vector<uint8_t> record; ///< the weights of the GEMM running
+
   FakeChannel &channel(Channel c) { return channels[unsigned(c)]; }
+
+  /// The bytes an instruction consumes: every command queued on `c`, done
+  /// now, as the NPU pulls the stream.
+  std::vector<uint8_t> pull(Channel c) {
+    FakeChannel &ch = channel(c);
+    const size_t before = ch.streamed.size();
+    while (!ch.commands.empty())
+      complete(c);
+    return std::vector<uint8_t>(ch.streamed.begin() + before,
+                                ch.streamed.end());
+  }
+
+  void onInstruction(uint64_t w) {
+    events.push_back(instruction(w));
+    if (!npu)
+      return;
+    isa::Instruction inst;
+    if (!isa::decode(w, inst, &npuError))
+      return;
+    const bool memcpy = inst.opcode == isa::Opcode::Memcpy;
+    const bool load = memcpy && inst.get(isa::Field::Memcpy_from_device) &&
+                      !inst.get(isa::Field::Memcpy_to_device);
+    if (load) {
+      std::vector<uint8_t> bytes = pull(Channel::AcpFmap);
+      for (size_t i = 0; i + 1 < bytes.size(); i += 2)
+        npu->window()[i / 2] =
+            hw::bf16ToFloat(uint16_t(bytes[i] | bytes[i + 1] << 8));
+    }
+    if (inst.opcode == isa::Opcode::Gemm) {
+      // The simulator reads the record when the GEMM runs: keep it here.
+      record = pull(Channel::Hp0);
+      std::vector<uint8_t> lower = pull(Channel::Hp1);
+      record.insert(record.end(), lower.begin(), lower.end());
+      npu->pushWeights(record.data(), record.size());
+    }
+    if (!npu->issue(w, events.size(), &npuError) || !npu->sync(&npuError))
+      return;
+    if (memcpy && !load) {
+      FakeChannel &ch = channel(Channel::AcpResult);
+      uint32_t bytes = 0;
+      for (const auto &p : ch.commands)
+        bytes += p.command.bytes;
+      for (uint32_t i = 0; i < bytes / 2; ++i) {
+        const uint16_t bf = hw::floatToBf16(npu->window()[i]);
+        ch.produce.push_back(uint8_t(bf));
+        ch.produce.push_back(uint8_t(bf >> 8));
+      }
+      pull(Channel::AcpResult);
+    }
+  }
 
   void complete(Channel c) {
     FakeChannel &ch = channel(c);
@@ -236,7 +294,7 @@ public:
   }
   void write64(uint32_t offset, uint64_t value) override {
     if (offset == kv260::kRegInstruction)
-      board_.events.push_back(instruction(value));
+      board_.onInstruction(value);
     else
       board_.strayWrites.push_back(offset);
   }
@@ -713,6 +771,53 @@ TEST(Kv260Device, WeightStreamErrors) {
   g.device->pushWeights(small.data(), small.size());
   EXPECT_FALSE(g.device->finishSegment(&g.error));
   EXPECT_TRUE(contains(g.error, "1 weight records were queued")) << g.error;
+}
+
+TEST(Kv260Device, AProgramGivesTheSimulatorsResultThroughTheProtocol) {
+  // Load a vector, multiply it by a 2x3 INT8 matrix, store the result: on
+  // a fake board whose NPU is the v002-rtl simulator fed only through the
+  // DataMover streams, and on the simulator directly.
+  const char *program[] = {
+      "memset dest_cache=fmap_shape dest_addr=4 a_value=1 b_value=1 "
+      "c_value=8",
+      "memset dest_cache=fmap_shape dest_addr=2 a_value=1 b_value=0 "
+      "c_value=0",
+      "memset dest_cache=weight_shape dest_addr=7 a_value=2 b_value=3 "
+      "c_value=1",
+      "memcpy from_device=1 to_device=0 dest_addr=0x00010 shape_ptr_addr=4",
+      "gemm dest_reg=0x00020 src_addr=0x00010 size_ptr_addr=7 "
+      "shape_ptr_addr=2",
+      "memcpy from_device=0 to_device=1 src_addr=0x00020 shape_ptr_addr=4"};
+  std::vector<uint8_t> record(32, 0); // rows [1, 2, 3] and [-1, 0, 2]
+  record[0] = 1, record[1] = 2, record[2] = 3;
+  record[16] = uint8_t(-1), record[18] = 2;
+  const float input[8] = {1, 2, 3, 0, 0, 0, 0, 0};
+
+  SimDevice npu(sim::Numerics::Hardware, machine::Target::V002Rtl);
+  SimDevice direct(sim::Numerics::Hardware, machine::Target::V002Rtl);
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  f.board.npu = &npu;
+  std::copy(input, input + 8, f.device->window());
+  std::copy(input, input + 8, direct.window());
+  for (size_t i = 0; i < 6; ++i) {
+    isa::Instruction inst;
+    ASSERT_TRUE(isa::assemble(program[i], inst, &f.error)) << f.error;
+    const uint64_t w = word(inst);
+    if (inst.opcode == isa::Opcode::Gemm) {
+      f.device->pushWeights(record.data(), record.size());
+      direct.pushWeights(record.data(), record.size());
+    }
+    ASSERT_TRUE(f.device->issue(w, i, &f.error)) << f.error;
+    ASSERT_TRUE(direct.issue(w, i, &f.error)) << f.error;
+    ASSERT_TRUE(f.board.npuError.empty()) << f.board.npuError;
+  }
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  ASSERT_TRUE(direct.finishSegment(&f.error)) << f.error;
+  EXPECT_EQ(std::vector<float>(f.device->window(), f.device->window() + 8),
+            std::vector<float>(direct.window(), direct.window() + 8));
+  EXPECT_EQ(f.device->window()[0], 14.0f);
+  EXPECT_EQ(f.device->window()[1], 5.0f);
 }
 
 //===-- DataMover errors and timeouts
