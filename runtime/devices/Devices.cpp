@@ -34,11 +34,13 @@ std::unique_ptr<Device> openBoard(const DeviceOptions &options,
              options.numerics + "' numerics are a simulator mode";
     return nullptr;
   }
-  if (options.target != machine::kDefaultTarget) {
-    *error = std::string("kv260: the driver drives the documented v002 "
-                         "semantics; a bundle for target ") +
+  if (options.target != machine::Target::V002Rtl) {
+    // The overlay is the v002 RTL: its MEMCPY has no host offset and row
+    // stride, and its GEMV no result path (docs/isa-semantics.md §13).
+    *error = std::string("kv260: the overlay runs the v002 RTL's "
+                         "conventions; this bundle is for target ") +
              machine::targetProfile(options.target).name +
-             " needs the overlay's own host protocol (docs/kv260.md)";
+             ": compile it with --target v002-rtl (docs/kv260.md §5)";
     return nullptr;
   }
   return openKv260(options.uioName, options.udmabuf, options.dmaWindow, error);

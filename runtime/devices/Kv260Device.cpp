@@ -3,6 +3,7 @@
 #include "runtime/devices/Kv260Device.h"
 
 #include "hw/isa/Isa.h"
+#include "hw/machine/Target.h"
 #include "hw/numerics/HalfFloat.h"
 #include "hw/support/Format.h"
 #include "runtime/devices/Sysfs.h"
@@ -34,6 +35,11 @@ public:
   uint32_t read32(uint32_t offset) override { return base_[offset / 4]; }
   void write32(uint32_t offset, uint32_t value) override {
     base_[offset / 4] = value;
+  }
+  void write64(uint32_t offset, uint64_t value) override {
+    // One 64-bit store: one AXI write beat carrying the whole word.
+    *reinterpret_cast<volatile uint64_t *>(
+        reinterpret_cast<volatile uint8_t *>(base_) + offset) = value;
   }
   size_t size() const override { return size_; }
 
@@ -99,19 +105,62 @@ std::unique_ptr<RegisterWindow> openUio(const UioInfo &info,
       fd, static_cast<volatile uint32_t *>(p), size_t(info.size));
 }
 
+namespace {
+
+using kv260::Channel;
+
+/// The NPU status word with its bits named, for messages.
+std::string describeNpuStatus(uint32_t s) {
+  std::string names;
+  if (s & kv260::kStatusBusy)
+    names += ", busy";
+  if (s & kv260::kStatusDone)
+    names += ", done";
+  if (s & kv260::kStatusCvoBusy)
+    names += ", CVO busy";
+  if (s & kv260::kStatusCvoDispatchBusy)
+    names += ", CVO dispatch busy";
+  if (s & kv260::kStatusStoreBusy)
+    names += ", store busy";
+  return formatString("0x%08x", s) +
+         (names.empty() ? "" : " (" + names.substr(2) + ")");
+}
+
+std::string describeChannel(Channel c) {
+  return std::string("DataMover ") + kv260::info(c).name + " (" +
+         kv260::info(c).feeds + ")";
+}
+
+} // namespace
+
 std::unique_ptr<Kv260Device>
 Kv260Device::create(std::unique_ptr<RegisterWindow> regs,
-                    std::unique_ptr<DmaBuffer> dma,
-                    const Kv260Options &options, std::string *error) {
-  if (!regs || regs->size() < 0x30) {
-    *error = "the register window is smaller than the 0x30 bytes the "
-             "protocol uses";
+                    std::unique_ptr<DmaBuffer> dma, const Kv260Options &options,
+                    std::string *error) {
+  if (!regs || regs->size() < kv260::kMapBytes) {
+    *error = formatString("the register map is smaller than the 0x%x bytes of "
+                          "the NPU page and its six DataMover pages",
+                          kv260::kMapBytes);
     return nullptr;
   }
   size_t windowBytes = options.windowWords * 16;
   if (!dma || dma->size() < windowBytes + 4096) {
     *error = "the DMA buffer must hold the " + std::to_string(windowBytes) +
              "-byte host window and a weight staging area";
+    return nullptr;
+  }
+  if (dma->physical() + dma->size() > (uint64_t(1) << 32)) {
+    *error = formatString(
+        "the DMA buffer at physical 0x%llx..0x%llx lies beyond the "
+        "DataMovers' 32-bit addresses; reserve it below 4 GiB (docs/kv260.md)",
+        (unsigned long long)dma->physical(),
+        (unsigned long long)(dma->physical() + dma->size() - 1));
+    return nullptr;
+  }
+  if (options.maxCommandBytes == 0 || options.maxCommandBytes % 16 ||
+      options.maxCommandBytes > kv260::kMaxCommandBytes) {
+    *error = "the longest DataMover command must be a multiple of 16 bytes "
+             "within the 23-bit byte count";
     return nullptr;
   }
   std::unique_ptr<Kv260Device> d(new Kv260Device());
@@ -121,25 +170,167 @@ Kv260Device::create(std::unique_ptr<RegisterWindow> regs,
   d->shadow_.assign(options.windowWords * 8, 0.0f);
   d->stagingOffset_ = (windowBytes + 4095) / 4096 * 4096;
   d->stagingEnd_ = d->dma_->size();
-  if (!d->waitIdle(error))
+  if (!d->resetChannels(error))
     return nullptr;
-  d->regs_->write64(kv260::kRegWindowBase, d->dma_->physical());
   return d;
 }
 
-bool Kv260Device::waitIdle(std::string *error) {
-  for (uint64_t i = 0; i < options_.pollLimit; ++i) {
-    uint64_t status = regs_->read64(kv260::kRegStatus);
-    if (status & kv260::kStatusError) {
-      *error = formatString("the NPU reports an error (status 0x%llx)",
-                            (unsigned long long)status);
+bool Kv260Device::resetChannels(std::string *error) {
+  if (regs_->read32(kv260::kRegStatus) == kv260::kStatusNoResponse) {
+    *error = "the NPU status reads 0xffffffff: nothing answers at the "
+             "overlay's control page (is the v002 overlay loaded? see "
+             "docs/kv260.md)";
+    return false;
+  }
+  for (unsigned i = 0; i < kv260::kChannelCount; ++i) {
+    const Channel c = Channel(i);
+    const uint32_t page = kv260::info(c).page;
+    uint32_t flags = regs_->read32(page + kv260::kPageFlags);
+    if (flags == kv260::kStatusNoResponse) {
+      *error = formatString("%s: its page at offset 0x%x reads 0xffffffff "
+                            "(is the v002 overlay loaded?)",
+                            describeChannel(c).c_str(), page);
       return false;
     }
-    if (!(status & kv260::kStatusBusy))
-      return true;
+    if (!(flags & kv260::kFlagCmdEmpty)) {
+      *error = describeChannel(c) +
+               ": still holds commands of an earlier run; reload the overlay";
+      return false;
+    }
+    // Statuses an earlier run left unread would be taken for ours.
+    for (unsigned n = 0;
+         n < kv260::kPageFifoDepth && !(flags & kv260::kFlagStatusEmpty); ++n) {
+      regs_->read32(page + kv260::kPageStatusPop);
+      flags = regs_->read32(page + kv260::kPageFlags);
+    }
+    if (flags & kv260::kFlagStickyErrors)
+      regs_->write32(page + kv260::kPageErrorClear,
+                     flags & kv260::kFlagStickyErrors);
   }
-  *error = "timed out waiting for the NPU (still busy after " +
-           std::to_string(options_.pollLimit) + " status reads)";
+  return true;
+}
+
+bool Kv260Device::pushCommand(Channel channel, uint64_t offset, uint64_t bytes,
+                              bool eof, std::string *error) {
+  auto &queue = outstanding_[unsigned(channel)];
+  if (queue.size() >= kv260::kPageFifoDepth && !popStatus(channel, error))
+    return false;
+  const uint8_t tag = nextTag_[unsigned(channel)];
+  const uint64_t address = dma_->physical() + offset;
+  kv260::CommandWords words;
+  std::string why;
+  if (!kv260::pack(address, bytes, tag, eof, &words, &why)) {
+    *error = describeChannel(channel) + ": " + why;
+    return false;
+  }
+  const uint32_t page = kv260::info(channel).page;
+  const uint32_t flags = regs_->read32(page + kv260::kPageFlags);
+  if (flags & kv260::kFlagCmdFull) {
+    // The driver never has more than the FIFO's depth outstanding.
+    *error =
+        formatString("%s: the command FIFO is full while this driver "
+                     "has %zu commands outstanding (FLAGS 0x%08x)",
+                     describeChannel(channel).c_str(), queue.size(), flags);
+    return false;
+  }
+  regs_->write32(page + kv260::kPageCmdLow, words.low);
+  regs_->write32(page + kv260::kPageCmdHigh, words.high);
+  regs_->write32(page + kv260::kPageCmdExt, words.ext);
+  regs_->write32(page + kv260::kPageCmdPush, 1);
+  queue.push_back({tag, uint32_t(address), uint32_t(bytes)});
+  nextTag_[unsigned(channel)] = uint8_t((tag + 1) & kv260::kStsTagMask);
+  return true;
+}
+
+bool Kv260Device::popStatus(Channel channel, std::string *error) {
+  auto &queue = outstanding_[unsigned(channel)];
+  const Outstanding oldest = queue.front();
+  const uint32_t page = kv260::info(channel).page;
+  for (uint64_t reads = 0;; ++reads) {
+    if (reads == options_.pollLimit) {
+      *error = formatString(
+          "timed out waiting for %s: no status for its %u-byte transfer at "
+          "0x%08x after %llu reads",
+          describeChannel(channel).c_str(), oldest.bytes, oldest.address,
+          (unsigned long long)options_.pollLimit);
+      return false;
+    }
+    const uint32_t flags = regs_->read32(page + kv260::kPageFlags);
+    if (!(flags & kv260::kFlagStatusEmpty))
+      break;
+    if (flags & kv260::kFlagStickyErrors) {
+      *error = formatString("%s: sticky error bits 0x%x and no status for "
+                            "its %u-byte transfer at 0x%08x (FLAGS 0x%08x)",
+                            describeChannel(channel).c_str(),
+                            (flags & kv260::kFlagStickyErrors) >> 4,
+                            oldest.bytes, oldest.address, flags);
+      return false;
+    }
+  }
+  const uint32_t status = regs_->read32(page + kv260::kPageStatusPop) & 0xff;
+  queue.pop_front();
+  if ((status & kv260::kStsTagMask) != oldest.tag) {
+    *error = formatString("%s: status 0x%02x carries tag %u where the oldest "
+                          "command has tag %u (commands and statuses out of "
+                          "step)",
+                          describeChannel(channel).c_str(), status,
+                          status & kv260::kStsTagMask, oldest.tag);
+    return false;
+  }
+  const std::string outcome = kv260::describeStatus(status);
+  if (outcome != "OKAY") {
+    *error = formatString("%s: the %u-byte transfer at 0x%08x failed: %s "
+                          "(status 0x%02x)",
+                          describeChannel(channel).c_str(), oldest.bytes,
+                          oldest.address, outcome.c_str(), status);
+    return false;
+  }
+  return true;
+}
+
+bool Kv260Device::drainChannel(Channel channel, std::string *error) {
+  while (!outstanding_[unsigned(channel)].empty())
+    if (!popStatus(channel, error))
+      return false;
+  return true;
+}
+
+bool Kv260Device::drainAll(std::string *error) {
+  for (unsigned i = 0; i < kv260::kChannelCount; ++i)
+    if (!drainChannel(Channel(i), error))
+      return false;
+  return true;
+}
+
+bool Kv260Device::waitNpu(std::string *error) {
+  if (!npuActive_)
+    return true;
+  // The status FIFO still holds words from before the last issue.
+  for (unsigned i = 0; i < kv260::kStatusFifoDepth; ++i)
+    regs_->read32(kv260::kRegStatus);
+  uint32_t status = 0;
+  for (uint64_t reads = 0; reads < options_.pollLimit; ++reads) {
+    status = regs_->read32(kv260::kRegStatus);
+    if (status == kv260::kStatusNoResponse) {
+      *error = "the NPU stopped answering (its status reads 0xffffffff)";
+      return false;
+    }
+    // DONE is cleared when an op starts and set by the done pulse of a
+    // MEMSET, CVO or store; a GEMM or a load from the host has none, so
+    // after one of those only the engines' own busy bits can be waited for.
+    const bool idle = lastSignalsDone_ ? (status & kv260::kStatusDone) &&
+                                             !(status & kv260::kStatusBusy)
+                                       : !(status & kv260::kStatusEnginesBusy);
+    if (idle) {
+      npuActive_ = false;
+      return true;
+    }
+  }
+  *error = formatString("timed out waiting for the NPU: %s after %llu status "
+                        "reads (last status %s)",
+                        lastSignalsDone_ ? "no done" : "engines still busy",
+                        (unsigned long long)options_.pollLimit,
+                        describeNpuStatus(status).c_str());
   return false;
 }
 
@@ -199,50 +390,77 @@ void Kv260Device::pushWeights(const uint8_t *data, size_t bytes) {
   pendingWeights_.push_back({data, bytes});
 }
 
-bool Kv260Device::flushPendingWeights(std::string *error) {
+bool Kv260Device::streamRecord(uint64_t offset, size_t bytes,
+                               std::string *error) {
+  // A GEMM reads two INT4 lanes at once (HP0 upper, HP1 lower): the first
+  // half of the record's 16-byte beats goes to HP0, the rest to HP1
+  // (docs/kv260.md, hardware request 3). Commands alternate between the
+  // lanes so that neither waits on a lane whose commands are not queued.
+  const uint64_t beats = (uint64_t(bytes) + 15) / 16;
+  const uint64_t upper = std::min<uint64_t>(bytes, (beats + 1) / 2 * 16);
+  const uint64_t lanes[2][2] = {{offset, upper},
+                                {offset + upper, bytes - upper}};
+  const Channel channels[2] = {Channel::Hp0, Channel::Hp1};
+  for (uint64_t done = 0;; done += options_.maxCommandBytes) {
+    bool any = false;
+    for (int lane = 0; lane < 2; ++lane) {
+      const uint64_t laneBytes = lanes[lane][1];
+      if (done >= laneBytes)
+        continue;
+      const uint64_t n = std::min(options_.maxCommandBytes, laneBytes - done);
+      if (!pushCommand(channels[lane], lanes[lane][0] + done, n,
+                       done + n == laneBytes, error))
+        return false;
+      any = true;
+    }
+    if (!any)
+      return true;
+  }
+}
+
+bool Kv260Device::flushPendingWeights(uint64_t index, std::string *error) {
+  const std::string where = "instruction " + std::to_string(index) + ": ";
+  if (pendingWeights_.empty()) {
+    *error = where + "a GEMM with no weight record queued";
+    return false;
+  }
   for (auto &[data, bytes] : pendingWeights_) {
-    // A record of the resident section streams from where it lies.
     const uintptr_t at = reinterpret_cast<uintptr_t>(data),
-                    base = reinterpret_cast<uintptr_t>(residentSource_);
+                    base = reinterpret_cast<uintptr_t>(residentSource_),
+                    dmaBase = reinterpret_cast<uintptr_t>(dma_->data());
+    uint64_t offset = 0;
     if (residentSource_ && at >= base && bytes <= residentBytes_ &&
         at - base <= residentBytes_ - bytes) {
-      // One weight-stream command at a time (this register protocol has no
-      // queue): the previous transfer must have been taken.
-      if (!waitIdle(error))
+      // A record of the resident section streams from where it lies.
+      offset = residentOffset_ + (at - base);
+    } else if (at >= dmaBase + stagingEnd_ && bytes <= dma_->size() &&
+               at - dmaBase <= dma_->size() - bytes) {
+      // Records the host wrote into the DMA buffer (KV records, masks)
+      // stream from where they lie, once the host's stores are visible.
+      offset = at - dmaBase;
+      if (!dma_->flush(size_t(offset), bytes, error))
         return false;
-      regs_->write64(kv260::kRegWeightAddr,
-                     dma_->physical() + residentOffset_ + (at - base));
-      regs_->write64(kv260::kRegWeightBytes, bytes);
-      continue;
+    } else {
+      const size_t capacity = stagingEnd_ - stagingOffset_;
+      if (bytes > capacity) {
+        *error = where + "a weight record of " + std::to_string(bytes) +
+                 " bytes exceeds the DMA staging area of " +
+                 std::to_string(capacity) + " bytes";
+        return false;
+      }
+      // The staging bytes of the previous record must have been read.
+      if (!drainChannel(Channel::Hp0, error) ||
+          !drainChannel(Channel::Hp1, error))
+        return false;
+      std::memcpy(dma_->data() + stagingOffset_, data, bytes);
+      if (!dma_->flush(stagingOffset_, bytes, error))
+        return false;
+      offset = stagingOffset_;
     }
-    // Records the host wrote into the DMA buffer (KV records, masks)
-    // stream from where they lie, once the host's stores are visible.
-    const uintptr_t dmaBase = reinterpret_cast<uintptr_t>(dma_->data());
-    if (at >= dmaBase + stagingEnd_ && bytes <= dma_->size() &&
-        at - dmaBase <= dma_->size() - bytes) {
-      if (!waitIdle(error))
-        return false;
-      if (!dma_->flush(at - dmaBase, bytes, error))
-        return false;
-      regs_->write64(kv260::kRegWeightAddr, dma_->physical() + (at - dmaBase));
-      regs_->write64(kv260::kRegWeightBytes, bytes);
-      continue;
-    }
-    size_t capacity = stagingEnd_ - stagingOffset_;
-    if (bytes > capacity) {
-      *error = "a weight record of " + std::to_string(bytes) +
-               " bytes exceeds the DMA staging area of " +
-               std::to_string(capacity) + " bytes";
+    if (!streamRecord(offset, bytes, error)) {
+      *error = where + *error;
       return false;
     }
-    // The previous transfer must be done before its staging bytes change.
-    if (!waitIdle(error))
-      return false;
-    std::memcpy(dma_->data() + stagingOffset_, data, bytes);
-    if (!dma_->flush(stagingOffset_, bytes, error))
-      return false;
-    regs_->write64(kv260::kRegWeightAddr, dma_->physical() + stagingOffset_);
-    regs_->write64(kv260::kRegWeightBytes, bytes);
   }
   pendingWeights_.clear();
   return true;
@@ -251,13 +469,22 @@ bool Kv260Device::flushPendingWeights(std::string *error) {
 bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
   isa::Instruction inst;
   std::string why;
+  const std::string where = "instruction " + std::to_string(index) + ": ";
   if (!isa::decode(word, inst, &why)) {
-    *error = "instruction " + std::to_string(index) + ": " + why;
+    *error = where + why;
     return false;
   }
+  const std::string missing =
+      machine::missingCapability(inst, machine::Target::V002Rtl);
+  if (!missing.empty()) {
+    *error = where + "the overlay cannot run it: " + missing +
+             " (docs/kv260.md, hardware requests)";
+    return false;
+  }
+  bool signalsDone = true;
   if (inst.opcode == isa::Opcode::Memset &&
       inst.get(isa::Field::Memset_dest_cache) == 0) {
-    // Mirror the fmap_shape bank: MEMCPY extents are checked against it.
+    // Mirror the fmap_shape bank: MEMCPY lengths come from it.
     auto &e = fmap_[inst.get(isa::Field::Memset_dest_addr) % fmap_.size()];
     e = {true,
          {uint16_t(inst.get(isa::Field::Memset_a_value)),
@@ -265,79 +492,73 @@ bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
           uint16_t(inst.get(isa::Field::Memset_c_value))}};
   }
   if (inst.opcode == isa::Opcode::Memcpy) {
-    bool fromHost = inst.get(isa::Field::Memcpy_from_device);
-    bool toHost = inst.get(isa::Field::Memcpy_to_device);
-    if (fromHost && toHost) {
-      *error = "instruction " + std::to_string(index) +
-               ": host-to-host MEMCPY is not supported";
+    // v002-rtl: (1, 0) loads from the host, every other pair stores to it;
+    // ceil(a*b*c / 8) words at the window base, where the DataMover command
+    // points (aux_addr never reaches the hardware).
+    const bool fromHost = inst.get(isa::Field::Memcpy_from_device) &&
+                          !inst.get(isa::Field::Memcpy_to_device);
+    const unsigned entry = inst.get(isa::Field::Memcpy_shape_ptr_addr);
+    const auto &e = fmap_[entry % fmap_.size()];
+    if (!e.first) {
+      *error = where + "MEMCPY uses an fmap_shape entry no MEMSET has set";
       return false;
     }
-    if (fromHost || toHost) {
-      const auto &e =
-          fmap_[inst.get(isa::Field::Memcpy_shape_ptr_addr) % fmap_.size()];
-      if (!e.first) {
-        *error = "instruction " + std::to_string(index) +
-                 ": MEMCPY uses an fmap_shape entry no MEMSET has set";
+    const uint64_t elements = uint64_t(e.second[0]) * e.second[1] * e.second[2];
+    if (elements == 0 ||
+        elements + 7 >= (uint64_t(1) << machine::l2_address_bits)) {
+      *error = where + formatString("MEMCPY of a*b*c = %llu elements (fmap_"
+                                    "shape entry %u); the overlay moves 1 to "
+                                    "131064",
+                                    (unsigned long long)elements, entry);
+      return false;
+    }
+    const uint64_t words = (elements + 7) / 8;
+    if (words > options_.windowWords) {
+      *error =
+          where + formatString("MEMCPY moves %llu words, more than the "
+                               "%zu-word host window",
+                               (unsigned long long)words, options_.windowWords);
+      return false;
+    }
+    if (fromHost) {
+      // The NPU's last store into the window must have landed first.
+      if (!drainChannel(Channel::AcpResult, error))
         return false;
-      }
-      uint64_t a = e.second[0], rows = e.second[1] ? e.second[1] : 1,
-               stride = e.second[2] ? e.second[2] : a;
-      uint64_t aux = inst.get(isa::Field::Memcpy_aux_addr);
-      uint64_t end = aux + (rows - 1) * stride + a;
-      if (a == 0) {
-        *error = "instruction " + std::to_string(index) +
-                 ": MEMCPY shape has 0 words per row";
-        return false;
-      }
-      if (end > options_.windowWords) {
-        *error = "instruction " + std::to_string(index) +
-                 ": MEMCPY reaches host window words [" + std::to_string(aux) +
-                 ", " + std::to_string(end) + "), outside the " +
-                 std::to_string(options_.windowWords) + "-word window";
-        return false;
-      }
-      // Only the copied rows: the words between them belong to other
-      // values and must keep what the host or the NPU last wrote there.
       uint16_t *lanes = reinterpret_cast<uint16_t *>(dma_->data());
-      for (uint64_t r = 0; r < rows; ++r) {
-        const uint64_t begin = aux + r * stride;
-        if (fromHost) {
-          // CPU -> device: the float lanes become BF16 in the DMA buffer.
-          hw::floatToBf16Row(shadow_.data() + begin * 8, lanes + begin * 8,
-                             size_t(a * 8));
-        } else {
-          toShadow_.push_back({begin, begin + a});
-        }
-      }
-      // One cache-maintenance command for the whole span of rows.
-      if (fromHost && !dma_->flush(size_t(aux * 16), size_t((end - aux) * 16),
-                                   error))
+      hw::floatToBf16Row(shadow_.data(), lanes, size_t(words * 8));
+      if (!dma_->flush(0, size_t(words * 16), error) ||
+          !pushCommand(Channel::AcpFmap, 0, words * 16, true, error))
         return false;
+      signalsDone = false;
+    } else {
+      // The window must have been read by the last load before the NPU
+      // writes it.
+      if (!drainChannel(Channel::AcpFmap, error) ||
+          !pushCommand(Channel::AcpResult, 0, words * 16, true, error))
+        return false;
+      toShadow_ = std::max(toShadow_, words);
     }
   }
-  if (inst.opcode == isa::Opcode::Gemv || inst.opcode == isa::Opcode::Gemm)
-    if (!flushPendingWeights(error))
+  if (inst.opcode == isa::Opcode::Gemm) {
+    if (!flushPendingWeights(index, error))
       return false;
+    signalsDone = false;
+  }
   regs_->write64(kv260::kRegInstruction, word);
-  regs_->write64(kv260::kRegKick, kv260::kKickWord);
+  npuActive_ = true;
+  lastSignalsDone_ = signalsDone;
   return true;
 }
 
 bool Kv260Device::sync(std::string *error) {
-  if (!waitIdle(error))
+  if (!drainAll(error) || !waitNpu(error))
     return false;
-  if (!toShadow_.empty()) {
-    // The span the NPU wrote since the last sync, in one command.
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (auto &[begin, end] : toShadow_)
-      lo = std::min(lo, begin), hi = std::max(hi, end);
-    if (!dma_->invalidate(size_t(lo * 16), size_t((hi - lo) * 16), error))
+  if (toShadow_) {
+    if (!dma_->invalidate(0, size_t(toShadow_ * 16), error))
       return false;
     const uint16_t *lanes = reinterpret_cast<const uint16_t *>(dma_->data());
-    for (auto &[begin, end] : toShadow_)
-      hw::bf16ToFloatRow(lanes + begin * 8, shadow_.data() + begin * 8,
-                         size_t((end - begin) * 8));
-    toShadow_.clear();
+    hw::bf16ToFloatRow(lanes, shadow_.data(), size_t(toShadow_ * 8));
+    toShadow_ = 0;
   }
   return true;
 }
@@ -345,7 +566,7 @@ bool Kv260Device::sync(std::string *error) {
 bool Kv260Device::finishSegment(std::string *error) {
   if (!pendingWeights_.empty()) {
     *error = std::to_string(pendingWeights_.size()) +
-             " weight records were queued but no GEMV/GEMM consumed them";
+             " weight records were queued but no GEMM consumed them";
     return false;
   }
   return sync(error);

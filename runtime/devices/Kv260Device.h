@@ -1,24 +1,20 @@
 //===- Kv260Device.h - the KV260 overlay as a Device ------------*- C++ -*-===//
 //
-// Drives the pccx v002 overlay on a Kria KV260 through its AXI-Lite
-// command/status window (found through UIO) and a physically contiguous DMA
-// buffer (u-dma-buf). docs/kv260.md describes the setup; the register
-// protocol follows the board repository's driver (sw/baremetal/npu_driver):
+// Drives the pccx v002 overlay on a Kria KV260 through its host protocol
+// (Kv260Protocol.h, docs/kv260.md §5): instruction words go to the NPU's
+// AXI-Lite command FIFO, its status FIFO tells busy and done, and every DDR
+// transfer (weight records to the HP ports, host-window words to and from
+// the ACP ports) is a command the driver pushes to an AXI DataMover's
+// command page, whose status it checks. The overlay follows the v002 RTL's
+// conventions, so the driver runs bundles made for target v002-rtl.
 //
-//   0x000  instruction word (64 bit, low half first)
-//   0x008  kick (write 0x8000000000000000 to issue the word)
-//   0x010  status: bit 0 busy, bit 1 done, bit 2 error
-//   0x018  host window base, physical address (project convention)
-//   0x020  weight stream: source physical address (project convention)
-//   0x028  weight stream: byte count; writing it starts the transfer
-//
-// The DMA buffer holds the host window (BF16 lanes; the driver works on a
-// float copy and converts around each MEMCPY), a staging area for weight
-// records made at run time, and, at its end, the bundle's weights section,
-// copied once when the model is opened: a GEMV streams its record from
-// where it lies (docs/kv260.md, "Memory budget"). Every word is decoded and
-// checked, and every host-window range a MEMCPY touches is bounds-checked,
-// before anything reaches the hardware.
+// The DMA buffer (u-dma-buf) holds the host window (BF16 lanes; the driver
+// works on a float copy and converts around each MEMCPY), a staging area
+// for weight records made at run time, and, at its end, the bundle's
+// weights section, copied once when the model is opened: a GEMM streams its
+// record from where it lies (docs/kv260.md, "Memory budget"). Every word is
+// decoded and checked, and every transfer bounds-checked, before anything
+// reaches the hardware.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,42 +23,25 @@
 
 #include "hw/machine/MachineModel.h"
 #include "runtime/devices/Device.h"
+#include "runtime/devices/Kv260Protocol.h"
 
 #include <array>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace pccx::device {
 
-namespace kv260 {
-constexpr uint32_t kRegInstruction = 0x000;
-constexpr uint32_t kRegKick = 0x008;
-constexpr uint32_t kRegStatus = 0x010;
-constexpr uint32_t kRegWindowBase = 0x018;
-constexpr uint32_t kRegWeightAddr = 0x020;
-constexpr uint32_t kRegWeightBytes = 0x028;
-constexpr uint64_t kKickWord = 0x8000000000000000ull;
-constexpr uint64_t kStatusBusy = 1u << 0;
-constexpr uint64_t kStatusDone = 1u << 1;
-constexpr uint64_t kStatusError = 1u << 2;
-} // namespace kv260
-
-/// 32-bit register access to the AXI-Lite window.
+/// Register access to the UIO map (the NPU page and the DataMover pages).
 class RegisterWindow {
 public:
   virtual ~RegisterWindow() = default;
   virtual uint32_t read32(uint32_t offset) = 0;
   virtual void write32(uint32_t offset, uint32_t value) = 0;
+  /// One 64-bit access (the instruction register takes nothing else).
+  virtual void write64(uint32_t offset, uint64_t value) = 0;
   virtual size_t size() const = 0;
-  void write64(uint32_t offset, uint64_t value) {
-    write32(offset, uint32_t(value));
-    write32(offset + 4, uint32_t(value >> 32));
-  }
-  uint64_t read64(uint32_t offset) {
-    uint64_t lo = read32(offset);
-    return lo | (uint64_t(read32(offset + 4)) << 32);
-  }
 };
 
 /// Physically contiguous memory the NPU reaches by DMA.
@@ -98,11 +77,16 @@ std::unique_ptr<RegisterWindow> openUio(const UioInfo &info,
                                         std::string *error);
 
 struct Kv260Options {
-  size_t windowWords = size_t(machine::host_window_words); ///< MEMCPY host window
-  uint64_t pollLimit = 10000000; ///< status reads before a timeout
+  size_t windowWords =
+      size_t(machine::host_window_words); ///< MEMCPY host window
+  /// Register reads one wait may take (NPU status, DataMover flags) before
+  /// it reports a timeout.
+  uint64_t pollLimit = 10000000;
   /// DMA bytes kept for records made at run time (attention scores) when
   /// the weights section is resident.
   size_t minStagingBytes = size_t(1) << 20;
+  /// The longest DataMover command (a multiple of the 16-byte beat).
+  uint64_t maxCommandBytes = kv260::kChunkBytes;
 };
 
 class Kv260Device : public Device {
@@ -128,14 +112,27 @@ public:
 
 private:
   Kv260Device() = default;
-  bool waitIdle(std::string *error);
-  bool flushPendingWeights(std::string *error);
+  /// Drains stale DataMover statuses and sticky errors left by an earlier
+  /// run and checks that the NPU answers.
+  bool resetChannels(std::string *error);
+  /// Pushes one command to a DataMover page, first waiting for the oldest
+  /// status when the channel holds kPageFifoDepth commands.
+  bool pushCommand(kv260::Channel channel, uint64_t offset, uint64_t bytes,
+                   bool eof, std::string *error);
+  /// Pops and checks the status of the oldest command of a channel.
+  bool popStatus(kv260::Channel channel, std::string *error);
+  bool drainChannel(kv260::Channel channel, std::string *error);
+  bool drainAll(std::string *error);
+  /// Waits until the NPU has finished the instructions issued so far.
+  bool waitNpu(std::string *error);
+  bool flushPendingWeights(uint64_t index, std::string *error);
+  bool streamRecord(uint64_t offset, size_t bytes, std::string *error);
 
   std::unique_ptr<RegisterWindow> regs_;
   std::unique_ptr<DmaBuffer> dma_;
   Kv260Options options_;
   std::vector<float> shadow_;
-  size_t stagingOffset_ = 0, stagingUsed_ = 0;
+  size_t stagingOffset_ = 0;
   /// Where the DMA buffer's staging area ends (the resident weights start).
   size_t stagingEnd_ = 0;
   /// The resident weights section: its bytes in the bundle mapping and its
@@ -145,8 +142,19 @@ private:
   std::vector<std::pair<const uint8_t *, size_t>> pendingWeights_;
   /// The fmap_shape entries this device has set (MEMCPY extents).
   std::array<std::pair<bool, std::array<uint16_t, 3>>, 64> fmap_{};
-  /// Host-window word ranges the NPU wrote since the last sync.
-  std::vector<std::pair<uint64_t, uint64_t>> toShadow_;
+  /// Host-window words the NPU wrote since the last sync: [0, toShadow_).
+  uint64_t toShadow_ = 0;
+  struct Outstanding {
+    uint8_t tag;
+    uint32_t address, bytes;
+  };
+  /// Commands pushed per channel whose status is not yet popped.
+  std::array<std::deque<Outstanding>, kv260::kChannelCount> outstanding_;
+  std::array<uint8_t, kv260::kChannelCount> nextTag_{};
+  /// An instruction was issued since the NPU was last seen idle, and
+  /// whether the last one ends with a done pulse (MEMSET, CVO, store to the
+  /// host) or not (GEMM, load from the host).
+  bool npuActive_ = false, lastSignalsDone_ = false;
 };
 
 /// Opens the overlay the usual way: the UIO device named `uioName` under

@@ -67,6 +67,8 @@ INPUT:
 
 DEVICE:
   --device sim|kv260       the functional simulator (default) or the board
+                           (kv260 runs bundles for --target v002-rtl only,
+                           docs/kv260.md)
   --numerics MODE          simulator numerics: reference (fp32 everywhere,
                            exact fp32 keys and values) or hardware (BF16 in
                            L2, keys and values as the bundle stores them:

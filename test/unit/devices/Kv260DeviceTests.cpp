@@ -1,19 +1,27 @@
 //===- Kv260DeviceTests.cpp - the KV260 driver against a fake board -------===//
 //
-// A fake AXI-Lite window records every register write and answers status
-// reads from a script; a fake DMA buffer is plain memory at a made-up
-// physical address. The expected register traffic is the protocol of
-// runtime/devices/Kv260Device.h, written out by hand.
+// A fake board models the overlay's host protocol as Kv260Protocol.h states
+// it: the NPU page (an instruction FIFO written with 64-bit stores, a status
+// FIFO every read pops) and six DataMover command/status pages whose
+// commands move bytes between the fake DMA buffer and the NPU's streams,
+// taking a few FLAGS reads each, and answer with 8-bit statuses. Errors,
+// stuck channels, full FIFOs and a silent bus are injected per test.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/devices/Devices.h"
 #include "runtime/devices/Kv260Device.h"
+#include "runtime/devices/Kv260Protocol.h"
+#include "runtime/devices/SimDevice.h"
 
 #include "hw/isa/Isa.h"
+#include "hw/numerics/HalfFloat.h"
 #include "test/unit/devices/FakeSysfs.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -25,53 +33,50 @@
 
 using namespace pccx;
 using namespace pccx::device;
+using kv260::Channel;
 
 namespace {
 
-constexpr uint64_t kPhys = 0x123456000ull;
+constexpr uint64_t kPhys = 0x40000000ull;
 
-struct Write {
-  uint32_t offset, value;
-  bool operator==(const Write &o) const {
-    return offset == o.offset && value == o.value;
+/// What reached the board, in order: instruction words and DataMover
+/// commands as the fake decoded them.
+struct Event {
+  bool instruction = false;
+  uint64_t word = 0;
+  Channel channel = Channel::Hp0;
+  uint32_t address = 0, bytes = 0;
+  uint8_t tag = 0;
+  bool eof = false;
+  bool operator==(const Event &o) const {
+    return instruction == o.instruction && word == o.word &&
+           (instruction || (channel == o.channel && address == o.address &&
+                            bytes == o.bytes && tag == o.tag && eof == o.eof));
   }
 };
-
-struct Board {
-  std::vector<Write> writes;
-  std::deque<uint64_t> statusScript; ///< consumed one per status read
-  uint64_t statusAfterScript = 0;    ///< idle
-  uint64_t currentStatus = 0;
-  size_t statusReads = 0;
-};
-
-class FakeRegisters : public RegisterWindow {
-public:
-  FakeRegisters(Board &board, size_t size) : board_(board), size_(size) {}
-  uint32_t read32(uint32_t offset) override {
-    if (offset == kv260::kRegStatus) {
-      ++board_.statusReads;
-      if (!board_.statusScript.empty()) {
-        board_.currentStatus = board_.statusScript.front();
-        board_.statusScript.pop_front();
-      } else {
-        board_.currentStatus = board_.statusAfterScript;
-      }
-      return uint32_t(board_.currentStatus);
-    }
-    if (offset == kv260::kRegStatus + 4)
-      return uint32_t(board_.currentStatus >> 32);
-    return 0;
-  }
-  void write32(uint32_t offset, uint32_t value) override {
-    board_.writes.push_back({offset, value});
-  }
-  size_t size() const override { return size_; }
-
-private:
-  Board &board_;
-  size_t size_;
-};
+std::ostream &operator<<(std::ostream &os, const Event &e) {
+  if (e.instruction)
+    return os << "word 0x" << std::hex << e.word << std::dec;
+  return os << kv260::info(e.channel).name << " 0x" << std::hex << e.address
+            << std::dec << "+" << e.bytes << " tag " << int(e.tag)
+            << (e.eof ? " eof" : "");
+}
+Event instruction(uint64_t w) {
+  Event e;
+  e.instruction = true;
+  e.word = w;
+  return e;
+}
+Event command(Channel c, uint64_t address, uint32_t bytes, uint8_t tag,
+              bool eof = true) {
+  Event e;
+  e.channel = c;
+  e.address = uint32_t(address);
+  e.bytes = bytes;
+  e.tag = tag;
+  e.eof = eof;
+  return e;
+}
 
 struct Memory {
   std::vector<uint8_t> bytes;
@@ -79,11 +84,237 @@ struct Memory {
   std::vector<std::pair<size_t, size_t>> flushes, invalidates;
 };
 
+struct FakeChannel {
+  kv260::CommandWords staged;
+  struct Pending {
+    kv260::Command command;
+    bool malformed;
+    unsigned readsLeft;
+  };
+  std::deque<Pending> commands;
+  std::deque<uint8_t> statuses;
+  uint32_t sticky = 0;
+  bool stuck = false;      ///< completes nothing
+  bool reportFull = false; ///< FLAGS claims the command FIFO is full
+  uint8_t nextErrors = 0;  ///< error bits of the next status (then cleared)
+  uint8_t tagSkew = 0;     ///< added to every status tag
+  size_t maxOutstanding = 0;
+  std::vector<uint8_t> streamed; ///< MM2S: bytes delivered to the NPU
+  std::deque<uint8_t> produce;   ///< S2MM: bytes the NPU sends
+};
+
+struct Board {
+  Memory *memory = nullptr;
+  std::vector<Event> events;
+  std::vector<uint32_t> strayWrites; ///< NPU-page writes other than 0x000
+  std::array<FakeChannel, kv260::kChannelCount> channels;
+  std::deque<uint32_t> statusScript; ///< consumed one per status read
+  uint32_t statusAfterScript = kv260::kStatusDone; ///< idle
+  size_t statusReads = 0;
+  bool silent = false;  ///< every read returns all ones
+  unsigned latency = 2; ///< FLAGS reads a command takes
+
+  /// When set, the NPU: instruction words run on this simulator of the
+  /// v002-rtl target, which takes its MEMCPY and weight bytes from the
+  /// DataMover streams and gives its stores to the S2MM channel.
+  SimDevice *npu = nullptr;
+  std::string npuError;
+  std::vector<uint8_t> record; ///< the weights of the GEMM running
+
+  FakeChannel &channel(Channel c) { return channels[unsigned(c)]; }
+
+  /// The bytes an instruction consumes: every command queued on `c`, done
+  /// now, as the NPU pulls the stream.
+  std::vector<uint8_t> pull(Channel c) {
+    FakeChannel &ch = channel(c);
+    const size_t before = ch.streamed.size();
+    while (!ch.commands.empty())
+      complete(c);
+    return std::vector<uint8_t>(ch.streamed.begin() + before,
+                                ch.streamed.end());
+  }
+
+  void onInstruction(uint64_t w) {
+    events.push_back(instruction(w));
+    if (!npu)
+      return;
+    isa::Instruction inst;
+    if (!isa::decode(w, inst, &npuError))
+      return;
+    const bool memcpy = inst.opcode == isa::Opcode::Memcpy;
+    const bool load = memcpy && inst.get(isa::Field::Memcpy_from_device) &&
+                      !inst.get(isa::Field::Memcpy_to_device);
+    if (load) {
+      std::vector<uint8_t> bytes = pull(Channel::AcpFmap);
+      for (size_t i = 0; i + 1 < bytes.size(); i += 2)
+        npu->window()[i / 2] =
+            hw::bf16ToFloat(uint16_t(bytes[i] | bytes[i + 1] << 8));
+    }
+    if (inst.opcode == isa::Opcode::Gemm) {
+      // The simulator reads the record when the GEMM runs: keep it here.
+      record = pull(Channel::Hp0);
+      std::vector<uint8_t> lower = pull(Channel::Hp1);
+      record.insert(record.end(), lower.begin(), lower.end());
+      npu->pushWeights(record.data(), record.size());
+    }
+    if (!npu->issue(w, events.size(), &npuError) || !npu->sync(&npuError))
+      return;
+    if (memcpy && !load) {
+      FakeChannel &ch = channel(Channel::AcpResult);
+      uint32_t bytes = 0;
+      for (const auto &p : ch.commands)
+        bytes += p.command.bytes;
+      for (uint32_t i = 0; i < bytes / 2; ++i) {
+        const uint16_t bf = hw::floatToBf16(npu->window()[i]);
+        ch.produce.push_back(uint8_t(bf));
+        ch.produce.push_back(uint8_t(bf >> 8));
+      }
+      pull(Channel::AcpResult);
+    }
+  }
+
+  void complete(Channel c) {
+    FakeChannel &ch = channel(c);
+    auto p = ch.commands.front();
+    ch.commands.pop_front();
+    uint8_t status = kv260::kStsOkay;
+    const uint64_t begin = uint64_t(p.command.address) - kPhys;
+    if (p.malformed) {
+      status = kv260::kStsInternalError;
+    } else if (p.command.address < kPhys ||
+               begin + p.command.bytes > memory->bytes.size()) {
+      status = kv260::kStsDecodeError;
+    } else if (kv260::info(c).toMemory) {
+      for (uint32_t i = 0; i < p.command.bytes; ++i) {
+        memory->bytes[begin + i] = ch.produce.empty() ? 0 : ch.produce.front();
+        if (!ch.produce.empty())
+          ch.produce.pop_front();
+      }
+    } else {
+      ch.streamed.insert(ch.streamed.end(), memory->bytes.begin() + begin,
+                         memory->bytes.begin() + begin + p.command.bytes);
+    }
+    if (ch.nextErrors) {
+      status = ch.nextErrors;
+      ch.nextErrors = 0;
+    }
+    status |= (p.command.tag + ch.tagSkew) & kv260::kStsTagMask;
+    if (ch.statuses.size() >= kv260::kPageFifoDepth)
+      ch.sticky |= 0x20; // a status was lost
+    else
+      ch.statuses.push_back(status);
+  }
+
+  uint32_t readPage(Channel c, uint32_t reg) {
+    FakeChannel &ch = channel(c);
+    if (reg == kv260::kPageFlags) {
+      if (!ch.stuck && !ch.commands.empty() &&
+          --ch.commands.front().readsLeft == 0)
+        complete(c);
+      uint32_t flags = ch.sticky;
+      if (ch.commands.empty())
+        flags |= kv260::kFlagCmdEmpty;
+      if (ch.commands.size() >= kv260::kPageFifoDepth || ch.reportFull)
+        flags |= kv260::kFlagCmdFull;
+      if (ch.statuses.empty())
+        flags |= kv260::kFlagStatusEmpty;
+      if (ch.statuses.size() >= kv260::kPageFifoDepth)
+        flags |= kv260::kFlagStatusFull;
+      return flags;
+    }
+    if (reg == kv260::kPageStatusPop) {
+      if (ch.statuses.empty())
+        return 0;
+      uint8_t s = ch.statuses.front();
+      ch.statuses.pop_front();
+      return s;
+    }
+    if (reg == kv260::kPageCmdLevel)
+      return uint32_t(ch.commands.size());
+    if (reg == kv260::kPageStatusLevel)
+      return uint32_t(ch.statuses.size());
+    return 0;
+  }
+
+  void writePage(Channel c, uint32_t reg, uint32_t value) {
+    FakeChannel &ch = channel(c);
+    switch (reg) {
+    case kv260::kPageCmdLow:
+      ch.staged.low = value;
+      return;
+    case kv260::kPageCmdHigh:
+      ch.staged.high = value;
+      return;
+    case kv260::kPageCmdExt:
+      ch.staged.ext = value;
+      return;
+    case kv260::kPageErrorClear:
+      ch.sticky &= ~value;
+      return;
+    case kv260::kPageCmdPush: {
+      if (ch.commands.size() >= kv260::kPageFifoDepth) {
+        ch.sticky |= 0x10; // command overflow: dropped
+        return;
+      }
+      FakeChannel::Pending p{};
+      std::string why;
+      p.malformed = !kv260::unpack(ch.staged, &p.command, &why);
+      p.readsLeft = latency;
+      ch.commands.push_back(p);
+      ch.maxOutstanding = std::max(ch.maxOutstanding, ch.commands.size());
+      events.push_back(command(c, p.command.address, p.command.bytes,
+                               p.command.tag, p.command.eof));
+      return;
+    }
+    }
+  }
+};
+
+class FakeRegisters : public RegisterWindow {
+public:
+  FakeRegisters(Board &board, size_t size) : board_(board), size_(size) {}
+  uint32_t read32(uint32_t offset) override {
+    if (board_.silent)
+      return 0xffffffffu;
+    if (offset < kv260::kControlPageBytes) {
+      ++board_.statusReads;
+      if (board_.statusScript.empty())
+        return board_.statusAfterScript;
+      uint32_t s = board_.statusScript.front();
+      board_.statusScript.pop_front();
+      return s;
+    }
+    return board_.readPage(channelAt(offset), offset % 0x1000);
+  }
+  void write32(uint32_t offset, uint32_t value) override {
+    if (offset < kv260::kControlPageBytes) {
+      // A 32-bit store to the instruction register would push half a word.
+      board_.strayWrites.push_back(offset);
+      return;
+    }
+    board_.writePage(channelAt(offset), offset % 0x1000, value);
+  }
+  void write64(uint32_t offset, uint64_t value) override {
+    if (offset == kv260::kRegInstruction)
+      board_.onInstruction(value);
+    else
+      board_.strayWrites.push_back(offset);
+  }
+  size_t size() const override { return size_; }
+
+private:
+  static Channel channelAt(uint32_t offset) {
+    return Channel(offset / 0x1000 - 1);
+  }
+  Board &board_;
+  size_t size_;
+};
+
 class FakeDma : public DmaBuffer {
 public:
-  explicit FakeDma(Memory &m) : m_(m) {}
+  FakeDma(Memory &m, uint64_t phys) : m_(m), phys_(phys) {}
   uint8_t *data() override { return m_.bytes.data(); }
-  uint64_t physical() const override { return kPhys; }
+  uint64_t physical() const override { return phys_; }
   size_t size() const override { return m_.bytes.size(); }
   bool flush(size_t offset, size_t bytes, std::string *) override {
     m_.flushes.push_back({offset, bytes});
@@ -96,6 +327,7 @@ public:
 
 private:
   Memory &m_;
+  uint64_t phys_;
 };
 
 uint64_t word(const isa::Instruction &inst) {
@@ -122,6 +354,8 @@ uint64_t memcpyWord(bool fromHost, uint32_t aux, uint32_t entry) {
                   .set(isa::Field::Memcpy_shape_ptr_addr, entry));
 }
 
+const uint64_t kGemm = word(isa::Instruction(isa::Opcode::Gemm));
+
 /// A device with a 64-word window (1 KiB, staging from 4096) and a DMA
 /// buffer of `dmaBytes`.
 struct Fixture {
@@ -130,331 +364,406 @@ struct Fixture {
   std::unique_ptr<Kv260Device> device;
   std::string error;
 
-  explicit Fixture(size_t dmaBytes = 8192, uint64_t pollLimit = 100) {
+  explicit Fixture(size_t dmaBytes = 8192, uint64_t pollLimit = 100,
+                   uint64_t maxCommandBytes = kv260::kChunkBytes) {
     memory.bytes.assign(dmaBytes, 0);
+    board.memory = &memory;
     Kv260Options options;
     options.windowWords = 64;
     options.pollLimit = pollLimit;
     options.minStagingBytes = 4096;
-    device = Kv260Device::create(std::make_unique<FakeRegisters>(board, 0x1000),
-                                 std::make_unique<FakeDma>(memory), options,
-                                 &error);
-    board.writes.clear();
+    options.maxCommandBytes = maxCommandBytes;
+    device = Kv260Device::create(
+        std::make_unique<FakeRegisters>(board, kv260::kMapBytes),
+        std::make_unique<FakeDma>(memory, kPhys), options, &error);
+    board.events.clear();
+    board.statusReads = 0;
   }
   uint16_t lane(size_t index) const {
     uint16_t v;
     std::memcpy(&v, memory.bytes.data() + 2 * index, 2);
     return v;
   }
+  bool issueAll(const std::vector<uint64_t> &words) {
+    for (size_t i = 0; i < words.size(); ++i)
+      if (!device->issue(words[i], i, &error))
+        return false;
+    return true;
+  }
 };
 
-std::vector<Write> issueWrites(uint64_t w) {
-  return {{0x000, uint32_t(w)},
-          {0x004, uint32_t(w >> 32)},
-          {0x008, 0},
-          {0x00C, 0x80000000u}};
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
 }
 
-TEST(Kv260Device, CreateChecksSizes) {
+//===-- The command and status formats ------------------------------------===//
+
+TEST(Kv260Protocol, CommandPacksAsTheDataMoverReadsIt) {
+  kv260::CommandWords w;
+  std::string why;
+  ASSERT_TRUE(kv260::pack(0x40001000, 0x200, 9, true, &w, &why)) << why;
+  EXPECT_EQ(w.low, 0x200u | (1u << 23) | (1u << 30));
+  EXPECT_EQ(w.high, 0x40001000u);
+  EXPECT_EQ(w.ext, 9u);
+  kv260::Command c;
+  ASSERT_TRUE(kv260::unpack(w, &c, &why)) << why;
+  EXPECT_EQ(c.address, 0x40001000u);
+  EXPECT_EQ(c.bytes, 0x200u);
+  EXPECT_EQ(c.tag, 9);
+  EXPECT_TRUE(c.eof);
+  ASSERT_TRUE(kv260::pack(0, 16, 0, false, &w, &why));
+  EXPECT_EQ(w.low, 16u | (1u << 23));
+}
+
+TEST(Kv260Protocol, MalformedCommandsAreRefused) {
+  kv260::CommandWords w;
+  std::string why;
+  EXPECT_FALSE(kv260::pack(kPhys, 0, 0, true, &w, &why));
+  EXPECT_TRUE(contains(why, "moves 1 to 8388607 bytes, not 0")) << why;
+  EXPECT_FALSE(
+      kv260::pack(kPhys, kv260::kMaxCommandBytes + 1, 0, true, &w, &why));
+  EXPECT_FALSE(kv260::pack(0xfffffff0ull, 32, 0, true, &w, &why));
+  EXPECT_TRUE(contains(why, "beyond the DataMover's 32-bit address")) << why;
+  EXPECT_FALSE(kv260::pack(kPhys, 16, 16, true, &w, &why));
+  EXPECT_TRUE(contains(why, "4 bits")) << why;
+  // What the DataMover answers with INTERR.
+  kv260::Command c;
+  EXPECT_FALSE(kv260::unpack({16, 0, 0}, &c, &why)); // FIXED burst
+  EXPECT_FALSE(kv260::unpack({16 | (1u << 23) | (1u << 24), 0, 0}, &c, &why));
+  EXPECT_FALSE(kv260::unpack({16 | (1u << 23), 0, 0x10}, &c, &why));
+  EXPECT_FALSE(kv260::unpack({1u << 23, 0, 0}, &c, &why));
+  EXPECT_TRUE(contains(why, "0 bytes")) << why;
+}
+
+TEST(Kv260Protocol, StatusBitsAreNamed) {
+  EXPECT_EQ(kv260::describeStatus(0x83), "OKAY");
+  EXPECT_EQ(kv260::describeStatus(0x43).substr(0, 6), "SLVERR");
+  EXPECT_EQ(kv260::describeStatus(0x23).substr(0, 6), "DECERR");
+  EXPECT_EQ(kv260::describeStatus(0x13).substr(0, 6), "INTERR");
+  EXPECT_EQ(kv260::describeStatus(0x03), "not OKAY");
+}
+
+//===-- Opening
+//--------------------------------------------------------------===//
+
+TEST(Kv260Device, CreateChecksSizesAndAddresses) {
   Board board;
   Memory memory;
   memory.bytes.assign(8192, 0);
+  board.memory = &memory;
   std::string error;
-  EXPECT_EQ(Kv260Device::create(std::make_unique<FakeRegisters>(board, 0x20),
-                                std::make_unique<FakeDma>(memory), {}, &error),
-            nullptr);
-  EXPECT_NE(error.find("0x30 bytes"), std::string::npos) << error;
-
-  Kv260Options options;
-  options.windowWords = 1024; // 16 KiB window in an 8 KiB buffer
-  EXPECT_EQ(Kv260Device::create(std::make_unique<FakeRegisters>(board, 0x1000),
-                                std::make_unique<FakeDma>(memory), options,
-                                &error),
-            nullptr);
-  EXPECT_NE(error.find("16384-byte host window"), std::string::npos) << error;
-}
-
-TEST(Kv260Device, CreateProgramsTheWindowBase) {
-  Board board;
-  Memory memory;
-  memory.bytes.assign(8192, 0);
   Kv260Options options;
   options.windowWords = 64;
-  std::string error;
-  auto device = Kv260Device::create(std::make_unique<FakeRegisters>(board, 0x1000),
-                                    std::make_unique<FakeDma>(memory), options,
-                                    &error);
-  ASSERT_NE(device, nullptr) << error;
-  EXPECT_EQ(board.writes, (std::vector<Write>{{0x018, 0x23456000u}, {0x01C, 0x1u}}));
-  EXPECT_EQ(device->windowWords(), 64u);
+  EXPECT_EQ(Kv260Device::create(std::make_unique<FakeRegisters>(board, 0x1000),
+                                std::make_unique<FakeDma>(memory, kPhys),
+                                options, &error),
+            nullptr);
+  EXPECT_TRUE(contains(error, "smaller than the 0x7000 bytes")) << error;
+
+  Memory tiny;
+  tiny.bytes.assign(1024, 0);
+  EXPECT_EQ(Kv260Device::create(
+                std::make_unique<FakeRegisters>(board, kv260::kMapBytes),
+                std::make_unique<FakeDma>(tiny, kPhys), options, &error),
+            nullptr);
+  EXPECT_TRUE(contains(error, "must hold the 1024-byte host window")) << error;
+
+  EXPECT_EQ(Kv260Device::create(
+                std::make_unique<FakeRegisters>(board, kv260::kMapBytes),
+                std::make_unique<FakeDma>(memory, 0x123456000ull), options,
+                &error),
+            nullptr);
+  EXPECT_TRUE(contains(error, "beyond the DataMovers' 32-bit addresses"))
+      << error;
+
+  options.maxCommandBytes = 24;
+  EXPECT_EQ(Kv260Device::create(
+                std::make_unique<FakeRegisters>(board, kv260::kMapBytes),
+                std::make_unique<FakeDma>(memory, kPhys), options, &error),
+            nullptr);
+  EXPECT_TRUE(contains(error, "multiple of 16 bytes")) << error;
 }
 
-TEST(Kv260Device, IssueWritesTheWordThenKicks) {
+TEST(Kv260Device, CreateClearsWhatAnEarlierRunLeft) {
+  Board board;
+  Memory memory;
+  memory.bytes.assign(8192, 0);
+  board.memory = &memory;
+  board.channel(Channel::Hp1).statuses = {0x83, 0x84};
+  board.channel(Channel::AcpResult).sticky = 0x30;
+  std::string error;
+  Kv260Options options;
+  options.windowWords = 64;
+  auto device = Kv260Device::create(
+      std::make_unique<FakeRegisters>(board, kv260::kMapBytes),
+      std::make_unique<FakeDma>(memory, kPhys), options, &error);
+  ASSERT_NE(device, nullptr) << error;
+  EXPECT_TRUE(board.channel(Channel::Hp1).statuses.empty());
+  EXPECT_EQ(board.channel(Channel::AcpResult).sticky, 0u);
+  EXPECT_TRUE(board.events.empty());
+
+  // Commands still queued from before: the channel is not ours to use.
+  Board busy;
+  busy.memory = &memory;
+  busy.channel(Channel::Hp2).commands.push_back({{}, false, 1000});
+  busy.channel(Channel::Hp2).stuck = true;
+  EXPECT_EQ(Kv260Device::create(
+                std::make_unique<FakeRegisters>(busy, kv260::kMapBytes),
+                std::make_unique<FakeDma>(memory, kPhys), options, &error),
+            nullptr);
+  EXPECT_TRUE(contains(error, "DataMover hp2 (GEMV weights, lane A): still "
+                              "holds commands of an earlier run"))
+      << error;
+}
+
+TEST(Kv260Device, ASilentBusIsReportedAtOpen) {
+  Board board;
+  Memory memory;
+  memory.bytes.assign(8192, 0);
+  board.memory = &memory;
+  board.silent = true;
+  std::string error;
+  Kv260Options options;
+  options.windowWords = 64;
+  EXPECT_EQ(Kv260Device::create(
+                std::make_unique<FakeRegisters>(board, kv260::kMapBytes),
+                std::make_unique<FakeDma>(memory, kPhys), options, &error),
+            nullptr);
+  EXPECT_TRUE(contains(error, "nothing answers at the overlay's control page"))
+      << error;
+}
+
+TEST(Kv260Device, OnlyBundlesForTheRtlTargetAreOpened) {
+  DeviceOptions options;
+  std::string error;
+  EXPECT_EQ(openDevice("kv260", options, &error), nullptr);
+  EXPECT_TRUE(contains(error, "this bundle is for target v002: compile it "
+                              "with --target v002-rtl"))
+      << error;
+  options.target = machine::Target::V002Rtl;
+  options.uioName = "pccx-absent-device";
+  EXPECT_EQ(openDevice("kv260", options, &error), nullptr);
+  // Past the target check: the board itself is what is missing here.
+  EXPECT_FALSE(contains(error, "target")) << error;
+}
+
+//===-- Instructions
+//---------------------------------------------------------===//
+
+TEST(Kv260Device, AnInstructionIsOne64BitStoreWithoutAKick) {
   Fixture f;
   ASSERT_NE(f.device, nullptr) << f.error;
-  uint64_t w = fmapShape(3, 2, 1, 0);
+  uint64_t w = fmapShape(3, 1, 2, 3);
   ASSERT_TRUE(f.device->issue(w, 0, &f.error)) << f.error;
-  EXPECT_EQ(f.board.writes, issueWrites(w));
+  EXPECT_EQ(f.board.events, std::vector<Event>{instruction(w)});
+  EXPECT_TRUE(f.board.strayWrites.empty());
 }
 
 TEST(Kv260Device, InvalidWordNeverReachesTheBoard) {
   Fixture f;
   ASSERT_NE(f.device, nullptr);
-  // The highest opcode code the ISA leaves unassigned.
-  unsigned reserved = (1u << (isa::kOpcodeHi - isa::kOpcodeLo + 1)) - 1;
-  while (isa::lookupOpcode(reserved))
-    --reserved;
-  const uint64_t badOpcode = uint64_t(reserved) << isa::kOpcodeLo;
-  EXPECT_FALSE(f.device->issue(badOpcode, 7, &f.error));
-  EXPECT_EQ(f.error.rfind("instruction 7: ", 0), 0u) << f.error;
-  EXPECT_NE(f.error.find("reserved"), std::string::npos) << f.error;
-  EXPECT_TRUE(f.board.writes.empty());
+  EXPECT_FALSE(f.device->issue(0xF000000000000000ull, 7, &f.error));
+  EXPECT_TRUE(contains(f.error, "instruction 7:")) << f.error;
+  // Reserved bits set: refused before the shape mirror changes.
+  uint64_t bad = fmapShape(5, 4, 1, 1) | 1;
+  EXPECT_FALSE(f.device->issue(bad, 8, &f.error));
+  EXPECT_FALSE(f.device->issue(memcpyWord(true, 0, 5), 9, &f.error));
+  EXPECT_TRUE(contains(f.error, "no MEMSET has set")) << f.error;
+  EXPECT_TRUE(f.board.events.empty());
 }
 
-TEST(Kv260Device, ReservedBitsAreRejectedBeforeTheShapeIsMirrored) {
+TEST(Kv260Device, GemvIsRefusedForWantOfAResultPath) {
   Fixture f;
   ASSERT_NE(f.device, nullptr);
-  const uint64_t reservedBits = isa::reservedMask(isa::Format::Memset);
-  ASSERT_NE(reservedBits, 0u);
-  // The lowest reserved bit set on an otherwise valid MEMSET of entry 4.
-  const uint64_t bad = fmapShape(4, 1, 1, 0) | (reservedBits & -reservedBits);
-  EXPECT_FALSE(f.device->issue(bad, 12, &f.error));
-  EXPECT_EQ(f.error.rfind("instruction 12: ", 0), 0u) << f.error;
-  EXPECT_TRUE(f.board.writes.empty());
-  // The rejected MEMSET must not count as having set entry 4.
-  EXPECT_FALSE(f.device->issue(memcpyWord(true, 0, 4), 13, &f.error));
-  EXPECT_NE(f.error.find("no MEMSET has set"), std::string::npos) << f.error;
+  std::vector<uint8_t> record(32);
+  f.device->pushWeights(record.data(), record.size());
+  EXPECT_FALSE(
+      f.device->issue(word(isa::Instruction(isa::Opcode::Gemv)), 4, &f.error));
+  EXPECT_TRUE(contains(f.error, "instruction 4: the overlay cannot run it: "
+                                "target v002-rtl has no GEMV result "
+                                "write-back path"))
+      << f.error;
+  EXPECT_TRUE(f.board.events.empty());
 }
 
-TEST(Kv260Device, HostToDeviceCopyConvertsToBf16) {
+//===-- Host-window transfers
+//------------------------------------------------===//
+
+TEST(Kv260Device, HostToDeviceCopyIsOnePageAtTheWindowBase) {
   Fixture f;
   ASSERT_NE(f.device, nullptr);
   float *window = f.device->window();
-  window[10 * 8 + 0] = 1.0f;
-  window[10 * 8 + 1] = 1.00390625f; // a tie: rounds to even, 1.0
-  window[12 * 8 + 0] = 5.0f;        // outside the copied rows
-  window[14 * 8 + 0] = -2.0f;
-  // Entry 5: 2 words per row, 2 rows, stride 4 words -> [10,12) and [14,16).
-  ASSERT_TRUE(f.device->issue(fmapShape(5, 2, 2, 4), 0, &f.error)) << f.error;
-  ASSERT_TRUE(f.device->issue(memcpyWord(true, 10, 5), 1, &f.error)) << f.error;
-  EXPECT_EQ(f.lane(10 * 8 + 0), 0x3F80);
-  EXPECT_EQ(f.lane(10 * 8 + 1), 0x3F80);
-  EXPECT_EQ(f.lane(12 * 8 + 0), 0x0000);
-  EXPECT_EQ(f.lane(14 * 8 + 0), 0xC000);
-  // One flush for the span of both rows, words [10, 16).
+  for (size_t i = 0; i < 64 * 8; ++i)
+    window[i] = 1.0f + float(i) / 1024.0f;
+  // a*b*c = 4*3*1 = 12 elements: 2 words. aux_addr never reaches the board.
+  const uint64_t shape = fmapShape(2, 4, 3, 1), copy = memcpyWord(true, 9, 2);
+  ASSERT_TRUE(f.issueAll({shape, copy})) << f.error;
+  EXPECT_EQ(f.board.events,
+            (std::vector<Event>{instruction(shape),
+                                command(Channel::AcpFmap, kPhys, 32, 0),
+                                instruction(copy)}));
+  for (size_t i = 0; i < 16; ++i)
+    EXPECT_EQ(f.lane(i), hw::floatToBf16(window[i])) << i;
+  EXPECT_EQ(f.lane(16), 0); // the third word is not converted
+  // One cache command for exactly the converted words.
   ASSERT_EQ(f.memory.flushes.size(), 1u);
-  EXPECT_EQ(f.memory.flushes[0], std::make_pair(size_t(10 * 16), size_t(6 * 16)));
-}
-
-TEST(Kv260Device, Bf16RoundingOverExactlyTheCopiedWords) {
-  Fixture f;
-  ASSERT_NE(f.device, nullptr);
-  float *window = f.device->window();
-  // Every lane of words 2..6 holds 7.0 so an over- or under-copy shows.
-  for (size_t i = 2 * 8; i < 7 * 8; ++i)
-    window[i] = 7.0f;
-  // bf16 keeps 7 mantissa bits: one ulp at 1.0 is 2^-7.
-  window[3 * 8 + 0] = 1.0f + 0x1.0p-8f + 0x1.0p-12f; // above half: up, 0x3F81
-  window[3 * 8 + 1] = 1.0f + 3 * 0x1.0p-8f;          // tie, odd below: 0x3F82
-  window[3 * 8 + 2] = 1.0f + 0x1.0p-9f;              // below half: 0x3F80
-  window[3 * 8 + 3] = -0.5f;                         // 0xBF00
-  window[3 * 8 + 4] = 0x1.fffffep127f;               // past bf16 max: +inf
-  window[3 * 8 + 5] = 0x1.0p-130f;                   // subnormal: 8 * 2^-133
-  // Entry 0: 2 contiguous words from word 3 -> exactly words 3 and 4.
-  ASSERT_TRUE(f.device->issue(fmapShape(0, 2, 1, 0), 0, &f.error)) << f.error;
-  ASSERT_TRUE(f.device->issue(memcpyWord(true, 3, 0), 1, &f.error)) << f.error;
-  EXPECT_EQ(f.lane(3 * 8 + 0), 0x3F81);
-  EXPECT_EQ(f.lane(3 * 8 + 1), 0x3F82);
-  EXPECT_EQ(f.lane(3 * 8 + 2), 0x3F80);
-  EXPECT_EQ(f.lane(3 * 8 + 3), 0xBF00);
-  EXPECT_EQ(f.lane(3 * 8 + 4), 0x7F80);
-  EXPECT_EQ(f.lane(3 * 8 + 5), 0x0008);
-  for (size_t i = 3 * 8 + 6; i < 5 * 8; ++i)
-    EXPECT_EQ(f.lane(i), 0x40E0) << "lane " << i; // 7.0
-  for (size_t i : {size_t(2 * 8 + 7), size_t(5 * 8), size_t(6 * 8)})
-    EXPECT_EQ(f.lane(i), 0x0000) << "lane " << i;
+  EXPECT_EQ(f.memory.flushes[0], std::make_pair(size_t(0), size_t(32)));
+  ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
+  // The DataMover took exactly the converted words.
+  EXPECT_EQ(f.board.channel(Channel::AcpFmap).streamed,
+            std::vector<uint8_t>(f.memory.bytes.begin(),
+                                 f.memory.bytes.begin() + 32));
 }
 
 TEST(Kv260Device, DeviceToHostCopyArrivesAtSync) {
   Fixture f;
   ASSERT_NE(f.device, nullptr);
-  ASSERT_TRUE(f.device->issue(fmapShape(1, 1, 1, 0), 0, &f.error));
-  ASSERT_TRUE(f.device->issue(memcpyWord(false, 20, 1), 1, &f.error));
-  // The "NPU" writes bf16 3.140625 into word 20, lane 3.
-  uint16_t bits = 0x4049;
-  std::memcpy(f.memory.bytes.data() + 2 * (20 * 8 + 3), &bits, 2);
-  EXPECT_EQ(f.device->window()[20 * 8 + 3], 0.0f);
+  std::deque<uint8_t> &produce = f.board.channel(Channel::AcpResult).produce;
+  for (size_t i = 0; i < 24; ++i) {
+    uint16_t bf = hw::floatToBf16(float(i) - 3.5f);
+    produce.push_back(uint8_t(bf));
+    produce.push_back(uint8_t(bf >> 8));
+  }
+  // 3*1*8 = 24 elements: 3 words, to the host.
+  const uint64_t shape = fmapShape(1, 3, 1, 8), copy = memcpyWord(false, 0, 1);
+  ASSERT_TRUE(f.issueAll({shape, copy})) << f.error;
+  EXPECT_EQ(f.board.events,
+            (std::vector<Event>{instruction(shape),
+                                command(Channel::AcpResult, kPhys, 48, 0),
+                                instruction(copy)}));
+  EXPECT_EQ(f.device->window()[5], 0.0f); // not before the sync
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
-  EXPECT_EQ(f.device->window()[20 * 8 + 3], 3.140625f);
-  // Only the word the NPU wrote is invalidated, once.
+  for (size_t i = 0; i < 24; ++i)
+    EXPECT_EQ(f.device->window()[i], float(i) - 3.5f) << i;
+  EXPECT_EQ(f.device->window()[24], 0.0f);
+  // One cache command for exactly the words the NPU wrote.
   ASSERT_EQ(f.memory.invalidates.size(), 1u);
-  EXPECT_EQ(f.memory.invalidates[0], std::make_pair(size_t(20 * 16), size_t(16)));
+  EXPECT_EQ(f.memory.invalidates[0], std::make_pair(size_t(0), size_t(48)));
+  // The store ends with a done pulse: 8 stale words, then one idle+done.
+  EXPECT_EQ(f.board.statusReads, kv260::kStatusFifoDepth + 1);
 }
 
-TEST(Kv260Device, StridedCopiesLeaveTheGapsAlone) {
+TEST(Kv260Device, CopyLengthChecks) {
   Fixture f;
   ASSERT_NE(f.device, nullptr);
-  // Rows at words 20 and 22 (1 word each, stride 2); word 21 is the host's.
-  f.device->window()[21 * 8] = 9.0f;
-  ASSERT_TRUE(f.device->issue(fmapShape(2, 1, 2, 2), 0, &f.error));
-  ASSERT_TRUE(f.device->issue(memcpyWord(false, 20, 2), 1, &f.error));
-  uint16_t one = 0x3F80;
-  std::memcpy(f.memory.bytes.data() + 2 * (22 * 8), &one, 2);
-  ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
-  EXPECT_EQ(f.device->window()[22 * 8], 1.0f);
-  EXPECT_EQ(f.device->window()[21 * 8], 9.0f);
-  // And host -> device leaves the NPU's bytes in the gap alone.
-  uint16_t two = 0x4000;
-  std::memcpy(f.memory.bytes.data() + 2 * (21 * 8), &two, 2);
-  ASSERT_TRUE(f.device->issue(memcpyWord(true, 20, 2), 2, &f.error));
-  EXPECT_EQ(f.lane(21 * 8), 0x4000);
-  EXPECT_EQ(f.lane(22 * 8), 0x3F80);
-}
-
-TEST(Kv260Device, CopyChecks) {
-  Fixture f;
-  ASSERT_NE(f.device, nullptr);
-  EXPECT_FALSE(f.device->issue(memcpyWord(true, 0, 9), 4, &f.error));
-  EXPECT_NE(f.error.find("no MEMSET has set"), std::string::npos) << f.error;
-  ASSERT_TRUE(f.device->issue(fmapShape(9, 8, 2, 8), 5, &f.error));
-  f.board.writes.clear();
-  // Rows at 60 and 68: the second ends at word 76 > 64.
-  EXPECT_FALSE(f.device->issue(memcpyWord(true, 60, 9), 6, &f.error));
-  EXPECT_NE(f.error.find("[60, 76), outside the 64-word window"),
-            std::string::npos)
+  ASSERT_TRUE(f.issueAll({fmapShape(1, 0, 4, 4)})) << f.error;
+  EXPECT_FALSE(f.device->issue(memcpyWord(true, 0, 1), 1, &f.error));
+  EXPECT_TRUE(contains(f.error, "a*b*c = 0 elements")) << f.error;
+  ASSERT_TRUE(f.issueAll({fmapShape(2, 65, 1, 8)}));
+  EXPECT_FALSE(f.device->issue(memcpyWord(false, 0, 2), 1, &f.error));
+  EXPECT_TRUE(contains(f.error, "MEMCPY moves 65 words, more than the 64-word "
+                                "host window"))
       << f.error;
-  EXPECT_TRUE(f.board.writes.empty());
-  // A shape of zero words per row copies nothing and is refused as well.
-  ASSERT_TRUE(f.device->issue(fmapShape(10, 0, 1, 0), 7, &f.error));
-  f.board.writes.clear();
-  EXPECT_FALSE(f.device->issue(memcpyWord(false, 0, 10), 8, &f.error));
-  EXPECT_EQ(f.error, "instruction 8: MEMCPY shape has 0 words per row");
-  EXPECT_TRUE(f.board.writes.empty());
-  // Host to host is not a route (docs/isa-semantics.md section 9).
-  uint64_t both = word(isa::Instruction(isa::Opcode::Memcpy)
-                           .set(isa::Field::Memcpy_from_device, 1)
-                           .set(isa::Field::Memcpy_to_device, 1)
-                           .set(isa::Field::Memcpy_shape_ptr_addr, 9));
-  EXPECT_FALSE(f.device->issue(both, 9, &f.error));
-  EXPECT_EQ(f.error, "instruction 9: host-to-host MEMCPY is not supported");
-  EXPECT_TRUE(f.board.writes.empty());
+  ASSERT_TRUE(f.issueAll({fmapShape(3, 1024, 128, 1)}));
+  EXPECT_FALSE(f.device->issue(memcpyWord(false, 0, 3), 1, &f.error));
+  EXPECT_TRUE(contains(f.error, "the overlay moves 1 to 131064")) << f.error;
+  EXPECT_EQ(f.board.events.size(), 3u); // the three MEMSETs only
 }
 
-TEST(Kv260Device, WeightsAreStagedBeforeTheGemv) {
-  Fixture f;
-  ASSERT_NE(f.device, nullptr);
-  std::vector<uint8_t> record(100);
-  for (size_t i = 0; i < record.size(); ++i)
-    record[i] = uint8_t(i * 7 + 1);
-  f.device->pushWeights(record.data(), record.size());
-  uint64_t gemv = word(isa::Instruction(isa::Opcode::Gemv));
-  ASSERT_TRUE(f.device->issue(gemv, 0, &f.error)) << f.error;
-  // The 1 KiB window rounds up to a 4 KiB page: staging starts at 4096.
-  EXPECT_EQ(std::vector<uint8_t>(f.memory.bytes.begin() + 4096,
-                                 f.memory.bytes.begin() + 4196),
-            record);
-  std::vector<Write> expected = {{0x020, uint32_t(kPhys + 4096)},
-                                 {0x024, uint32_t((kPhys + 4096) >> 32)},
-                                 {0x028, 100},
-                                 {0x02C, 0}};
-  for (const Write &w : issueWrites(gemv))
-    expected.push_back(w);
-  EXPECT_EQ(f.board.writes, expected);
-  EXPECT_TRUE(f.device->finishSegment(&f.error)) << f.error;
-}
+//===-- Weight streams
+//-------------------------------------------------------===//
 
-TEST(Kv260Device, EveryQueuedRecordIsStreamedInOrder) {
-  Fixture f;
-  ASSERT_NE(f.device, nullptr);
-  // The second record fills the staging area exactly: allowed.
-  std::vector<uint8_t> first(48, 0xAA), second(8192 - 4096, 0x55);
-  f.device->pushWeights(first.data(), first.size());
-  f.device->pushWeights(second.data(), second.size());
-  f.board.statusReads = 0;
-  uint64_t gemm = word(isa::Instruction(isa::Opcode::Gemm));
-  ASSERT_TRUE(f.device->issue(gemm, 0, &f.error)) << f.error;
-  const uint32_t staging = uint32_t(kPhys + 4096);
-  std::vector<Write> expected = {
-      {0x020, staging}, {0x024, uint32_t((kPhys + 4096) >> 32)},
-      {0x028, 48},      {0x02C, 0},
-      {0x020, staging}, {0x024, uint32_t((kPhys + 4096) >> 32)},
-      {0x028, 4096},    {0x02C, 0}};
-  for (const Write &w : issueWrites(gemm))
-    expected.push_back(w);
-  EXPECT_EQ(f.board.writes, expected);
-  // The staging bytes are reused only after the board went idle.
-  EXPECT_EQ(f.board.statusReads, 2u);
-  EXPECT_EQ(f.memory.bytes[4096], 0x55);
-  EXPECT_EQ(f.memory.bytes[8191], 0x55);
-  // Consumed: a second GEMM streams nothing and the segment ends cleanly.
-  f.board.writes.clear();
-  ASSERT_TRUE(f.device->issue(gemm, 1, &f.error)) << f.error;
-  EXPECT_EQ(f.board.writes, issueWrites(gemm));
-  EXPECT_TRUE(f.device->finishSegment(&f.error)) << f.error;
-}
-
-TEST(Kv260Device, ResidentRecordsStreamFromWhereTheyLie) {
+TEST(Kv260Device, GemmRecordIsSplitOverBothLanes) {
   // 4 KiB window page, 4 KiB staging, then the 8 KiB section at the end.
   Fixture f(20480);
   ASSERT_NE(f.device, nullptr);
-  // The section is the start of a larger block, so that the record below
-  // that reaches past the section's end is still memory of its owner.
-  constexpr size_t kSectionBytes = 8192;
-  std::vector<uint8_t> section(kSectionBytes + 512);
+  std::vector<uint8_t> section(8192);
   for (size_t i = 0; i < section.size(); ++i)
     section[i] = uint8_t(i * 13 + 5);
   ASSERT_TRUE(
-      f.device->keepWeightsResident(section.data(), kSectionBytes, &f.error))
+      f.device->keepWeightsResident(section.data(), section.size(), &f.error))
       << f.error;
-  EXPECT_EQ(
-      std::vector<uint8_t>(f.memory.bytes.begin() + 12288,
-                           f.memory.bytes.end()),
-      std::vector<uint8_t>(section.begin(), section.begin() + kSectionBytes));
-  // A record inside the section: its address in the buffer, nothing copied.
-  f.board.writes.clear();
-  std::vector<uint8_t> staging(f.memory.bytes.begin() + 4096,
-                               f.memory.bytes.begin() + 8192);
-  f.device->pushWeights(section.data() + 1000, 300);
-  uint64_t gemv = word(isa::Instruction(isa::Opcode::Gemv));
-  ASSERT_TRUE(f.device->issue(gemv, 0, &f.error)) << f.error;
-  const uint64_t at = kPhys + 12288 + 1000;
-  std::vector<Write> expected = {{0x020, uint32_t(at)},
-                                 {0x024, uint32_t(at >> 32)},
-                                 {0x028, 300},
-                                 {0x02C, 0}};
-  for (const Write &w : issueWrites(gemv))
-    expected.push_back(w);
-  EXPECT_EQ(f.board.writes, expected);
-  EXPECT_EQ(std::vector<uint8_t>(f.memory.bytes.begin() + 4096,
-                                 f.memory.bytes.begin() + 8192),
-            staging);
-  // A record made at run time is still staged, before the section.
-  f.board.writes.clear();
-  std::vector<uint8_t> scores(64, 0x77);
-  f.device->pushWeights(scores.data(), scores.size());
-  ASSERT_TRUE(f.device->issue(gemv, 1, &f.error)) << f.error;
-  EXPECT_EQ(f.board.writes[0], (Write{0x020, uint32_t(kPhys + 4096)}));
-  EXPECT_EQ(f.memory.bytes[4096], 0x77);
-  // A record reaching past the section's end is not taken for resident.
-  f.board.writes.clear();
-  f.device->pushWeights(section.data() + 8000, 300);
-  ASSERT_TRUE(f.device->issue(gemv, 2, &f.error)) << f.error;
-  EXPECT_EQ(f.board.writes[0], (Write{0x020, uint32_t(kPhys + 4096)}));
-  EXPECT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  // 1000 bytes = 63 beats: 32 beats on HP0, the other 488 bytes on HP1.
+  f.device->pushWeights(section.data() + 1024, 1000);
+  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  const uint64_t at = kPhys + 12288 + 1024;
+  EXPECT_EQ(f.board.events,
+            (std::vector<Event>{command(Channel::Hp0, at, 512, 0),
+                                command(Channel::Hp1, at + 512, 488, 0),
+                                instruction(kGemm)}));
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  std::vector<uint8_t> both = f.board.channel(Channel::Hp0).streamed;
+  const auto &lower = f.board.channel(Channel::Hp1).streamed;
+  both.insert(both.end(), lower.begin(), lower.end());
+  EXPECT_EQ(both, std::vector<uint8_t>(section.begin() + 1024,
+                                       section.begin() + 2024));
+  // Nothing was staged.
+  EXPECT_EQ(f.memory.bytes[4096], 0);
+}
+
+TEST(Kv260Device, LongRecordsAreChunkedAndTheFifosNeverOverflow) {
+  // Commands of at most 32 bytes: a 640-byte record is 10 per lane.
+  Fixture f(8192, 100, 32);
+  ASSERT_NE(f.device, nullptr);
+  // Slow enough that the driver must pop a status to push its ninth.
+  f.board.latency = 20;
+  std::vector<uint8_t> record(640);
+  for (size_t i = 0; i < record.size(); ++i)
+    record[i] = uint8_t(i * 7 + 1);
+  f.device->pushWeights(record.data(), record.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  std::vector<Event> expected;
+  for (uint8_t i = 0; i < 10; ++i) {
+    expected.push_back(
+        command(Channel::Hp0, kPhys + 4096 + 32 * i, 32, i, i == 9));
+    expected.push_back(
+        command(Channel::Hp1, kPhys + 4096 + 320 + 32 * i, 32, i, i == 9));
+  }
+  expected.push_back(instruction(kGemm));
+  EXPECT_EQ(f.board.events, expected);
+  ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
+  EXPECT_EQ(f.board.channel(Channel::Hp0).maxOutstanding,
+            kv260::kPageFifoDepth);
+  EXPECT_EQ(f.board.channel(Channel::Hp0).sticky, 0u);
+  EXPECT_EQ(f.board.channel(Channel::Hp1).sticky, 0u);
+  std::vector<uint8_t> both = f.board.channel(Channel::Hp0).streamed;
+  const auto &lower = f.board.channel(Channel::Hp1).streamed;
+  both.insert(both.end(), lower.begin(), lower.end());
+  EXPECT_EQ(both, record);
+}
+
+TEST(Kv260Device, StagingWaitsUntilThePreviousRecordIsRead) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  f.board.latency = 50;
+  std::vector<uint8_t> first(64, 0x11), second(64, 0x22);
+  f.device->pushWeights(first.data(), first.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  f.device->pushWeights(second.data(), second.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
+  ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
+  std::vector<uint8_t> expected(32, 0x11);
+  expected.insert(expected.end(), 32, 0x22);
+  EXPECT_EQ(f.board.channel(Channel::Hp0).streamed, expected);
+}
+
+TEST(Kv260Device, RecordsInTheBufferStreamFromWhereTheyLie) {
+  Fixture f(16384);
+  ASSERT_NE(f.device, nullptr);
+  uint8_t *kv = f.device->allocateStreamable(100, &f.error);
+  ASSERT_NE(kv, nullptr) << f.error;
+  const size_t offset = size_t(kv - f.memory.bytes.data());
+  EXPECT_EQ(offset, 12288u);
+  std::memset(kv, 0x5a, 100);
+  f.device->pushWeights(kv, 100);
+  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  EXPECT_EQ(f.board.events[0], command(Channel::Hp0, kPhys + offset, 64, 0));
+  EXPECT_EQ(f.board.events[1],
+            command(Channel::Hp1, kPhys + offset + 64, 36, 0));
+  EXPECT_EQ(f.memory.bytes[4096], 0); // not staged
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
 }
 
 TEST(Kv260Device, ASectionTooBigForTheBufferIsRefusedAtOpen) {
   Fixture f(16384);
   ASSERT_NE(f.device, nullptr);
   std::vector<uint8_t> section(12288);
-  EXPECT_FALSE(f.device->keepWeightsResident(section.data(), section.size(),
-                                             &f.error));
-  EXPECT_NE(f.error.find("the weights section (0.0 MiB) does not fit the DMA "
-                         "buffer"),
-            std::string::npos)
+  EXPECT_FALSE(
+      f.device->keepWeightsResident(section.data(), section.size(), &f.error));
+  EXPECT_TRUE(contains(f.error, "the weights section (0.0 MiB) does not fit "
+                                "the DMA buffer"))
       << f.error;
-  EXPECT_NE(f.error.find("configure u-dma-buf with at least 1 MiB"),
-            std::string::npos)
+  EXPECT_TRUE(contains(f.error, "configure u-dma-buf with at least 1 MiB"))
       << f.error;
 }
 
@@ -463,43 +772,206 @@ TEST(Kv260Device, WeightStreamErrors) {
   ASSERT_NE(f.device, nullptr);
   std::vector<uint8_t> big(8192 - 4096 + 1);
   f.device->pushWeights(big.data(), big.size());
-  EXPECT_FALSE(f.device->issue(word(isa::Instruction(isa::Opcode::Gemm)), 2,
-                               &f.error));
-  EXPECT_NE(f.error.find("a weight record of 4097 bytes exceeds the DMA "
-                         "staging area of 4096 bytes"),
-            std::string::npos)
+  EXPECT_FALSE(f.device->issue(kGemm, 2, &f.error));
+  EXPECT_TRUE(contains(f.error, "instruction 2: a weight record of 4097 bytes "
+                                "exceeds the DMA staging area of 4096 bytes"))
       << f.error;
 
   Fixture g;
+  EXPECT_FALSE(g.device->issue(kGemm, 3, &g.error));
+  EXPECT_TRUE(contains(g.error, "a GEMM with no weight record")) << g.error;
   std::vector<uint8_t> small(16);
   g.device->pushWeights(small.data(), small.size());
   EXPECT_FALSE(g.device->finishSegment(&g.error));
-  EXPECT_NE(g.error.find("1 weight records were queued"), std::string::npos)
+  EXPECT_TRUE(contains(g.error, "1 weight records were queued")) << g.error;
+}
+
+TEST(Kv260Device, AProgramGivesTheSimulatorsResultThroughTheProtocol) {
+  // Load a vector, multiply it by a 2x3 INT8 matrix, store the result: on
+  // a fake board whose NPU is the v002-rtl simulator fed only through the
+  // DataMover streams, and on the simulator directly.
+  const char *program[] = {
+      "memset dest_cache=fmap_shape dest_addr=4 a_value=1 b_value=1 "
+      "c_value=8",
+      "memset dest_cache=fmap_shape dest_addr=2 a_value=1 b_value=0 "
+      "c_value=0",
+      "memset dest_cache=weight_shape dest_addr=7 a_value=2 b_value=3 "
+      "c_value=1",
+      "memcpy from_device=1 to_device=0 dest_addr=0x00010 shape_ptr_addr=4",
+      "gemm dest_reg=0x00020 src_addr=0x00010 size_ptr_addr=7 "
+      "shape_ptr_addr=2",
+      "memcpy from_device=0 to_device=1 src_addr=0x00020 shape_ptr_addr=4"};
+  std::vector<uint8_t> record(32, 0); // rows [1, 2, 3] and [-1, 0, 2]
+  record[0] = 1, record[1] = 2, record[2] = 3;
+  record[16] = uint8_t(-1), record[18] = 2;
+  const float input[8] = {1, 2, 3, 0, 0, 0, 0, 0};
+
+  SimDevice npu(sim::Numerics::Hardware, machine::Target::V002Rtl);
+  SimDevice direct(sim::Numerics::Hardware, machine::Target::V002Rtl);
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  f.board.npu = &npu;
+  std::copy(input, input + 8, f.device->window());
+  std::copy(input, input + 8, direct.window());
+  for (size_t i = 0; i < 6; ++i) {
+    isa::Instruction inst;
+    ASSERT_TRUE(isa::assemble(program[i], inst, &f.error)) << f.error;
+    const uint64_t w = word(inst);
+    if (inst.opcode == isa::Opcode::Gemm) {
+      f.device->pushWeights(record.data(), record.size());
+      direct.pushWeights(record.data(), record.size());
+    }
+    ASSERT_TRUE(f.device->issue(w, i, &f.error)) << f.error;
+    ASSERT_TRUE(direct.issue(w, i, &f.error)) << f.error;
+    ASSERT_TRUE(f.board.npuError.empty()) << f.board.npuError;
+  }
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  ASSERT_TRUE(direct.finishSegment(&f.error)) << f.error;
+  EXPECT_EQ(std::vector<float>(f.device->window(), f.device->window() + 8),
+            std::vector<float>(direct.window(), direct.window() + 8));
+  EXPECT_EQ(f.device->window()[0], 14.0f);
+  EXPECT_EQ(f.device->window()[1], 5.0f);
+}
+
+//===-- DataMover errors and timeouts
+//----------------------------------------===//
+
+TEST(Kv260Device, DataMoverErrorStatusIsReported) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  f.board.channel(Channel::Hp1).nextErrors = kv260::kStsSlaveError;
+  std::vector<uint8_t> record(64);
+  f.device->pushWeights(record.data(), record.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  EXPECT_FALSE(f.device->sync(&f.error));
+  EXPECT_TRUE(contains(f.error, "DataMover hp1 (GEMM weights, lower INT4 "
+                                "lane): the 32-byte transfer at 0x40001020 "
+                                "failed: SLVERR"))
+      << f.error;
+
+  Fixture g;
+  g.board.channel(Channel::AcpFmap).nextErrors = kv260::kStsDecodeError;
+  ASSERT_TRUE(g.issueAll({fmapShape(0, 8, 1, 1), memcpyWord(true, 0, 0)}));
+  EXPECT_FALSE(g.device->sync(&g.error));
+  EXPECT_TRUE(contains(g.error, "DECERR")) << g.error;
+}
+
+TEST(Kv260Device, StatusTagsOutOfStepAreReported) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  f.board.channel(Channel::AcpResult).tagSkew = 3;
+  ASSERT_TRUE(f.issueAll({fmapShape(0, 8, 1, 1), memcpyWord(false, 0, 0)}));
+  EXPECT_FALSE(f.device->sync(&f.error));
+  EXPECT_TRUE(contains(f.error, "status 0x83 carries tag 3 where the oldest "
+                                "command has tag 0"))
+      << f.error;
+}
+
+TEST(Kv260Device, StickyErrorsWithoutAStatusAreReported) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  f.board.channel(Channel::Hp0).stuck = true;
+  f.board.channel(Channel::Hp0).sticky = 0x40;
+  std::vector<uint8_t> record(64);
+  f.device->pushWeights(record.data(), record.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  EXPECT_FALSE(f.device->sync(&f.error));
+  EXPECT_TRUE(contains(f.error, "DataMover hp0 (GEMM weights, upper INT4 "
+                                "lane): sticky error bits 0x4"))
+      << f.error;
+}
+
+TEST(Kv260Device, AStuckDataMoverTimesOut) {
+  Fixture f(8192, 20);
+  ASSERT_NE(f.device, nullptr);
+  f.board.channel(Channel::AcpFmap).stuck = true;
+  ASSERT_TRUE(f.issueAll({fmapShape(0, 8, 2, 1), memcpyWord(true, 0, 0)}));
+  EXPECT_FALSE(f.device->sync(&f.error));
+  EXPECT_TRUE(contains(f.error, "timed out waiting for DataMover acp_fmap "
+                                "(MEMCPY host -> L2): no status for its "
+                                "32-byte transfer at 0x40000000 after 20 "
+                                "reads"))
+      << f.error;
+}
+
+TEST(Kv260Device, AFullCommandFifoIsReported) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  f.board.channel(Channel::Hp0).reportFull = true;
+  std::vector<uint8_t> record(64);
+  f.device->pushWeights(record.data(), record.size());
+  EXPECT_FALSE(f.device->issue(kGemm, 6, &f.error));
+  EXPECT_TRUE(contains(f.error, "instruction 6: DataMover hp0 (GEMM weights, "
+                                "upper INT4 lane): the command FIFO is full "
+                                "while this driver has 0 commands "
+                                "outstanding"))
+      << f.error;
+  EXPECT_TRUE(f.board.events.empty());
+}
+
+//===-- NPU status
+//-----------------------------------------------------------===//
+
+TEST(Kv260Device, SyncSkipsStaleStatusWordsAndWaitsForDone) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  ASSERT_TRUE(f.issueAll({fmapShape(0, 1, 1, 1)}));
+  const uint32_t busy = kv260::kStatusBusy;
+  // Eight old words, the MEMSET running, a word with neither bit (not
+  // idle: no done yet), then done.
+  for (unsigned i = 0; i < kv260::kStatusFifoDepth; ++i)
+    f.board.statusScript.push_back(kv260::kStatusDone);
+  f.board.statusScript.insert(f.board.statusScript.end(), {busy, busy, 0});
+  ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
+  EXPECT_EQ(f.board.statusReads, kv260::kStatusFifoDepth + 4);
+  // Nothing issued since: no status reads.
+  ASSERT_TRUE(f.device->sync(&f.error));
+  EXPECT_EQ(f.board.statusReads, kv260::kStatusFifoDepth + 4);
+}
+
+TEST(Kv260Device, AStuckBusyNpuTimesOut) {
+  Fixture f(8192, 5);
+  ASSERT_NE(f.device, nullptr);
+  f.board.statusAfterScript = kv260::kStatusBusy | kv260::kStatusCvoBusy;
+  ASSERT_TRUE(f.issueAll({fmapShape(0, 1, 1, 1)}));
+  EXPECT_FALSE(f.device->sync(&f.error));
+  EXPECT_TRUE(contains(f.error, "timed out waiting for the NPU: no done after "
+                                "5 status reads (last status 0x00000021 "
+                                "(busy, CVO busy))"))
+      << f.error;
+}
+
+TEST(Kv260Device, AfterAGemmOnlyTheEnginesBusyBitsAreWaitedFor) {
+  Fixture f(8192, 5);
+  ASSERT_NE(f.device, nullptr);
+  // A GEMM has no done pulse: BUSY stays set, DONE stays clear.
+  f.board.statusAfterScript = kv260::kStatusBusy;
+  std::vector<uint8_t> record(64);
+  f.device->pushWeights(record.data(), record.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
+
+  Fixture g(8192, 5);
+  g.board.statusAfterScript = kv260::kStatusBusy | kv260::kStatusStoreBusy;
+  g.device->pushWeights(record.data(), record.size());
+  ASSERT_TRUE(g.device->issue(kGemm, 0, &g.error)) << g.error;
+  EXPECT_FALSE(g.device->sync(&g.error));
+  EXPECT_TRUE(contains(g.error, "engines still busy after 5 status reads "
+                                "(last status 0x00000081 (busy, store busy))"))
       << g.error;
 }
 
-TEST(Kv260Device, StatusProtocol) {
-  Fixture busy(8192, 5);
-  ASSERT_NE(busy.device, nullptr);
-  busy.board.statusAfterScript = kv260::kStatusBusy;
-  busy.board.statusReads = 0;
-  EXPECT_FALSE(busy.device->sync(&busy.error));
-  EXPECT_NE(busy.error.find("timed out"), std::string::npos) << busy.error;
-  EXPECT_EQ(busy.board.statusReads, 5u);
-
-  Fixture slow;
-  slow.board.statusScript = {kv260::kStatusBusy, kv260::kStatusBusy, 0};
-  EXPECT_TRUE(slow.device->sync(&slow.error)) << slow.error;
-
-  Fixture failed;
-  failed.board.statusScript = {kv260::kStatusBusy | kv260::kStatusError};
-  EXPECT_FALSE(failed.device->sync(&failed.error));
-  EXPECT_NE(failed.error.find("the NPU reports an error (status 0x5)"),
-            std::string::npos)
-      << failed.error;
+TEST(Kv260Device, AnNpuThatStopsAnsweringIsReported) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  ASSERT_TRUE(f.issueAll({fmapShape(0, 1, 1, 1)}));
+  f.board.silent = true;
+  EXPECT_FALSE(f.device->sync(&f.error));
+  EXPECT_TRUE(contains(f.error, "the NPU stopped answering")) << f.error;
 }
 
-/// A throw-away sysfs tree.
+//===-- UIO discovery ----------------------------------------------------===//
+
 using pccx::testsupport::FakeSysfs;
 
 TEST(Kv260Device, FindsTheUioDevice) {
