@@ -37,13 +37,35 @@ void rms(const float *x, const float *gain, int64_t n, float eps, float *y) {
 }
 
 /// Rotate-half RoPE of one head at `position`.
-void rope(float *head, int64_t d, int64_t position, double theta) {
-  int64_t half = d / 2;
+/// cos and sin of every pair's angle at `position` (interleaved: cos at
+/// 2j, sin at 2j + 1). Every head of every layer with the same theta at
+/// that position rotates by the same angles, so they are computed once per
+/// step and shared; the values are those a per-head computation gives.
+const float *ropeAngles(HostContext &ctx, int64_t d, int64_t position,
+                        double theta) {
+  const auto key = std::make_tuple(position, theta, d);
+  auto it = ctx.ropeAngles.find(key);
+  if (it != ctx.ropeAngles.end())
+    return it->second.data();
+  if (ctx.ropeAngles.size() >= 256) // a long prefill: keep memory bounded
+    ctx.ropeAngles.clear();
+  const int64_t half = d / 2;
+  std::vector<float> table(size_t(2 * half));
   for (int64_t j = 0; j < half; ++j) {
     float invFreq =
         1.0f / float(std::pow(theta, double(float(2 * j) / float(d))));
     float angle = float(position) * invFreq;
-    float c = std::cos(angle), s = std::sin(angle);
+    table[size_t(2 * j)] = std::cos(angle);
+    table[size_t(2 * j + 1)] = std::sin(angle);
+  }
+  return ctx.ropeAngles.emplace(key, std::move(table)).first->second.data();
+}
+
+/// Rotates the pairs (j, j + d/2) of `head` by the angles of ropeAngles().
+void rope(float *head, int64_t d, const float *angles) {
+  const int64_t half = d / 2;
+  for (int64_t j = 0; j < half; ++j) {
+    const float c = angles[2 * j], s = angles[2 * j + 1];
     float x1 = head[j], x2 = head[j + half];
     head[j] = x1 * c - x2 * s;
     head[j + half] = x2 * c + x1 * s;
@@ -571,7 +593,8 @@ bool kernelKvNormRope(Call &c) {
       float *kh = kOut.row(r) + g * hp.headDim;
       rms(k.row(r) + g * hp.headDim, kNorm->data, hp.headDim, float(hp.eps),
           kh);
-      rope(kh, hp.headDim, c.ctx().position + r, hp.theta);
+      rope(kh, hp.headDim,
+           ropeAngles(c.ctx(), hp.headDim, c.ctx().position + r, hp.theta));
       rms(v.row(r) + g * hp.headDim, nullptr, hp.headDim, float(hp.eps),
           vOut.row(r) + g * hp.headDim);
     }
@@ -599,7 +622,8 @@ bool kernelQueryNormRope(Call &c) {
     for (int64_t h = 0; h < heads; ++h) {
       rms(q.row(r) + h * headDim, qNorm->data, headDim, float(eps),
           head.data());
-      rope(head.data(), headDim, c.ctx().position + r, theta);
+      rope(head.data(), headDim,
+           ropeAngles(c.ctx(), headDim, c.ctx().position + r, theta));
       std::copy(head.begin(), head.end(), out.row(r) + h * headDim);
     }
   return true;
@@ -667,7 +691,7 @@ bool kernelAttentionScores(Call &c) {
     const int64_t first = firstVisible(pos, window), n = pos - first + 1;
     for (int64_t h = 0; h < hp.heads; ++h) {
       rms(q.row(r) + h * d, qNorm->data, d, float(hp.eps), head.data());
-      rope(head.data(), d, pos, hp.theta);
+      rope(head.data(), d, ropeAngles(c.ctx(), d, pos, hp.theta));
       // Record: N = n scores as per-row scales, K = 1, code 1 in every row,
       // so the GEMV over the constant 1.0 reproduces each score exactly.
       std::vector<uint8_t> record(

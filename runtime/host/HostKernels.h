@@ -35,6 +35,7 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace pccx::host {
@@ -182,6 +183,10 @@ struct HostContext {
     float cap = 0;
     std::vector<float> values; ///< indexed by the BF16 bit pattern
   } softCapTable;
+  /// RoPE angles by (position, theta, head_dim), shared by every head and
+  /// layer of a step (the kernels build them on first use).
+  std::map<std::tuple<int64_t, double, int64_t>, std::vector<float>>
+      ropeAngles;
 };
 
 /// Runs one bound call. False (with a message naming the kernel and the

@@ -5,6 +5,7 @@
 #include "hw/abi/PatchSources.h"
 #include "hw/isa/Isa.h"
 #include "hw/numerics/Quantize.h"
+#include "runtime/devices/Kv260Protocol.h"
 
 #include <algorithm>
 #include <set>
@@ -28,6 +29,11 @@ int64_t integerArg(const host::BoundCall &call, const char *key,
                    int64_t fallback = 0) {
   const host::BoundArg *a = findArg(call, key);
   return a ? a->integer : fallback;
+}
+
+double numberArg(const host::BoundCall &call, const char *key) {
+  const host::BoundArg *a = findArg(call, key);
+  return a ? a->number : 0.0;
 }
 
 abi::HostRegion regionArg(const host::BoundCall &call, const char *key) {
@@ -74,17 +80,24 @@ void addRms(HostWork &w, double n) {
   w.transcendentals += 1;
 }
 
-/// rope(): per pair one powf, one cosf, one sinf and six operations.
-void addRope(HostWork &w, double d) {
+/// rope(): six operations per pair, and the first use of a (position,
+/// theta, head_dim) in the step computes its angles: one powf, one cosf and
+/// one sinf per pair.
+void addRope(HostWork &w, double d, int64_t position, double theta,
+             RopeTables *tables) {
   w.flops += 3 * d;
-  w.transcendentals += 1.5 * d;
+  if (tables->insert({position, theta, int64_t(d)}).second)
+    w.transcendentals += 1.5 * d;
 }
 
 } // namespace
 
 HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
-                  int64_t position) {
+                  int64_t position, RopeTables *ropeTables) {
   HostWork w;
+  RopeTables ownTables; // a call's heads share their angles in any case
+  if (!ropeTables)
+    ropeTables = &ownTables;
   // Every In region is read and every Out region written once.
   for (const abi::HostRegion &r : call.inputs)
     w.bytes += 4 * elements(r);
@@ -174,21 +187,26 @@ HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
   case HostKernel::KvNormRope: {
     abi::HostRegion k = regionArg(call, "k");
     double d = double(integerArg(call, "head_dim", 1));
-    double heads = double(k.rows * integerArg(call, "kv_heads", 1));
-    for (double i = 0; i < 2 * heads; ++i)
-      addRms(w, d);
-    for (double i = 0; i < heads; ++i)
-      addRope(w, d);
+    const int64_t kvHeads = integerArg(call, "kv_heads", 1);
+    const double theta = numberArg(call, "theta");
+    for (int64_t r = 0; r < k.rows; ++r)
+      for (int64_t g = 0; g < kvHeads; ++g) {
+        addRms(w, d);
+        addRms(w, d);
+        addRope(w, d, position + r, theta, ropeTables);
+      }
     break;
   }
   case HostKernel::QueryNormRope: {
     abi::HostRegion q = regionArg(call, "q");
     double d = double(integerArg(call, "head_dim", 1));
-    double heads = double(q.rows * integerArg(call, "heads", 1));
-    for (double i = 0; i < heads; ++i) {
-      addRms(w, d);
-      addRope(w, d);
-    }
+    const int64_t heads = integerArg(call, "heads", 1);
+    const double theta = numberArg(call, "theta");
+    for (int64_t r = 0; r < q.rows; ++r)
+      for (int64_t h = 0; h < heads; ++h) {
+        addRms(w, d);
+        addRope(w, d, position + r, theta, ropeTables);
+      }
     break;
   }
   case HostKernel::CacheWrite: {
@@ -228,7 +246,7 @@ HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
         w.bytes += n * d * cacheElementBytes(dt);
         if (scores) {
           addRms(w, d);
-          addRope(w, d);
+          addRope(w, d, position + r, numberArg(call, "theta"), ropeTables);
           // The record handed to the NPU: allocated zeroed, then filled.
           w.bytes += 2.0 * double(hw::recordBytes(hw::WeightFormat::Int4,
                                                   int64_t(n), 1));
@@ -308,6 +326,13 @@ private:
     return bytes * 1000.0 / mbPerS;
   }
   double pollNs() const { return 2 * p_.axil_read_ns; }
+  /// One DataMover command (docs/kv260.md §5): a flags read for room, then
+  /// three command words and the push. Its status is popped (a flags read
+  /// and the pop) at the next sync.
+  double commandNs() {
+    ++statusesPending_;
+    return p_.axil_read_ns + 4 * p_.axil_write_ns;
+  }
   void waitIdle(const std::string &name) {
     // The poll that straddles completion still reads busy: on average the
     // host notices one and a half polls after the last instruction.
@@ -334,6 +359,8 @@ private:
   Entry fmap_[64], weight_[64];
   std::vector<uint64_t> pending_; ///< weight records queued for the next GEMV
   double toShadowElements_ = 0;
+  /// DataMover commands whose status the next sync pops.
+  double statusesPending_ = 0;
   /// Host-window words [lo, hi) the NPU wrote since the last sync.
   double toShadowLo_ = 0, toShadowHi_ = 0;
 
@@ -356,6 +383,12 @@ private:
 };
 
 void Replay::sync(const std::string &name) {
+  // Every outstanding DataMover status is popped, then the NPU status FIFO's
+  // stale words are read before polling for idle.
+  tl().host((2 * statusesPending_ + device::kv260::kStatusFifoDepth) * p_.axil_read_ns,
+            "sync", "DataMover statuses and stale NPU status words (" + name +
+                        ")");
+  statusesPending_ = 0;
   waitIdle(name);
   if (toShadowElements_ > 0) {
     tl().host(toShadowElements_ * p_.host_bf16_widen_cycles_per_element *
@@ -419,6 +452,8 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
       const double aux = double(inst.get(Field::Memcpy_aux_addr)),
                    stride = double(shape.c ? shape.c : a),
                    spanWords = double(rows - 1) * stride + double(a);
+      // One DataMover command moves the rows (acp_fmap or acp_result).
+      hostNs += commandNs();
       // The host window travels through an HP port and DDR.
       const double mbps =
           std::min(p_.hp_port_bytes_per_clock * p_.axi_clock_mhz,
@@ -514,24 +549,34 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
         ref.kind == exec::WeightRef::Kind::Mask)
       out_->counts.kvRecordBytes += bytes;
     pending_.push_back(bytes);
-    // flushPendingWeights: per record, wait for the NPU and write its
-    // address and size; a record made at run time by a host kernel (host
-    // attention's scores) is first copied into the DMA staging area; a
+    unsigned lanes = inst.get(Field::Matmul_parallel_lane);
+    lanes = lanes == 0 ? unsigned(p_.gemv_cores) : std::min(lanes, 4u);
+    const unsigned ports =
+        std::min(gemm ? unsigned(p_.hp_ports) : lanes, unsigned(p_.hp_ports));
+
+    // flushPendingWeights: each record is queued as DataMover commands, one
+    // share per HP port in chunks of at most kChunkBytes, without waiting
+    // for the NPU (the command FIFOs queue them). A record made at run time
+    // by a host kernel (host attention's scores) is first copied into the
+    // DMA staging area, once the previous staged record has been read; a
     // static one streams from the resident weights section (copied once
     // when the model is opened), a KV record or mask from where the host
     // wrote it in the DMA buffer.
     for (uint64_t b : pending_) {
-      waitIdle("weight stream wait before " + what);
-      if (ref.kind == exec::WeightRef::Kind::Dynamic)
+      if (ref.kind == exec::WeightRef::Kind::Dynamic) {
+        waitIdle("staging wait before " + what);
         tl().host(mbpsNs(double(b), p_.dma_buffer_write_mb_per_s),
                   "runtime_copy:weight_staging",
                   "weight record copy for " + what);
-      hostNs += 4 * p_.axil_write_ns;
+      }
+      const uint64_t share = (b + ports - 1) / ports;
+      const uint64_t chunks = std::max<uint64_t>(
+          1, (share + device::kv260::kChunkBytes - 1) / device::kv260::kChunkBytes);
+      for (uint64_t c = 0; c < chunks * ports; ++c)
+        hostNs += commandNs();
     }
     pending_.clear();
 
-    unsigned lanes = inst.get(Field::Matmul_parallel_lane);
-    lanes = lanes == 0 ? unsigned(p_.gemv_cores) : std::min(lanes, 4u);
     const double divisor = format == hw::WeightFormat::Int8
                                ? std::max(p_.int8_weight_rate_divisor, 1e-9)
                                : 1.0;
@@ -542,8 +587,6 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
              : cyclesNs(p_.gemv_reduction_stages + p_.gemv_fill_cycles +
                         macs * divisor /
                             (lanes * p_.gemv_macs_per_core_per_clock));
-    const unsigned ports =
-        std::min(gemm ? unsigned(p_.hp_ports) : lanes, unsigned(p_.hp_ports));
     const double streamMbps =
         std::min(ports * p_.hp_port_bytes_per_clock * p_.axi_clock_mhz,
                  p_.ddr_effective_mb_per_s);
@@ -567,8 +610,8 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
     break;
   }
   }
-  // Instruction and kick: two 64-bit register writes.
-  hostNs += 4 * p_.axil_write_ns;
+  // The word: one 64-bit store into the instruction FIFO.
+  hostNs += p_.axil_write_ns;
   tl().host(hostNs, "issue", "issue " + what);
   // The Global Scheduler's own step before the engine starts.
   op.busyNs += cyclesNs(p_.npu_dispatch_cycles);
@@ -618,6 +661,7 @@ bool Replay::run() {
       tl().host(mbpsNs(bytes, p_.dma_buffer_write_mb_per_s),
                 "runtime_copy:attention_masks", "attention masks of the step");
   }
+  RopeTables ropeTables; // built once per step, as the kernels do
   for (const exec::Segment &seg : prog_.segments) {
     const double begin = tl().hostNow();
     auto runEvent = [&](const exec::Event &e) {
@@ -628,7 +672,8 @@ bool Replay::run() {
       }
       const host::BoundCall &call = prog_.calls[e.call];
       const std::string kernel = abi::kernelInfo(call.kernel).name;
-      tl().host(hostWorkNs(hostWork(call, ctx_, pos_), p_), "host:" + kernel,
+      tl().host(hostWorkNs(hostWork(call, ctx_, pos_, &ropeTables), p_),
+                "host:" + kernel,
                 seg.name + " " + kernel);
       ++out_->counts.hostOps;
     };

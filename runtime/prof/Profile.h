@@ -17,7 +17,9 @@
 #include "runtime/prof/Timeline.h"
 
 #include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -60,8 +62,13 @@ struct HostWork {
   double flops = 0, transcendentals = 0, bytes = 0;
   double tableLookups = 0; ///< loads from a table built once (softcap)
 };
+/// RoPE angle tables (position, theta, head_dim) a step has built; the
+/// host kernels compute each once per step (runtime/host).
+using RopeTables = std::set<std::tuple<int64_t, double, int64_t>>;
+/// `ropeTables`, when given, holds the tables built earlier in the step and
+/// gains the ones this call builds; without it every call builds its own.
 HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
-                  int64_t position);
+                  int64_t position, RopeTables *ropeTables = nullptr);
 /// Nanoseconds the runtime thread spends on `work`.
 double hostWorkNs(const HostWork &work, const Params &params);
 

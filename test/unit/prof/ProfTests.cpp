@@ -217,6 +217,39 @@ TEST(HostWork, AttentionCostFollowsTheSpan) {
   EXPECT_DOUBLE_EQ(late.bytes - early.bytes, 8 * (512 - 100) * 256 * 4.0);
 }
 
+TEST(HostWork, RopeAnglesAreBuiltOncePerStep) {
+  host::BoundCall call;
+  call.kernel = pccx::abi::HostKernel::QueryNormRope;
+  call.args.resize(pccx::abi::kernelInfo(call.kernel).params.size());
+  auto arg = [&](const char *key) -> host::BoundArg & {
+    host::BoundArg &a =
+        call.args[pccx::abi::lookupParam(call.kernel, key)->slot];
+    a.present = true;
+    return a;
+  };
+  arg("heads").integer = 8;
+  arg("head_dim").integer = 256;
+  arg("theta").number = 10000.0;
+  arg("q").region = {0, 2048, 1, 256};
+  ReplayContext context;
+  // 8 heads of 256: per head an rms (one sqrt) and 128 rotated pairs; the
+  // angles (powf, cosf, sinf per pair) only on the first use in the step.
+  RopeTables tables;
+  HostWork first = hostWork(call, context, 5, &tables);
+  HostWork again = hostWork(call, context, 5, &tables);
+  EXPECT_DOUBLE_EQ(first.transcendentals, 8 + 128 * 3);
+  EXPECT_DOUBLE_EQ(again.transcendentals, 8);
+  EXPECT_DOUBLE_EQ(first.flops, again.flops);
+  // Another theta (a global layer) or position builds its own.
+  arg("theta").number = 1e6;
+  EXPECT_DOUBLE_EQ(hostWork(call, context, 5, &tables).transcendentals,
+                   8 + 128 * 3);
+  EXPECT_DOUBLE_EQ(hostWork(call, context, 6, &tables).transcendentals,
+                   8 + 128 * 3);
+  // Without a step's tables every call pays for its angles.
+  EXPECT_DOUBLE_EQ(hostWork(call, context, 5).transcendentals, 8 + 128 * 3);
+}
+
 TEST(Report, LayersGroupTheirSegments) {
   StepProfile step;
   step.segments = {{"prologue", 1},   {"layer.0", 2},    {"layer.1.attn", 3},

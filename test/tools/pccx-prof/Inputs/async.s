@@ -1,7 +1,7 @@
 # An async host-to-L2 MEMCPY of 4096 words, then an exp over 16384
 # elements elsewhere in L2: the two may run at once. Then the same MEMCPY
-# followed by the GEMV of gemv.s: the driver waits for the NPU to be idle
-# before it stages the GEMV's weight record, so those two cannot overlap.
+# followed by the GEMV of gemv.s, which reads other L2 words: the driver
+# queues the GEMV's weight commands at once, so those two overlap too.
 .program decode
 memset dest_cache=fmap_shape dest_addr=2 a_value=4096 b_value=1
 memset dest_cache=fmap_shape dest_addr=0 a_value=1
