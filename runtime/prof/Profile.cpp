@@ -184,27 +184,20 @@ HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
     w.transcendentals += double(in.rows);
     break;
   }
-  case HostKernel::KvNormRope: {
-    abi::HostRegion k = regionArg(call, "k");
-    double d = double(integerArg(call, "head_dim", 1));
-    const int64_t kvHeads = integerArg(call, "kv_heads", 1);
-    const double theta = numberArg(call, "theta");
-    for (int64_t r = 0; r < k.rows; ++r)
-      for (int64_t g = 0; g < kvHeads; ++g) {
-        addRms(w, d);
-        addRms(w, d);
-        addRope(w, d, position + r, theta, ropeTables);
-      }
-    break;
-  }
+  case HostKernel::KvNormRope:
   case HostKernel::QueryNormRope: {
-    abi::HostRegion q = regionArg(call, "q");
-    double d = double(integerArg(call, "head_dim", 1));
-    const int64_t heads = integerArg(call, "heads", 1);
-    const double theta = numberArg(call, "theta");
-    for (int64_t r = 0; r < q.rows; ++r)
+    // Per row and head: the rms() of the head (keys: and of the value
+    // head), and its rotation.
+    const bool keys = call.kernel == HostKernel::KvNormRope;
+    const int64_t rows = regionArg(call, keys ? "k" : "q").rows,
+                  heads = integerArg(call, keys ? "kv_heads" : "heads", 1);
+    const double d = double(integerArg(call, "head_dim", 1)),
+                 theta = numberArg(call, "theta");
+    for (int64_t r = 0; r < rows; ++r)
       for (int64_t h = 0; h < heads; ++h) {
         addRms(w, d);
+        if (keys)
+          addRms(w, d);
         addRope(w, d, position + r, theta, ropeTables);
       }
     break;
