@@ -32,6 +32,10 @@ std::string event(const json &chunk) {
 
 } // namespace
 
+void logLine(const std::string &line) {
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
 struct Server::Impl {
   Impl(exec::Session &session, const exec::Model &model,
        const app::Tokenizer &tokenizer, const app::ChatFormat &format,
@@ -365,11 +369,8 @@ Server::Server(exec::Session &session, const exec::Model &model,
   if (options.logRequests)
     s.http.set_logger(
         [](const httplib::Request &req, const httplib::Response &res) {
-          // One write per line: requests are logged from several threads.
-          std::string line = "pccx-serve: " + req.remote_addr + " " +
-                             req.method + " " + req.path + " " +
-                             std::to_string(res.status) + "\n";
-          std::fwrite(line.data(), 1, line.size(), stderr);
+          logLine("pccx-serve: " + req.remote_addr + " " + req.method + " " +
+                  req.path + " " + std::to_string(res.status) + "\n");
         });
   s.modelRoutes();
 }

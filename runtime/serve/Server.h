@@ -36,6 +36,10 @@ struct ServeOptions {
   bool logRequests = true;
 };
 
+/// Writes `line` to stderr in one write: the server logs from several
+/// threads, and the tool from its own, so lines must not interleave.
+void logLine(const std::string &line);
+
 class Server {
 public:
   /// Replies stop at <end_of_turn> and at the model's EOS ids; plain

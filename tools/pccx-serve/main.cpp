@@ -157,8 +157,8 @@ static int run(int argc, char **argv) {
     sigwait(&stopSignals, &signal);
     if (signal == 0) // woken to end (the server stopped on its own)
       return;
-    std::cerr << "pccx-serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT")
-              << ": stopping\n";
+    pccx::serve::logLine(std::string("pccx-serve: ") +
+        (signal == SIGTERM ? "SIGTERM" : "SIGINT") + ": stopping\n");
     server.stop();
   });
   std::cout << "pccx-serve: listening on http://" << options.host << ":" << port
@@ -166,8 +166,8 @@ static int run(int argc, char **argv) {
             << session.capacity() << " tokens, " << device << ")" << std::endl;
   if (options.host != "127.0.0.1" && options.host != "localhost" &&
       options.host != "::1")
-    std::cerr << "pccx-serve: warning: listening on " << options.host
-              << ": every machine that reaches it can use the model\n";
+    pccx::serve::logLine("pccx-serve: warning: listening on " + options.host +
+        ": every machine that reaches it can use the model\n");
   bool ran = server.run();
   if (stopper.joinable()) {
     pthread_kill(stopper.native_handle(), SIGTERM); // no-op if it returned
@@ -175,7 +175,7 @@ static int run(int argc, char **argv) {
   }
   if (!ran)
     return cl.fail("the server stopped with an error");
-  std::cerr << "pccx-serve: stopped\n";
+  pccx::serve::logLine("pccx-serve: stopped\n");
   return 0;
 }
 
