@@ -36,7 +36,6 @@ void rms(const float *x, const float *gain, int64_t n, float eps, float *y) {
     y[i] = x[i] * inv * (gain ? gain[i] : 1.0f);
 }
 
-/// Rotate-half RoPE of one head at `position`.
 /// cos and sin of every pair's angle at `position` (interleaved: cos at
 /// 2j, sin at 2j + 1). Every head of every layer with the same theta at
 /// that position rotates by the same angles, so they are computed once per
@@ -61,7 +60,8 @@ const float *ropeAngles(HostContext &ctx, int64_t d, int64_t position,
   return ctx.ropeAngles.emplace(key, std::move(table)).first->second.data();
 }
 
-/// Rotates the pairs (j, j + d/2) of `head` by the angles of ropeAngles().
+/// Rotate-half RoPE: rotates the pairs (j, j + d/2) of `head` by the angles
+/// of ropeAngles().
 void rope(float *head, int64_t d, const float *angles) {
   const int64_t half = d / 2;
   for (int64_t j = 0; j < half; ++j) {

@@ -319,10 +319,10 @@ private:
     return bytes * 1000.0 / mbPerS;
   }
   double pollNs() const { return 2 * p_.axil_read_ns; }
-  /// One DataMover command (docs/kv260.md §5): a flags read for room, then
-  /// three command words and the push. Its status is popped (a flags read
-  /// and the pop) at the next sync.
-  double commandNs() {
+  /// Queues one DataMover command (docs/kv260.md §5) and returns its cost:
+  /// a flags read for room, then three command words and the push. Its
+  /// status is popped (a flags read and the pop) at the next sync.
+  double pushCommandNs() {
     ++statusesPending_;
     return p_.axil_read_ns + 4 * p_.axil_write_ns;
   }
@@ -446,7 +446,7 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
                    stride = double(shape.c ? shape.c : a),
                    spanWords = double(rows - 1) * stride + double(a);
       // One DataMover command moves the rows (acp_fmap or acp_result).
-      hostNs += commandNs();
+      hostNs += pushCommandNs();
       // The host window travels through an HP port and DDR.
       const double mbps =
           std::min(p_.hp_port_bytes_per_clock * p_.axi_clock_mhz,
@@ -566,7 +566,7 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
       const uint64_t chunks = std::max<uint64_t>(
           1, (share + device::kv260::kChunkBytes - 1) / device::kv260::kChunkBytes);
       for (uint64_t c = 0; c < chunks * ports; ++c)
-        hostNs += commandNs();
+        hostNs += pushCommandNs();
     }
     pending_.clear();
 

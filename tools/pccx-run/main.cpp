@@ -15,6 +15,7 @@
 #include "runtime/app/Perplexity.h"
 #include "runtime/app/Tokenizer.h"
 #include "runtime/devices/Devices.h"
+#include "runtime/devices/UDmaBuf.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/GuardedMain.h"
 
@@ -273,8 +274,8 @@ static int run(int argc, char **argv) {
       udmabuf = cl.value();
     } else if (cl.is("--dma-window")) {
       dmaWindow = cl.value();
-      if (dmaWindow != "auto" && dmaWindow != "cached" &&
-          dmaWindow != "uncached")
+      pccx::device::WindowCaching mode;
+      if (!pccx::device::parseWindowCaching(dmaWindow, &mode))
         return fail("--dma-window must be auto, cached or uncached");
     } else if (cl.is("--max-new-tokens")) {
       gen.maxNewTokens = cl.count();

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/sim/Simulator.h"
+#include "test/unit/sim/SimFixture.h"
 
 #include <gtest/gtest.h>
 
@@ -78,27 +79,17 @@ std::vector<uint8_t> weightRecord(const std::vector<std::vector<int>> &rows,
   return out;
 }
 
-class SimTest : public ::testing::Test {
+class SimTest : public testsupport::SimFixture {
 protected:
   explicit SimTest(Numerics numerics = Numerics::Reference,
                    size_t hostWords = machine::host_window_words)
-      : sim(numerics, hostWords) {}
+      : SimFixture(numerics, hostWords) {}
 
-  bool exec(const std::string &text) { return sim.execute(parse(text), &err); }
-  void ok(const std::string &text) { ASSERT_TRUE(exec(text)) << err; }
   void memset(const char *bank, unsigned entry, unsigned a, unsigned b,
               unsigned c) {
     ok("memset dest_cache=" + std::string(bank) +
        " dest_addr=" + std::to_string(entry) + " a_value=" + std::to_string(a) +
        " b_value=" + std::to_string(b) + " c_value=" + std::to_string(c));
-  }
-  void put(uint32_t word, const std::vector<float> &v) {
-    ASSERT_TRUE(sim.writeL2(word, v.data(), v.size(), &err)) << err;
-  }
-  std::vector<float> get(uint32_t word, size_t n) {
-    std::vector<float> v(n);
-    EXPECT_TRUE(sim.readL2(word, v.data(), n, &err)) << err;
-    return v;
   }
   float at(uint32_t word, unsigned lane = 0) {
     return get(word, lane + 1)[lane];
@@ -129,8 +120,6 @@ protected:
         << err;
   }
 
-  Simulator sim;
-  std::string err;
   std::vector<std::vector<uint8_t>> records;
 };
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/sim/Simulator.h"
+#include "test/unit/sim/SimFixture.h"
 
 #include <gtest/gtest.h>
 
@@ -20,33 +21,17 @@ using sim::Simulator;
 
 namespace {
 
-class TargetTest : public ::testing::Test {
+class TargetTest : public testsupport::SimFixture {
 protected:
   explicit TargetTest(Target target = Target::V002Rtl)
-      : sim(Numerics::Hardware, 4096, target) {}
+      : SimFixture(Numerics::Hardware, 4096, target) {}
 
-  bool exec(const std::string &text) {
-    isa::Instruction inst;
-    EXPECT_TRUE(isa::assemble(text, inst, &err)) << text << ": " << err;
-    return sim.execute(inst, &err);
-  }
-  void ok(const std::string &text) { ASSERT_TRUE(exec(text)) << err; }
   void trap(const std::string &text, const std::string &needle) {
     EXPECT_FALSE(exec(text)) << text;
     EXPECT_NE(err.find(needle), std::string::npos) << err;
   }
-  void put(uint32_t word, const std::vector<float> &v) {
-    ASSERT_TRUE(sim.writeL2(word, v.data(), v.size(), &err)) << err;
-  }
-  std::vector<float> get(uint32_t word, size_t n) {
-    std::vector<float> v(n);
-    EXPECT_TRUE(sim.readL2(word, v.data(), n, &err)) << err;
-    return v;
-  }
   float *host(uint64_t word) { return sim.hostLanes() + word * 8; }
 
-  Simulator sim;
-  std::string err;
   // INT8 weights [[1, 2, 3], [-1, 0, 2]], rows padded to 16 bytes.
   std::vector<uint8_t> record = [] {
     std::vector<uint8_t> r(32, 0);
