@@ -75,6 +75,9 @@ DEVICE:
                            L2, keys and values as the bundle stores them:
                            INT8 KV records, or the host cache dtype of
                            --attention host; default)
+  --threads N              sim: threads that share each GEMV/GEMM (default
+                           0: one per hardware thread); results are the same
+                           bit for bit at every count
   --uio-name NAME          kv260: UIO device name of the overlay (default
                            pccx)
   --udmabuf NAME           kv260: u-dma-buf buffer (default udmabuf0)
@@ -233,6 +236,7 @@ static int run(int argc, char **argv) {
       perplexityPath, stopText;
   std::string device = "sim", numerics = "hardware", uioName = "pccx",
               udmabuf = "udmabuf0", dmaWindow = "auto";
+  unsigned threads = 0;
   bool hasPrompt = false, noBos = false, asJson = false, hasStop = false,
        chat = false, hasMaxNew = false;
   std::string chatFile, systemPrompt;
@@ -268,6 +272,11 @@ static int run(int argc, char **argv) {
       numerics = cl.value();
       if (numerics != "reference" && numerics != "hardware")
         return fail("--numerics must be reference or hardware");
+    } else if (cl.is("--threads")) {
+      const int64_t n = cl.count();
+      if (n > 1024)
+        return fail("--threads must be at most 1024");
+      threads = unsigned(n);
     } else if (cl.is("--uio-name")) {
       uioName = cl.value();
     } else if (cl.is("--udmabuf")) {
@@ -390,6 +399,7 @@ static int run(int argc, char **argv) {
   // Device.
   pccx::device::DeviceOptions devOptions;
   devOptions.numerics = numerics;
+  devOptions.threads = threads;
   devOptions.target = model->target();
   devOptions.uioName = uioName;
   devOptions.udmabuf = udmabuf;

@@ -43,6 +43,9 @@ OPTIONS:
   --device sim|kv260       the functional simulator (default) or the board
   --numerics MODE          simulator numerics: hardware (default) or
                            reference
+  --threads N              sim: threads that share each GEMV/GEMM (default
+                           0: one per hardware thread; results do not
+                           depend on it)
   --uio-name NAME          kv260: UIO device name of the overlay (pccx)
   --udmabuf NAME           kv260: u-dma-buf buffer (udmabuf0)
 
@@ -89,6 +92,11 @@ static int run(int argc, char **argv) {
       numerics = cl.value();
       if (numerics != "reference" && numerics != "hardware")
         return cl.fail("--numerics must be reference or hardware");
+    } else if (cl.is("--threads")) {
+      const int64_t n = cl.count();
+      if (n > 1024)
+        return cl.fail("--threads must be at most 1024");
+      devOptions.threads = unsigned(n);
     } else if (cl.is("--uio-name")) {
       devOptions.uioName = cl.value();
     } else if (cl.is("--udmabuf")) {
