@@ -15,6 +15,11 @@
 #define PCCX_SIM_HAVE_AVX2 1
 #include <immintrin.h>
 #endif
+// Advanced SIMD is part of every aarch64 core (the KV260's Cortex-A53 too).
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define PCCX_SIM_HAVE_NEON 1
+#include <arm_neon.h>
+#endif
 
 namespace pccx::sim {
 
@@ -199,6 +204,123 @@ PCCX_AVX2 void featuresAvx2(const MatmulJob &job, size_t n0, size_t n1) {
 }
 #endif // PCCX_SIM_HAVE_AVX2
 
+//===----------------------------------------------------------------------===//
+// NEON kernel (aarch64): the 32 partial sums are eight 4-lane registers;
+// codes are widened and converted in registers. Multiplies and adds stay
+// separate instructions (no FMLA), as -ffp-contract=off keeps them.
+//===----------------------------------------------------------------------===//
+
+#ifdef PCCX_SIM_HAVE_NEON
+
+/// Four floats from 16 sign-extended codes in `c`, lanes 4q..4q+3.
+inline void widenInt8x16(int8x16_t c, float32x4_t w[4]) {
+  const int16x8_t lo = vmovl_s8(vget_low_s8(c)), hi = vmovl_s8(vget_high_s8(c));
+  w[0] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo)));
+  w[1] = vcvtq_f32_s32(vmovl_s16(vget_high_s16(lo)));
+  w[2] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi)));
+  w[3] = vcvtq_f32_s32(vmovl_s16(vget_high_s16(hi)));
+}
+
+/// The 32 weights of INT4 block `p` (16 bytes) in kernel order: the 16 low
+/// nibbles, then the 16 high nibbles, each sign-extended.
+inline void decodeInt4Neon(const uint8_t *p, float32x4_t w[8]) {
+  const int8x16_t bytes = vreinterpretq_s8_u8(vld1q_u8(p));
+  widenInt8x16(vshrq_n_s8(vshlq_n_s8(bytes, 4), 4), w);
+  widenInt8x16(vshrq_n_s8(bytes, 4), w + 4);
+}
+
+/// The 32 weights of INT8 bytes p[0..31]; with `half`, only p[0..15] exist
+/// and the rest are zero.
+inline void decodeInt8Neon(const uint8_t *p, bool half, float32x4_t w[8]) {
+  widenInt8x16(vreinterpretq_s8_u8(vld1q_u8(p)), w);
+  if (half) {
+    for (int i = 4; i < 8; ++i)
+      w[i] = vdupq_n_f32(0.0f);
+    return;
+  }
+  widenInt8x16(vreinterpretq_s8_u8(vld1q_u8(p + 16)), w + 4);
+}
+
+inline void accumulateNeon(float32x4_t acc[8], const float32x4_t w[8],
+                           const float *x) {
+  for (int i = 0; i < 8; ++i)
+    acc[i] = vaddq_f32(acc[i], vmulq_f32(w[i], vld1q_f32(x + 4 * i)));
+}
+
+/// acc[j] += acc[j+16], += acc[j+8], += acc[j+4], += acc[j+2], += acc[j+1],
+/// as dotScalar does.
+inline float combineNeon(const float32x4_t acc[8]) {
+  float32x4_t a[4];
+  for (int i = 0; i < 4; ++i)
+    a[i] = vaddq_f32(acc[i], acc[i + 4]);
+  a[0] = vaddq_f32(a[0], a[2]);
+  a[1] = vaddq_f32(a[1], a[3]);
+  const float32x4_t q = vaddq_f32(a[0], a[1]);
+  const float32x2_t h = vadd_f32(vget_low_f32(q), vget_high_f32(q));
+  return vget_lane_f32(h, 0) + vget_lane_f32(h, 1);
+}
+
+/// One weight row's 32-element block `b` decoded in kernel order.
+inline void decodeBlockNeon(const MatmulJob &job, const uint8_t *row, size_t b,
+                            float32x4_t w[8]) {
+  if (job.int4) {
+    decodeInt4Neon(row + kBlockBytes4 * b, w);
+    return;
+  }
+  // An INT8 row ends on a 16-byte boundary: its last block may hold 16.
+  decodeInt8Neon(row + kMatmulBlock * b,
+                 job.rowStride - kMatmulBlock * b < kMatmulBlock, w);
+}
+
+/// Blocks of a row that hold weights (an INT8 row of 16 * odd bytes ends
+/// with a half block; the zero half adds +0, which changes no sum).
+inline size_t rowBlocks(const MatmulJob &job) {
+  return job.int4 ? job.rowStride / kBlockBytes4
+                  : (job.rowStride + kMatmulBlock - 1) / kMatmulBlock;
+}
+
+void featuresNeon(const MatmulJob &job, size_t n0, size_t n1) {
+  const size_t blocks = rowBlocks(job);
+  float32x4_t w[8], acc[8];
+  if (job.m == 1) {
+    for (size_t n = n0; n < n1; ++n) {
+      const uint8_t *row = job.rows + n * job.rowStride;
+      for (int i = 0; i < 8; ++i)
+        acc[i] = vdupq_n_f32(0.0f);
+      for (size_t b = 0; b < blocks; ++b) {
+        decodeBlockNeon(job, row, b, w);
+        accumulateNeon(acc, w, job.in + kMatmulBlock * b);
+      }
+      const float sum = combineNeon(acc);
+      job.out[n] = job.scales ? job.scales[n] * sum : sum;
+    }
+    return;
+  }
+  // GEMM: decode each weight row once for all activation rows.
+  std::vector<float> unpacked(job.kPadded, 0.0f);
+  for (size_t n = n0; n < n1; ++n) {
+    const uint8_t *row = job.rows + n * job.rowStride;
+    for (size_t b = 0; b < blocks; ++b) {
+      decodeBlockNeon(job, row, b, w);
+      for (int i = 0; i < 8; ++i)
+        vst1q_f32(unpacked.data() + kMatmulBlock * b + 4 * i, w[i]);
+    }
+    for (size_t r = 0; r < job.m; ++r) {
+      const float *x = job.in + r * job.kPadded;
+      for (int i = 0; i < 8; ++i)
+        acc[i] = vdupq_n_f32(0.0f);
+      for (size_t b = 0; b < blocks; ++b) {
+        for (int i = 0; i < 8; ++i)
+          w[i] = vld1q_f32(unpacked.data() + kMatmulBlock * b + 4 * i);
+        accumulateNeon(acc, w, x + kMatmulBlock * b);
+      }
+      const float sum = combineNeon(acc);
+      job.out[r * job.n + n] = job.scales ? job.scales[n] * sum : sum;
+    }
+  }
+}
+#endif // PCCX_SIM_HAVE_NEON
+
 } // namespace
 
 bool matmulIsaAvailable(MatmulIsa isa) {
@@ -211,24 +333,46 @@ bool matmulIsaAvailable(MatmulIsa isa) {
 #else
     return false;
 #endif
+  case MatmulIsa::Neon:
+#ifdef PCCX_SIM_HAVE_NEON
+    return true;
+#else
+    return false;
+#endif
   }
   return false;
 }
 
 MatmulIsa bestMatmulIsa() {
   static const MatmulIsa best =
-      matmulIsaAvailable(MatmulIsa::Avx2) ? MatmulIsa::Avx2 : MatmulIsa::Scalar;
+      matmulIsaAvailable(MatmulIsa::Avx2)   ? MatmulIsa::Avx2
+      : matmulIsaAvailable(MatmulIsa::Neon) ? MatmulIsa::Neon
+                                            : MatmulIsa::Scalar;
   return best;
 }
 
 const char *matmulIsaName(MatmulIsa isa) {
-  return isa == MatmulIsa::Avx2 ? "avx2" : "scalar";
+  switch (isa) {
+  case MatmulIsa::Avx2:
+    return "avx2";
+  case MatmulIsa::Neon:
+    return "neon";
+  case MatmulIsa::Scalar:
+    break;
+  }
+  return "scalar";
 }
 
 void matmulFeatures(const MatmulJob &job, size_t n0, size_t n1, MatmulIsa isa) {
 #ifdef PCCX_SIM_HAVE_AVX2
   if (isa == MatmulIsa::Avx2) {
     featuresAvx2(job, n0, n1);
+    return;
+  }
+#endif
+#ifdef PCCX_SIM_HAVE_NEON
+  if (isa == MatmulIsa::Neon) {
+    featuresNeon(job, n0, n1);
     return;
   }
 #endif
