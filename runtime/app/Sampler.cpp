@@ -2,6 +2,8 @@
 
 #include "runtime/app/Sampler.h"
 
+#include "hw/numerics/Elementary.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -64,13 +66,14 @@ int32_t Sampler::next(std::vector<float> &logits,
   if (options_.topK > 0)
     keep = std::min(keep, size_t(options_.topK));
   // Softmax over the kept candidates: exp((z - max) / T) in double, finite
-  // for every T > 0 (a tiny T gives the argmax probability 1).
+  // for every T > 0 (a tiny T gives the argmax probability 1). hw::exp, not
+  // libm's: the same seed draws the same token on every machine.
   const double maxLogit = logits[size_t(order[0])];
   std::vector<double> prob(keep);
   double sum = 0;
   for (size_t i = 0; i < keep; ++i) {
-    prob[i] = std::exp((double(logits[size_t(order[i])]) - maxLogit) /
-                       options_.temperature);
+    prob[i] = hw::exp((double(logits[size_t(order[i])]) - maxLogit) /
+                      options_.temperature);
     sum += prob[i];
   }
   for (float &z : logits)
