@@ -17,6 +17,18 @@
 #include <cstdint>
 #include <cstring>
 
+// twoSum, twoProduct and the double-double steps are exact only if every
+// a * b + c rounds twice; contracted into an FMA (GCC's default on aarch64)
+// log and pow lose accuracy and every function other bits. CMake compiles
+// PccxHw with -ffp-contract=off; this keeps the file right when a build
+// compiles it otherwise (except clang's -ffp-contract=fast, which ignores
+// the pragma).
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 namespace pccx::hw {
 
 namespace {
