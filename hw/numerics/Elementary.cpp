@@ -318,7 +318,7 @@ double sinKernel(double hi, double lo) {
 /// is formed exactly (r^2 split by Dekker) and rounded with the rest.
 double cosKernel(double hi, double lo) {
   // (-1)^n / (2n)! for n = 2 .. 9; the first term left out, r^20 / 20!, is
-  // below 2^-70.
+  // below 2^-67.
   constexpr double kC4 = 1.0 / 24, kC6 = -1.0 / 720, kC8 = 1.0 / 40320,
                    kC10 = -1.0 / 3628800, kC12 = 1.0 / 479001600,
                    kC14 = -1.0 / 87178291200, kC16 = 1.0 / 20922789888000,
