@@ -17,6 +17,18 @@
 #include <cstdint>
 #include <cstring>
 
+// twoSum, twoProduct and the double-double steps are exact only if every
+// a * b + c rounds twice; contracted into an FMA (GCC's default on aarch64)
+// log and pow lose accuracy and every function other bits. CMake compiles
+// PccxHw with -ffp-contract=off; this keeps the file right when a build
+// compiles it otherwise (except clang's -ffp-contract=fast, which ignores
+// the pragma).
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 namespace pccx::hw {
 
 namespace {
@@ -306,7 +318,7 @@ double sinKernel(double hi, double lo) {
 /// is formed exactly (r^2 split by Dekker) and rounded with the rest.
 double cosKernel(double hi, double lo) {
   // (-1)^n / (2n)! for n = 2 .. 9; the first term left out, r^20 / 20!, is
-  // below 2^-70.
+  // below 2^-67.
   constexpr double kC4 = 1.0 / 24, kC6 = -1.0 / 720, kC8 = 1.0 / 40320,
                    kC10 = -1.0 / 3628800, kC12 = 1.0 / 479001600,
                    kC14 = -1.0 / 87178291200, kC16 = 1.0 / 20922789888000,
