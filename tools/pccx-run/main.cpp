@@ -91,8 +91,14 @@ GENERATION:
   --temperature T          0 (default) is greedy
   --top-k K                keep the K most likely tokens (0: off)
   --top-p P                keep the smallest set with mass >= P (1: off)
+  --min-p P                keep the ids at least P times as likely as the
+                           most likely one (0: off; after top-k and top-p)
   --repetition-penalty R   divide (multiply, if negative) the logits of
                            every id seen so far by R (1: off)
+  --presence-penalty A     subtract A from the logit of every id seen so far
+                           (OpenAI's; -2..2, 0: off)
+  --frequency-penalty F    subtract F times its count from the logit of
+                           every id seen so far (OpenAI's; -2..2, 0: off)
   --seed S                 sampling seed (default 0)
   --stop-tokens IDS        stop after any of these ids (default: the
                            config's eos_token_id)
@@ -295,6 +301,12 @@ static int run(int argc, char **argv) {
       gen.sampling.topK = cl.count();
     } else if (cl.is("--top-p")) {
       gen.sampling.topP = cl.number();
+    } else if (cl.is("--min-p")) {
+      gen.sampling.minP = cl.number();
+    } else if (cl.is("--presence-penalty")) {
+      gen.sampling.presencePenalty = cl.number();
+    } else if (cl.is("--frequency-penalty")) {
+      gen.sampling.frequencyPenalty = cl.number();
     } else if (cl.is("--repetition-penalty")) {
       gen.sampling.repetitionPenalty = cl.number();
     } else if (cl.is("--seed")) {
