@@ -140,14 +140,7 @@ int main(int argc, char **argv) {
     else if (a == "--memcpy-mib" && i + 1 < argc)
       memcpyMiB = size_t(std::atol(argv[++i]));
     else if (a == "--isa" && i + 1 < argc) {
-      std::string name = argv[++i];
-      if (name == "scalar")
-        isa = sim::MatmulIsa::Scalar;
-      else if (name == "avx2")
-        isa = sim::MatmulIsa::Avx2;
-      else if (name == "neon")
-        isa = sim::MatmulIsa::Neon;
-      else
+      if (!sim::parseMatmulIsa(argv[++i], &isa))
         return usage();
     } else if (!a.empty() && a[0] != '-' && bundlePath.empty())
       bundlePath = a;

@@ -58,17 +58,10 @@ int main(int argc, char **argv) {
     else if (a == "--hardware")
       hardware = true;
     else if (a == "--isa" && i + 1 < argc) {
-      std::string name = argv[++i];
-      if (name == "scalar")
-        isa = sim::MatmulIsa::Scalar;
-      else if (name == "avx2")
-        isa = sim::MatmulIsa::Avx2;
-      else if (name == "neon")
-        isa = sim::MatmulIsa::Neon;
-      else {
+      if (!sim::parseMatmulIsa(argv[++i], &isa)) {
         std::fprintf(stderr,
                      "bench-sim-gemv: --isa %s: not scalar, avx2 or neon\n",
-                     name.c_str());
+                     argv[i]);
         return 2;
       }
     } else {

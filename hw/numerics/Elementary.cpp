@@ -100,6 +100,14 @@ void twoProduct(double a, double b, double &p, double &e) {
   e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
 }
 
+// (ah + al)(bh + bl) as h + l; the al * bl term is below the result's
+// precision and left out.
+void mulDoubleDouble(double ah, double al, double bh, double bl, double &h,
+                     double &l) {
+  twoProduct(ah, bh, h, l);
+  l += al * bh + ah * bl;
+}
+
 // ln 2 = kLn2Hi + kLn2Lo to 2^-102: kLn2Hi has 42 significant bits, so
 // k * kLn2Hi is exact for every |k| < 2^11 the reductions use.
 constexpr double kLn2Hi = 0x1.62e42fefa38p-1;
@@ -205,18 +213,14 @@ void logDoubleDouble(double x, double &hi, double &lo) {
   twoProduct(sh, sh, zh, zl);
   zl += 2 * sh * sl;
   double ch, cl;
-  twoProduct(zh, sh, ch, cl);
-  cl += zl * sh + zh * sl;
+  mulDoubleDouble(zh, zl, sh, sl, ch, cl);
   double fh, fl;
-  twoProduct(ch, zh, fh, fl);
-  fl += cl * zh + ch * zl;
+  mulDoubleDouble(ch, cl, zh, zl, fh, fl);
   // (2/3) s^3 and (2/5) s^5.
   double th, tl;
-  twoProduct(ch, kA3Hi, th, tl);
-  tl += cl * kA3Hi + ch * kA3Lo;
+  mulDoubleDouble(ch, cl, kA3Hi, kA3Lo, th, tl);
   double gh, gl;
-  twoProduct(fh, kA5Hi, gh, gl);
-  gl += fl * kA5Hi + fh * kA5Lo;
+  mulDoubleDouble(fh, fl, kA5Hi, kA5Lo, gh, gl);
 
   const double z = zh;
   const double rest =

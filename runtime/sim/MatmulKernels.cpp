@@ -410,6 +410,15 @@ const char *matmulIsaName(MatmulIsa isa) {
   return "scalar";
 }
 
+bool parseMatmulIsa(const std::string &name, MatmulIsa *isa) {
+  for (MatmulIsa each : {MatmulIsa::Scalar, MatmulIsa::Avx2, MatmulIsa::Neon})
+    if (name == matmulIsaName(each)) {
+      *isa = each;
+      return true;
+    }
+  return false;
+}
+
 void matmulFeatures(const MatmulJob &job, size_t n0, size_t n1, MatmulIsa isa) {
 #ifdef PCCX_SIM_HAVE_AVX2
   if (isa == MatmulIsa::Avx2) {

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace pccx::sim {
 
@@ -50,6 +51,8 @@ bool matmulIsaAvailable(MatmulIsa isa);
 /// The fastest kernel this CPU can run.
 MatmulIsa bestMatmulIsa();
 const char *matmulIsaName(MatmulIsa isa);
+/// The kernel named `name` ("scalar", "avx2", "neon"); false for others.
+bool parseMatmulIsa(const std::string &name, MatmulIsa *isa);
 
 /// Computes output features [n0, n1) of every row of `job` with kernel
 /// `isa`, which must be available.
