@@ -84,9 +84,12 @@ constexpr size_t kPrefetchBytes = 2048;
 
 /// The 32 weights of INT4 block `p` (16 bytes) in kernel order.
 PCCX_AVX2_INLINE void decodeInt4(const uint8_t *p, __m256 w[4]) {
-  __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
-  __m256i lo = _mm256_cvtepi8_epi32(bytes);                    // bytes 0-7
-  __m256i hi = _mm256_cvtepi8_epi32(_mm_srli_si128(bytes, 8)); // bytes 8-15
+  // Two 8-byte loads that widen as they load (vpmovsxbd m64): no separate
+  // load and byte shift.
+  __m256i lo = _mm256_cvtepi8_epi32(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))); // bytes 0-7
+  __m256i hi = _mm256_cvtepi8_epi32(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + 8))); // 8-15
   w[0] = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(lo, 28), 28));
   w[1] = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(hi, 28), 28));
   w[2] = _mm256_cvtepi32_ps(_mm256_srai_epi32(lo, 4));
@@ -163,14 +166,22 @@ PCCX_AVX2 float rowDotAvx2(const MatmulJob &job, const uint8_t *row,
                    _mm256_setzero_ps(), _mm256_setzero_ps()};
   __m256 v[4];
   if (job.int4) {
-    size_t blocks = job.rowStride / kBlockBytes4;
-    for (size_t b = 0; b < blocks; ++b) {
-      // Weights stream from DRAM through 4 KiB pages, where the hardware
-      // prefetcher stops: ask 2 KiB ahead, once per cache line.
-      if (b % 4 == 0)
-        _mm_prefetch(reinterpret_cast<const char *>(row) +
-                         kBlockBytes4 * b + kPrefetchBytes,
-                     _MM_HINT_T0);
+    const size_t blocks = job.rowStride / kBlockBytes4;
+    size_t b = 0;
+    // Four blocks (a cache line of weights) per iteration: fewer loop
+    // instructions beside the ~20 vector ones of a block. Weights stream
+    // from DRAM through 4 KiB pages, where the hardware prefetcher stops:
+    // each line is asked for 2 KiB ahead.
+    for (; b + 4 <= blocks; b += 4) {
+      _mm_prefetch(reinterpret_cast<const char *>(row) + kBlockBytes4 * b +
+                       kPrefetchBytes,
+                   _MM_HINT_T0);
+      for (size_t u = b; u < b + 4; ++u) {
+        decodeInt4(row + kBlockBytes4 * u, v);
+        accumulate(acc, v, x + kMatmulBlock * u);
+      }
+    }
+    for (; b < blocks; ++b) {
       decodeInt4(row + kBlockBytes4 * b, v);
       accumulate(acc, v, x + kMatmulBlock * b);
     }
