@@ -139,6 +139,7 @@ OUTPUT:
                            ids, reused cache positions, position after,
                            reply text, what ended it)
   -h, --help               show this help
+  --version                print the version and exit
 )";
 
 /// numerics.md figures between two sets of logits rows.

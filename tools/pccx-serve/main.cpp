@@ -59,6 +59,7 @@ LIMITS:
   --quiet                  no line per request on stderr (by default:
                            "pccx-serve: CLIENT METHOD PATH STATUS")
   -h, --help               show this help
+  --version                print the version and exit
 )";
 
 } // namespace
