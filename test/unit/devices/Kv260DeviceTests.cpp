@@ -13,8 +13,10 @@
 #include "runtime/devices/Kv260Device.h"
 #include "runtime/devices/Kv260Protocol.h"
 #include "runtime/devices/SimDevice.h"
+#include "runtime/prof/Profile.h"
 
 #include "hw/isa/Isa.h"
+#include "hw/machine/MachineModel.h"
 #include "hw/numerics/HalfFloat.h"
 #include "test/unit/devices/FakeSysfs.h"
 
@@ -125,6 +127,11 @@ struct FakeChannel {
   uint8_t tagSkew = 0;     ///< added to every status tag
   size_t maxOutstanding = 0;
   std::vector<uint8_t> streamed; ///< MM2S: bytes delivered to the NPU
+  /// HP lanes: streamed bytes the NPU has taken out of the weight FIFO,
+  /// where the record of the next GEMM starts, and whether the running
+  /// GEMM's record has ended on this lane.
+  size_t consumed = 0, recordStart = 0;
+  bool laneEnded = false;
   std::deque<uint8_t> produce;   ///< S2MM: bytes the NPU sends
 };
 
@@ -146,7 +153,28 @@ struct Board {
   std::string npuError;
   std::vector<uint8_t> record; ///< the weights of the GEMM running
 
+  /// Bytes the weight FIFO behind each HP port holds: a command on an HP
+  /// page completes only once its bytes fit, and the NPU empties the FIFO
+  /// only while a GEMM it has been given runs (back-pressure).
+  size_t weightFifoBytes = size_t(machine::weight_fifo_bytes_per_port);
+  /// Instruction words stored and not yet run: a GEMM runs once both of
+  /// its lanes have delivered their record (an EOF command each).
+  std::deque<uint64_t> npuQueue;
+
   FakeChannel &channel(Channel c) { return channels[unsigned(c)]; }
+  static bool isWeightPort(Channel c) { return unsigned(c) < 4; }
+
+  /// Whether the oldest command of `c` can complete now.
+  bool canComplete(Channel c) {
+    FakeChannel &ch = channel(c);
+    if (ch.commands.empty())
+      return false;
+    if (!isWeightPort(c) || ch.commands.front().malformed)
+      return true;
+    return ch.streamed.size() - ch.consumed +
+               ch.commands.front().command.bytes <=
+           weightFifoBytes;
+  }
 
   /// The bytes an instruction consumes: every command queued on `c`, done
   /// now, as the NPU pulls the stream.
@@ -159,13 +187,57 @@ struct Board {
                                 ch.streamed.end());
   }
 
+  /// A running GEMM drains lane `c` up to the end of its record; true once
+  /// the lane's EOF command has completed.
+  bool drainLane(Channel c) {
+    FakeChannel &ch = channel(c);
+    while (!ch.stuck && !ch.laneEnded && !ch.commands.empty()) {
+      const bool eof = ch.commands.front().command.eof;
+      complete(c);
+      ch.consumed = ch.streamed.size();
+      ch.laneEnded = eof;
+    }
+    return ch.laneEnded;
+  }
+
   void onInstruction(uint64_t w) {
     events.push_back(instruction(w));
-    if (!npu)
-      return;
-    isa::Instruction inst;
-    if (!isa::decode(w, inst, &npuError))
-      return;
+    npuQueue.push_back(w);
+    runNpu();
+  }
+
+  /// Runs the stored words in order while they can run.
+  void runNpu() {
+    while (!npuQueue.empty()) {
+      const uint64_t w = npuQueue.front();
+      isa::Instruction inst;
+      const bool valid = isa::decode(w, inst, &npuError);
+      if (valid && inst.opcode == isa::Opcode::Gemm) {
+        FakeChannel &upper = channel(Channel::Hp0),
+                    &lower = channel(Channel::Hp1);
+        const size_t from[2] = {upper.recordStart, lower.recordStart};
+        const bool a = drainLane(Channel::Hp0);
+        // A record of one beat has nothing on the second lane.
+        const bool b = drainLane(Channel::Hp1) ||
+                       (a && upper.streamed.size() - from[0] <= 16 &&
+                        lower.commands.empty());
+        if (!a || !b)
+          return; // the rest of the record is not queued yet
+        record.assign(upper.streamed.begin() + from[0], upper.streamed.end());
+        record.insert(record.end(), lower.streamed.begin() + from[1],
+                      lower.streamed.end());
+        for (FakeChannel *ch : {&upper, &lower}) {
+          ch->laneEnded = false;
+          ch->recordStart = ch->streamed.size();
+        }
+      }
+      npuQueue.pop_front();
+      if (valid && npu)
+        runOnSimulator(w, inst);
+    }
+  }
+
+  void runOnSimulator(uint64_t w, const isa::Instruction &inst) {
     const bool memcpy = inst.opcode == isa::Opcode::Memcpy;
     const bool load = memcpy && inst.get(isa::Field::Memcpy_from_device) &&
                       !inst.get(isa::Field::Memcpy_to_device);
@@ -175,13 +247,9 @@ struct Board {
         npu->window()[i / 2] =
             hw::bf16ToFloat(uint16_t(bytes[i] | bytes[i + 1] << 8));
     }
-    if (inst.opcode == isa::Opcode::Gemm) {
+    if (inst.opcode == isa::Opcode::Gemm)
       // The simulator reads the record when the GEMM runs: keep it here.
-      record = pull(Channel::Hp0);
-      std::vector<uint8_t> lower = pull(Channel::Hp1);
-      record.insert(record.end(), lower.begin(), lower.end());
       npu->pushWeights(record.data(), record.size());
-    }
     if (!npu->issue(w, events.size(), &npuError) || !npu->sync(&npuError))
       return;
     if (memcpy && !load) {
@@ -233,8 +301,9 @@ struct Board {
   uint32_t readPage(Channel c, uint32_t reg) {
     FakeChannel &ch = channel(c);
     if (reg == kv260::kPageFlags) {
-      if (!ch.stuck && !ch.commands.empty() &&
-          --ch.commands.front().readsLeft == 0)
+      if (!ch.stuck && canComplete(c) &&
+          (ch.commands.front().readsLeft == 0 ||
+           --ch.commands.front().readsLeft == 0))
         complete(c);
       uint32_t flags = ch.sticky;
       if (ch.commands.empty())
@@ -289,6 +358,7 @@ struct Board {
       ch.maxOutstanding = std::max(ch.maxOutstanding, ch.commands.size());
       events.push_back(command(c, p.command.address, p.command.bytes,
                                p.command.tag, p.command.eof));
+      runNpu(); // a GEMM waiting for the rest of its record
       return;
     }
     }
@@ -727,7 +797,9 @@ TEST(Kv260Device, GemmRecordIsSplitOverBothLanes) {
 }
 
 TEST(Kv260Device, LongRecordsAreChunkedAndTheFifosNeverOverflow) {
-  // Commands of at most 32 bytes: a 640-byte record is 10 per lane.
+  // Commands of at most 32 bytes: a 640-byte record is 10 per lane. The
+  // first 8 of each lane go before the word, the other 2 after it
+  // (Kv260TransferPlan.h).
   Fixture f(8192, 100, 32);
   ASSERT_NE(f.device, nullptr);
   // Slow enough that the driver must pop a status to push its ninth.
@@ -739,12 +811,13 @@ TEST(Kv260Device, LongRecordsAreChunkedAndTheFifosNeverOverflow) {
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   std::vector<Event> expected;
   for (uint8_t i = 0; i < 10; ++i) {
+    if (i == kv260::kPageFifoDepth)
+      expected.push_back(instruction(kGemm));
     expected.push_back(
         command(Channel::Hp0, kPhys + 4096 + 32 * i, 32, i, i == 9));
     expected.push_back(
         command(Channel::Hp1, kPhys + 4096 + 320 + 32 * i, 32, i, i == 9));
   }
-  expected.push_back(instruction(kGemm));
   EXPECT_EQ(f.board.events, expected);
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
   EXPECT_EQ(f.board.channel(Channel::Hp0).maxOutstanding,
@@ -755,6 +828,40 @@ TEST(Kv260Device, LongRecordsAreChunkedAndTheFifosNeverOverflow) {
   const auto &lower = f.board.channel(Channel::Hp1).streamed;
   both.insert(both.end(), lower.begin(), lower.end());
   EXPECT_EQ(both, record);
+}
+
+// An LM-head tile of 67 362 784 B is 9 commands of 4 MiB per lane, and the
+// 64 KiB weight FIFO holds less than one: no command of the record can
+// complete before the GEMM's word is stored. Pushing a ninth command
+// before the word (waiting for the first's status) never returns. Here
+// with 32-byte commands and a 16-byte FIFO, two GEMMs in a row.
+TEST(Kv260Device, ARecordLongerThanTheQueuesDoesNotDeadlock) {
+  Fixture f(8192, 1000, 32);
+  ASSERT_NE(f.device, nullptr);
+  f.board.weightFifoBytes = 16;
+  std::vector<uint8_t> first(640), second(576);
+  for (size_t i = 0; i < first.size(); ++i)
+    first[i] = uint8_t(i * 7 + 1);
+  for (size_t i = 0; i < second.size(); ++i)
+    second[i] = uint8_t(i * 5 + 3);
+  f.device->pushWeights(first.data(), first.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  f.device->pushWeights(second.data(), second.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  EXPECT_TRUE(f.board.npuQueue.empty());
+  std::vector<uint8_t> both = f.board.channel(Channel::Hp0).streamed;
+  const auto &lower = f.board.channel(Channel::Hp1).streamed;
+  std::vector<uint8_t> expected(first.begin(), first.begin() + 320);
+  expected.insert(expected.end(), second.begin(), second.begin() + 288);
+  expected.insert(expected.end(), first.begin() + 320, first.end());
+  expected.insert(expected.end(), second.begin() + 288, second.end());
+  both.insert(both.end(), lower.begin(), lower.end());
+  EXPECT_EQ(both, expected);
+  for (Channel c : {Channel::Hp0, Channel::Hp1}) {
+    EXPECT_EQ(f.board.channel(c).sticky, 0u);
+    EXPECT_LE(f.board.channel(c).maxOutstanding, kv260::kPageFifoDepth);
+  }
 }
 
 TEST(Kv260Device, StagingWaitsUntilThePreviousRecordIsRead) {
@@ -1081,3 +1188,114 @@ TEST(Kv260Device, UioWithoutMapIsReported) {
 }
 
 } // namespace
+
+//===-- One transfer plan for the driver and the timing model ---------------===//
+
+// The same program through the driver (on the fake board) and through
+// pccx-prof's replay: both take their DataMover commands from
+// Kv260TransferPlan.h, so the words and commands reach the board in the
+// same order with the same channels, sizes and EOF marks. Records longer
+// than the command queues (32-byte commands) put commands after the word.
+TEST(Kv260TransferPlan, TheDriverAndTheTimingModelIssueTheSameStream) {
+  const char *text[] = {
+      "memset dest_cache=fmap_shape dest_addr=4 a_value=1 b_value=1 "
+      "c_value=8",
+      "memset dest_cache=fmap_shape dest_addr=2 a_value=1 b_value=0 "
+      "c_value=0",
+      "memset dest_cache=weight_shape dest_addr=7 a_value=2 b_value=3 "
+      "c_value=1",
+      "memcpy from_device=1 to_device=0 dest_addr=0x00010 shape_ptr_addr=4",
+      "gemm dest_reg=0x00020 src_addr=0x00010 size_ptr_addr=7 "
+      "shape_ptr_addr=2",
+      "gemm dest_reg=0x00030 src_addr=0x00010 size_ptr_addr=7 "
+      "shape_ptr_addr=2",
+      "gemm dest_reg=0x00040 src_addr=0x00010 size_ptr_addr=7 "
+      "shape_ptr_addr=2",
+      "memcpy from_device=0 to_device=1 src_addr=0x00020 shape_ptr_addr=4"};
+  const size_t count = sizeof(text) / sizeof(text[0]);
+  // Records at offsets of a resident section: 640 B (10 commands a lane),
+  // 48 B (2 beats and 1: a command each), 1000 B (32 beats and 31: 16
+  // commands a lane).
+  std::vector<uint8_t> section(2048);
+  for (size_t i = 0; i < section.size(); ++i)
+    section[i] = uint8_t(i * 11 + 3);
+  const std::pair<size_t, size_t> records[] = {{0, 640}, {640, 48},
+                                               {688, 1000}};
+
+  exec::Program program;
+  program.section = "decode";
+  program.weights.resize(count);
+  size_t gemms = 0;
+  for (size_t i = 0; i < count; ++i) {
+    isa::Instruction inst;
+    std::string error;
+    ASSERT_TRUE(isa::assemble(text[i], inst, &error)) << error;
+    program.words.push_back(word(inst));
+    if (inst.opcode == isa::Opcode::Gemm) {
+      exec::WeightRef &ref = program.weights[i];
+      ref.kind = exec::WeightRef::Kind::Static;
+      ref.data = section.data() + records[gemms].first;
+      ref.bytes = records[gemms].second;
+      ++gemms;
+    }
+  }
+  exec::Segment segment;
+  segment.name = "all";
+  segment.end = uint32_t(count);
+  program.segments.push_back(segment);
+
+  // The timing model's stream.
+  std::vector<prof::IssuedItem> modelled;
+  prof::ReplayContext context;
+  context.target = machine::Target::V002Rtl;
+  context.maxCommandBytes = 32;
+  context.issued = &modelled;
+  prof::StepProfile step;
+  std::string error;
+  ASSERT_TRUE(
+      prof::profileStep(program, context, 0, prof::Params(), &step, &error))
+      << error;
+
+  // The driver's, on a board whose weight FIFOs hold less than a command.
+  Fixture f(16384, 1000, 32);
+  ASSERT_NE(f.device, nullptr);
+  f.board.weightFifoBytes = 16;
+  ASSERT_TRUE(
+      f.device->keepWeightsResident(section.data(), section.size(), &f.error))
+      << f.error;
+  f.board.events.clear();
+  for (size_t i = 0; i < count; ++i) {
+    const exec::WeightRef &ref = program.weights[i];
+    if (ref.kind == exec::WeightRef::Kind::Static)
+      f.device->pushWeights(ref.data, size_t(ref.bytes));
+    ASSERT_TRUE(f.device->issue(program.words[i], i, &f.error)) << f.error;
+  }
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  std::vector<prof::IssuedItem> driven;
+  for (const Event &e : f.board.events) {
+    prof::IssuedItem item;
+    item.instruction = e.instruction;
+    item.word = e.word;
+    item.channel = unsigned(e.channel);
+    item.bytes = e.bytes;
+    item.eof = e.eof;
+    driven.push_back(item);
+  }
+  ASSERT_EQ(driven.size(), modelled.size());
+  for (size_t i = 0; i < driven.size(); ++i)
+    EXPECT_TRUE(driven[i] == modelled[i])
+        << "item " << i << ": the driver issued " << f.board.events[i];
+  // 8 words; 20, 2 and 32 weight commands; 2 MEMCPY commands.
+  EXPECT_EQ(driven.size(), size_t(8 + 20 + 2 + 32 + 2));
+  // The first long record's word follows 8 commands of each lane (after
+  // 3 MEMSETs and the load's command and word).
+  EXPECT_TRUE(driven[3 + 2 + 16].instruction);
+  EXPECT_FALSE(driven[3 + 2 + 15].instruction);
+  // Every command's status was taken and every record streamed whole.
+  EXPECT_EQ(f.board.channel(Channel::Hp0).streamed.size() +
+                f.board.channel(Channel::Hp1).streamed.size(),
+            size_t(640 + 48 + 1000));
+  EXPECT_EQ(step.counts.portBytes[0] + step.counts.portBytes[1],
+            uint64_t(640 + 48 + 1000));
+  EXPECT_EQ(step.counts.memcpyBytes, uint64_t(2 * 16));
+}
