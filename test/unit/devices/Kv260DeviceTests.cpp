@@ -50,6 +50,7 @@ struct Event {
   uint32_t address = 0, bytes = 0;
   uint8_t tag = 0;
   bool eof = false;
+  uint32_t attributes = 0; ///< xUSER << 4 | xCACHE
   bool operator==(const Event &o) const {
     return instruction == o.instruction && word == o.word &&
            (instruction || (channel == o.channel && address == o.address &&
@@ -358,6 +359,7 @@ struct Board {
       ch.maxOutstanding = std::max(ch.maxOutstanding, ch.commands.size());
       events.push_back(command(c, p.command.address, p.command.bytes,
                                p.command.tag, p.command.eof));
+      events.back().attributes = p.command.attributes;
       runNpu(); // a GEMM waiting for the rest of its record
       return;
     }
@@ -509,12 +511,14 @@ TEST(Kv260Protocol, CommandPacksAsTheDataMoverReadsIt) {
   ASSERT_TRUE(kv260::pack(0x40001000, 0x200, 9, true, &w, &why)) << why;
   EXPECT_EQ(w.low, 0x200u | (1u << 23) | (1u << 30));
   EXPECT_EQ(w.high, 0x40001000u);
-  EXPECT_EQ(w.ext, 9u);
+  // CMD_EXT: the tag in 3:0, xCACHE = xUSER = 0xF in 15:8.
+  EXPECT_EQ(w.ext, 0xff09u);
   kv260::Command c;
   ASSERT_TRUE(kv260::unpack(w, &c, &why)) << why;
   EXPECT_EQ(c.address, 0x40001000u);
   EXPECT_EQ(c.bytes, 0x200u);
   EXPECT_EQ(c.tag, 9);
+  EXPECT_EQ(c.attributes, 0xffu);
   EXPECT_TRUE(c.eof);
   ASSERT_TRUE(kv260::pack(0, 16, 0, false, &w, &why));
   EXPECT_EQ(w.low, 16u | (1u << 23));
@@ -536,6 +540,7 @@ TEST(Kv260Protocol, MalformedCommandsAreRefused) {
   EXPECT_FALSE(kv260::unpack({16, 0, 0}, &c, &why)); // FIXED burst
   EXPECT_FALSE(kv260::unpack({16 | (1u << 23) | (1u << 24), 0, 0}, &c, &why));
   EXPECT_FALSE(kv260::unpack({16 | (1u << 23), 0, 0x10}, &c, &why));
+  EXPECT_FALSE(kv260::unpack({16 | (1u << 23), 0, 0x10000}, &c, &why));
   EXPECT_FALSE(kv260::unpack({1u << 23, 0, 0}, &c, &why));
   EXPECT_TRUE(contains(why, "0 bytes")) << why;
 }
@@ -1282,6 +1287,10 @@ TEST(Kv260TransferPlan, TheDriverAndTheTimingModelIssueTheSameStream) {
     driven.push_back(item);
   }
   ASSERT_EQ(driven.size(), modelled.size());
+  // Every command carries the xCACHE/xUSER the board software writes.
+  for (const Event &e : f.board.events)
+    if (!e.instruction)
+      EXPECT_EQ(e.attributes, 0xffu) << e;
   for (size_t i = 0; i < driven.size(); ++i)
     EXPECT_TRUE(driven[i] == modelled[i])
         << "item " << i << ": the driver issued " << f.board.events[i];
