@@ -117,12 +117,8 @@ std::string describeNpuStatus(uint32_t s) {
     names += ", busy";
   if (s & kv260::kStatusDone)
     names += ", done";
-  if (s & kv260::kStatusCvoBusy)
-    names += ", CVO busy";
-  if (s & kv260::kStatusCvoDispatchBusy)
-    names += ", CVO dispatch busy";
-  if (s & kv260::kStatusStoreBusy)
-    names += ", store busy";
+  if (s & ~kv260::kStatusStableBits)
+    names += ", debug bits 0x" + formatString("%x", s & ~kv260::kStatusStableBits);
   return formatString("0x%08x", s) +
          (names.empty() ? "" : " (" + names.substr(2) + ")");
 }
@@ -306,6 +302,13 @@ bool Kv260Device::drainAll(std::string *error) {
 bool Kv260Device::waitNpu(std::string *error) {
   if (!npuActive_)
     return true;
+  if (!lastSignalsDone_) {
+    // A MEMCPY raises no done and leaves BUSY set. The NPU runs in order,
+    // so the last MEMCPY's DataMover status, popped before this, says that
+    // it and everything before it have finished.
+    npuActive_ = false;
+    return true;
+  }
   // The status FIFO still holds words from before the last issue.
   for (unsigned i = 0; i < kv260::kStatusFifoDepth; ++i)
     regs_->read32(kv260::kRegStatus);
@@ -317,19 +320,14 @@ bool Kv260Device::waitNpu(std::string *error) {
       return false;
     }
     // DONE is cleared when an op starts and set by the done pulse of a
-    // MEMSET, CVO or store; a GEMM or a load from the host has none, so
-    // after one of those only the engines' own busy bits can be waited for.
-    const bool idle = lastSignalsDone_ ? (status & kv260::kStatusDone) &&
-                                             !(status & kv260::kStatusBusy)
-                                       : !(status & kv260::kStatusEnginesBusy);
-    if (idle) {
+    // MEMSET, CVO or GEMM store.
+    if ((status & kv260::kStatusDone) && !(status & kv260::kStatusBusy)) {
       npuActive_ = false;
       return true;
     }
   }
-  *error = formatString("timed out waiting for the NPU: %s after %llu status "
-                        "reads (last status %s)",
-                        lastSignalsDone_ ? "no done" : "engines still busy",
+  *error = formatString("timed out waiting for the NPU: no done after %llu "
+                        "status reads (last status %s)",
                         (unsigned long long)options_.pollLimit,
                         describeNpuStatus(status).c_str());
   return false;
@@ -476,7 +474,9 @@ bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
              " (docs/kv260.md, hardware requests)";
     return false;
   }
-  bool signalsDone = true;
+  // MEMSET, CVO and GEMM (its result store) end with a done pulse; a
+  // MEMCPY in either direction does not (Kv260Protocol.h).
+  const bool signalsDone = inst.opcode != isa::Opcode::Memcpy;
   if (inst.opcode == isa::Opcode::Memset &&
       inst.get(isa::Field::Memset_dest_cache) == 0) {
     // Mirror the fmap_shape bank: MEMCPY lengths come from it.
@@ -529,24 +529,27 @@ bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
       hw::floatToBf16Row(shadow_.data(), lanes, size_t(words * 8));
       if (!dma_->flush(0, size_t(words * 16), error))
         return false;
-      signalsDone = false;
     } else {
       toShadow_ = std::max(toShadow_, words);
     }
-    for (const kv260::PlannedCommand &c : plan.commands)
-      if (!pushCommand(c.channel, c.offset, c.bytes, c.eof, error))
+    afterWord_.clear();
+    for (size_t i = 0; i < plan.commands.size(); ++i)
+      if (i >= plan.beforeWord)
+        afterWord_.push_back(plan.commands[i]);
+      else if (!pushCommand(plan.commands[i].channel, plan.commands[i].offset,
+                            plan.commands[i].bytes, plan.commands[i].eof,
+                            error))
         return false;
   }
-  if (inst.opcode == isa::Opcode::Gemm) {
-    if (!flushPendingWeights(index, error))
-      return false;
-    signalsDone = false;
-  }
+  if (inst.opcode == isa::Opcode::Gemm &&
+      !flushPendingWeights(index, error))
+    return false;
   regs_->write64(kv260::kRegInstruction, word);
   npuActive_ = true;
   lastSignalsDone_ = signalsDone;
-  // The commands beyond the queues' depth: the NPU drains the record now,
-  // so each waits for a slot (pushCommand pops the oldest status first).
+  // The plan's commands after the word: a MEMCPY's, and a record's beyond
+  // the queues' depth, which the NPU drains now (each waits for a slot:
+  // pushCommand pops the oldest status first).
   for (const kv260::PlannedCommand &c : afterWord_)
     if (!pushCommand(c.channel, c.offset, c.bytes, c.eof, error)) {
       *error = where + *error;

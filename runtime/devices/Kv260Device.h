@@ -168,8 +168,8 @@ private:
   std::array<std::deque<Outstanding>, kv260::kChannelCount> outstanding_;
   std::array<uint8_t, kv260::kChannelCount> nextTag_{};
   /// An instruction was issued since the NPU was last seen idle, and
-  /// whether the last one ends with a done pulse (MEMSET, CVO, store to the
-  /// host) or not (GEMM, load from the host).
+  /// whether the last one ends with a done pulse (MEMSET, CVO, GEMM) or not
+  /// (MEMCPY).
   bool npuActive_ = false, lastSignalsDone_ = false;
 };
 

@@ -39,18 +39,17 @@ constexpr uint32_t kControlPageBytes = 0x1000;
 constexpr unsigned kInstructionFifoDepth = 8;
 constexpr unsigned kStatusFifoDepth = 8;
 
-/// Status word bits (pccx_npu_top `mmio_npu_stat`; bits 63:32 are 0).
-constexpr uint32_t kStatusBusy = 1u << 0; ///< an op started and no done yet,
-                                          ///< or an engine is busy
-constexpr uint32_t kStatusDone = 1u << 1; ///< a MEMSET, CVO or store to the
-                                          ///< host completed since the last
-                                          ///< op started (sticky)
-constexpr uint32_t kStatusCvoBusy = 1u << 5;
-constexpr uint32_t kStatusCvoDispatchBusy = 1u << 6;
-constexpr uint32_t kStatusStoreBusy = 1u << 7;
-/// The engines whose activity the status shows one by one.
-constexpr uint32_t kStatusEnginesBusy =
-    kStatusCvoBusy | kStatusCvoDispatchBusy | kStatusStoreBusy;
+/// Status word bits (pccx_npu_top `mmio_npu_stat`; bits 63:32 are 0). Only
+/// bits 0 and 1 mean the same in every image; bits 2-15 are debug bits
+/// each bitstream maps differently (deploy repository
+/// pccxai/v002-kv260-deploy-20260527, board logs of the v28-v37 images), so
+/// the driver reads nothing else.
+constexpr uint32_t kStatusBusy = 1u << 0; ///< an op started and no done yet
+/// An op that pulses done completed since the last op started (sticky).
+/// MEMSET, CVO and the GEMM's result store (store_done) pulse it; neither
+/// MEMCPY direction does, and BUSY stays set after one (the same logs).
+constexpr uint32_t kStatusDone = 1u << 1;
+constexpr uint32_t kStatusStableBits = kStatusBusy | kStatusDone;
 /// What a read returns when nothing answers at the address.
 constexpr uint32_t kStatusNoResponse = 0xffffffffu;
 

@@ -90,9 +90,13 @@ struct PlanOptions {
 /// it), the rest after it, each waiting for a slot of the command FIFO as
 /// the NPU drains the record.
 ///
-/// A host-window MEMCPY is one command before the word; a load waits for
-/// the window's last store to have landed, a store for the last load to
-/// have read the window.
+/// A host-window MEMCPY is one command, pushed after its word is stored:
+/// the board software does it in that order, and a DataMover transfer the
+/// NPU is not waiting for poisons the channel's next one until the
+/// bitstream is reloaded (deploy repository
+/// pccxai/v002-kv260-deploy-20260527, board logs of the v28-v37 images). A
+/// load waits for the window's last store to have landed, a store for the
+/// last load to have read the window.
 inline TransferPlan planTransfer(Stream stream, uint64_t bytes,
                                  const PlanOptions &options) {
   TransferPlan plan;
@@ -101,7 +105,7 @@ inline TransferPlan planTransfer(Stream stream, uint64_t bytes,
     plan.drainFirst.push_back(stream == Stream::HostToL2 ? Channel::AcpResult
                                                          : Channel::AcpFmap);
     plan.commands.push_back({ch.lanes[0], 0, bytes, true});
-    plan.beforeWord = 1;
+    plan.beforeWord = 0;
     return plan;
   }
   if (options.staged)

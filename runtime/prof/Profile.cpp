@@ -573,8 +573,8 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
           uint64_t(16 * words), device::kv260::PlanOptions());
       for (device::kv260::Channel c : plan.drainFirst)
         drain(c, what);
-      for (const device::kv260::PlannedCommand &c : plan.commands)
-        push(c, -1, hostNs, what);
+      for (size_t i = 0; i < plan.beforeWord; ++i)
+        push(plan.commands[i], -1, hostNs, what);
       op.latencyNs = p_.host_dma_latency_ns;
       chargePorts(plan, op);
       op.busyNs = streamNs(op);

@@ -133,6 +133,11 @@ struct FakeChannel {
   /// GEMM's record has ended on this lane.
   size_t consumed = 0, recordStart = 0;
   bool laneEnded = false;
+  /// Host-window channels: MEMCPY words stored whose command has not come
+  /// yet, and whether a transfer no MEMCPY waited for has poisoned the
+  /// channel (its next transfers fail until the bitstream is reloaded).
+  unsigned memcpysWaiting = 0;
+  bool poisoned = false;
   std::deque<uint8_t> produce;   ///< S2MM: bytes the NPU sends
 };
 
@@ -143,6 +148,12 @@ struct Board {
   std::array<FakeChannel, kv260::kChannelCount> channels;
   std::deque<uint32_t> statusScript; ///< consumed one per status read
   uint32_t statusAfterScript = kv260::kStatusDone; ///< idle
+  /// Instead of statusAfterScript, the status as the board logs show it:
+  /// DONE after a MEMSET, CVO or GEMM, BUSY (and no DONE) after a MEMCPY,
+  /// and debug bits 2-15 that mean something else in every image.
+  bool siliconStatus = false;
+  uint32_t debugBits = 0xa4;
+  bool lastWasMemcpy = false;
   size_t statusReads = 0;
   bool silent = false;  ///< every read returns all ones
   unsigned latency = 2; ///< FLAGS reads a command takes
@@ -163,6 +174,13 @@ struct Board {
   std::deque<uint64_t> npuQueue;
 
   FakeChannel &channel(Channel c) { return channels[unsigned(c)]; }
+  /// v002-rtl: (1, 0) loads from the host, every other pair stores to it.
+  static Channel memcpyChannel(const isa::Instruction &inst) {
+    return inst.get(isa::Field::Memcpy_from_device) &&
+                   !inst.get(isa::Field::Memcpy_to_device)
+               ? Channel::AcpFmap
+               : Channel::AcpResult;
+  }
   static bool isWeightPort(Channel c) { return unsigned(c) < 4; }
 
   /// Whether the oldest command of `c` can complete now.
@@ -203,6 +221,12 @@ struct Board {
 
   void onInstruction(uint64_t w) {
     events.push_back(instruction(w));
+    isa::Instruction decoded;
+    std::string why;
+    lastWasMemcpy = isa::decode(w, decoded, &why) &&
+                    decoded.opcode == isa::Opcode::Memcpy;
+    if (lastWasMemcpy)
+      ++channel(memcpyChannel(decoded)).memcpysWaiting;
     npuQueue.push_back(w);
     runNpu();
   }
@@ -232,6 +256,10 @@ struct Board {
           ch->recordStart = ch->streamed.size();
         }
       }
+      if (valid && inst.opcode == isa::Opcode::Memcpy &&
+          channel(memcpyChannel(inst)).commands.empty() &&
+          channel(memcpyChannel(inst)).memcpysWaiting > 0)
+        return; // the MEMCPY waits for its DataMover command
       npuQueue.pop_front();
       if (valid && npu)
         runOnSimulator(w, inst);
@@ -360,6 +388,15 @@ struct Board {
       events.push_back(command(c, p.command.address, p.command.bytes,
                                p.command.tag, p.command.eof));
       events.back().attributes = p.command.attributes;
+      if (!isWeightPort(c)) {
+        if (ch.poisoned)
+          p.malformed = true; // fails: see complete()
+        if (ch.memcpysWaiting > 0)
+          --ch.memcpysWaiting;
+        else
+          ch.poisoned = true;
+        ch.commands.back().malformed = p.malformed;
+      }
       runNpu(); // a GEMM waiting for the rest of its record
       return;
     }
@@ -375,6 +412,9 @@ public:
       return 0xffffffffu;
     if (offset < kv260::kControlPageBytes) {
       ++board_.statusReads;
+      if (board_.statusScript.empty() && board_.siliconStatus)
+        return board_.debugBits | (board_.lastWasMemcpy ? kv260::kStatusBusy
+                                                         : kv260::kStatusDone);
       if (board_.statusScript.empty())
         return board_.statusAfterScript;
       uint32_t s = board_.statusScript.front();
@@ -708,10 +748,10 @@ TEST(Kv260Device, HostToDeviceCopyIsOnePageAtTheWindowBase) {
   // a*b*c = 4*3*1 = 12 elements: 2 words. aux_addr never reaches the board.
   const uint64_t shape = fmapShape(2, 4, 3, 1), copy = memcpyWord(true, 9, 2);
   ASSERT_TRUE(f.issueAll({shape, copy})) << f.error;
+  // The word first, then its command (Kv260TransferPlan.h).
   EXPECT_EQ(f.board.events,
-            (std::vector<Event>{instruction(shape),
-                                command(Channel::AcpFmap, kPhys, 32, 0),
-                                instruction(copy)}));
+            (std::vector<Event>{instruction(shape), instruction(copy),
+                                command(Channel::AcpFmap, kPhys, 32, 0)}));
   for (size_t i = 0; i < 16; ++i)
     EXPECT_EQ(f.lane(i), hw::floatToBf16(window[i])) << i;
   EXPECT_EQ(f.lane(16), 0); // the third word is not converted
@@ -738,9 +778,8 @@ TEST(Kv260Device, DeviceToHostCopyArrivesAtSync) {
   const uint64_t shape = fmapShape(1, 3, 1, 8), copy = memcpyWord(false, 0, 1);
   ASSERT_TRUE(f.issueAll({shape, copy})) << f.error;
   EXPECT_EQ(f.board.events,
-            (std::vector<Event>{instruction(shape),
-                                command(Channel::AcpResult, kPhys, 48, 0),
-                                instruction(copy)}));
+            (std::vector<Event>{instruction(shape), instruction(copy),
+                                command(Channel::AcpResult, kPhys, 48, 0)}));
   EXPECT_EQ(f.device->window()[5], 0.0f); // not before the sync
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
   for (size_t i = 0; i < 24; ++i)
@@ -749,8 +788,29 @@ TEST(Kv260Device, DeviceToHostCopyArrivesAtSync) {
   // One cache command for exactly the words the NPU wrote.
   ASSERT_EQ(f.memory.invalidates.size(), 1u);
   EXPECT_EQ(f.memory.invalidates[0], std::make_pair(size_t(0), size_t(48)));
-  // The store ends with a done pulse: 8 stale words, then one idle+done.
-  EXPECT_EQ(f.board.statusReads, kv260::kStatusFifoDepth + 1);
+  // A MEMCPY ends with no done pulse: its DataMover status is its
+  // completion, and the NPU status is not read.
+  EXPECT_EQ(f.board.statusReads, 0u);
+}
+
+// A DataMover transfer no MEMCPY waits for poisons the channel's next
+// transfer on the board; the board software stores the MEMCPY word first.
+// Two loads and two stores in a row: none fails (the driver that pushed
+// the command before the word failed the second of each here).
+TEST(Kv260Device, MemcpyWordsGoBeforeTheirCommands) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  const uint64_t shape = fmapShape(1, 8, 1, 1), load = memcpyWord(true, 0, 1),
+                 store = memcpyWord(false, 0, 1);
+  ASSERT_TRUE(f.issueAll({shape, load, store, load, store})) << f.error;
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  EXPECT_FALSE(f.board.channel(Channel::AcpFmap).poisoned);
+  EXPECT_FALSE(f.board.channel(Channel::AcpResult).poisoned);
+  ASSERT_EQ(f.board.events.size(), 9u);
+  for (size_t i = 1; i < 9; i += 2) {
+    EXPECT_TRUE(f.board.events[i].instruction) << i;
+    EXPECT_FALSE(f.board.events[i + 1].instruction) << i;
+  }
 }
 
 TEST(Kv260Device, CopyLengthChecks) {
@@ -1117,32 +1177,50 @@ TEST(Kv260Device, SyncSkipsStaleStatusWordsAndWaitsForDone) {
 TEST(Kv260Device, AStuckBusyNpuTimesOut) {
   Fixture f(8192, 5);
   ASSERT_NE(f.device, nullptr);
-  f.board.statusAfterScript = kv260::kStatusBusy | kv260::kStatusCvoBusy;
+  f.board.statusAfterScript = kv260::kStatusBusy | (1u << 5);
   ASSERT_TRUE(f.issueAll({fmapShape(0, 1, 1, 1)}));
   EXPECT_FALSE(f.device->sync(&f.error));
   EXPECT_TRUE(contains(f.error, "timed out waiting for the NPU: no done after "
                                 "5 status reads (last status 0x00000021 "
-                                "(busy, CVO busy))"))
+                                "(busy, debug bits 0x20))"))
       << f.error;
 }
 
-TEST(Kv260Device, AfterAGemmOnlyTheEnginesBusyBitsAreWaitedFor) {
-  Fixture f(8192, 5);
+// The board logs: MEMSET, CVO and the GEMM's result store raise DONE;
+// neither MEMCPY direction does (BUSY stays 1); bits 2-15 are debug bits
+// that differ between images. The driver waits for DONE after the first
+// three and takes a MEMCPY's DataMover status as its completion; it never
+// reads the debug bits (the old wait for "engines idle" bits after a GEMM,
+// and for DONE after a MEMCPY store, timed out here).
+TEST(Kv260Device, DoneIsWaitedForAfterAGemmButNotAfterAMemcpy) {
+  Fixture f(8192, 50);
   ASSERT_NE(f.device, nullptr);
-  // A GEMM has no done pulse: BUSY stays set, DONE stays clear.
-  f.board.statusAfterScript = kv260::kStatusBusy;
+  f.board.siliconStatus = true;
   std::vector<uint8_t> record(64);
-  f.device->pushWeights(record.data(), record.size());
-  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  ASSERT_TRUE(f.issueAll({fmapShape(0, 8, 1, 1)}));
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
+  f.device->pushWeights(record.data(), record.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
+  ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
+  const size_t readsAfterGemm = f.board.statusReads;
+  EXPECT_GT(readsAfterGemm, size_t(kv260::kStatusFifoDepth));
+  ASSERT_TRUE(f.device->issue(memcpyWord(false, 0, 0), 2, &f.error))
+      << f.error;
+  ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
+  ASSERT_TRUE(f.device->issue(memcpyWord(true, 0, 0), 3, &f.error))
+      << f.error;
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  // No status read after either MEMCPY: BUSY would never clear.
+  EXPECT_EQ(f.board.statusReads, readsAfterGemm);
 
+  // A GEMM whose done never comes is reported.
   Fixture g(8192, 5);
-  g.board.statusAfterScript = kv260::kStatusBusy | kv260::kStatusStoreBusy;
+  g.board.statusAfterScript = kv260::kStatusBusy;
   g.device->pushWeights(record.data(), record.size());
   ASSERT_TRUE(g.device->issue(kGemm, 0, &g.error)) << g.error;
   EXPECT_FALSE(g.device->sync(&g.error));
-  EXPECT_TRUE(contains(g.error, "engines still busy after 5 status reads "
-                                "(last status 0x00000081 (busy, store busy))"))
+  EXPECT_TRUE(contains(g.error, "no done after 5 status reads (last status "
+                                "0x00000001 (busy))"))
       << g.error;
 }
 
