@@ -455,6 +455,9 @@ private:
   double toShadowElements_ = 0;
   /// DataMover commands whose status the next sync pops.
   double statusesPending_ = 0;
+  /// Something was issued since the last sync, and the last word was a
+  /// MEMCPY (no done pulse).
+  bool npuActive_ = false, lastWasMemcpy_ = false;
   /// Host-window words [lo, hi) the NPU wrote since the last sync.
   double toShadowLo_ = 0, toShadowHi_ = 0;
   /// Completion times of the commands outstanding per DataMover (their
@@ -483,15 +486,25 @@ private:
 };
 
 void Replay::sync(const std::string &name) {
-  // Every outstanding DataMover status is popped, then the NPU status FIFO's
-  // stale words are read before polling for idle.
-  tl().host((2 * statusesPending_ + device::kv260::kStatusFifoDepth) * p_.axil_read_ns,
-            "sync", "DataMover statuses and stale NPU status words (" + name +
-                        ")");
+  // Kv260Device::sync: every outstanding DataMover status is popped, then
+  // the NPU waited for, if anything was issued since it was last idle.
+  tl().host(2 * statusesPending_ * p_.axil_read_ns, "sync",
+            "DataMover statuses (" + name + ")");
   statusesPending_ = 0;
   for (std::deque<double> &q : queued_)
     q.clear();
-  waitIdle(name);
+  if (npuActive_ && lastWasMemcpy_) {
+    // A MEMCPY raises no done: its DataMover status is the completion of
+    // it and of everything before it; no NPU status read. The driver polls
+    // the channel's flags (one read a poll) until the status is there.
+    tl().waitIdle(p_.axil_read_ns, 1.5 * p_.axil_read_ns, name);
+  } else if (npuActive_) {
+    // The status FIFO's stale words are read before polling for DONE.
+    tl().host(device::kv260::kStatusFifoDepth * p_.axil_read_ns, "sync",
+              "stale NPU status words (" + name + ")");
+    waitIdle(name);
+  }
+  npuActive_ = false;
   if (toShadowElements_ > 0) {
     tl().host(toShadowElements_ * p_.host_bf16_widen_cycles_per_element *
                       1000.0 /
@@ -740,6 +753,8 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
   op.busyNs += cyclesNs(p_.npu_dispatch_cycles);
   const double end = tl().npu(op);
   ++out_->counts.instructions;
+  npuActive_ = true;
+  lastWasMemcpy_ = inst.opcode == isa::Opcode::Memcpy;
   if (!plan_.commands.empty()) {
     afterWord(op, end, what);
     plan_ = device::kv260::TransferPlan();
