@@ -1366,9 +1366,11 @@ TEST(Kv260TransferPlan, TheDriverAndTheTimingModelIssueTheSameStream) {
   }
   ASSERT_EQ(driven.size(), modelled.size());
   // Every command carries the xCACHE/xUSER the board software writes.
-  for (const Event &e : f.board.events)
-    if (!e.instruction)
+  for (const Event &e : f.board.events) {
+    if (!e.instruction) {
       EXPECT_EQ(e.attributes, 0xffu) << e;
+    }
+  }
   for (size_t i = 0; i < driven.size(); ++i)
     EXPECT_TRUE(driven[i] == modelled[i])
         << "item " << i << ": the driver issued " << f.board.events[i];
