@@ -210,7 +210,8 @@ bool Kv260Device::resetChannels(std::string *error) {
 bool Kv260Device::pushCommand(Channel channel, uint64_t offset, uint64_t bytes,
                               bool eof, std::string *error) {
   auto &queue = outstanding_[unsigned(channel)];
-  if (queue.size() >= kv260::kPageFifoDepth && !popStatus(channel, error))
+  if (queue.size() >= kv260::queueDepth(channel) &&
+      !popStatus(channel, error))
     return false;
   const uint8_t tag = nextTag_[unsigned(channel)];
   const uint64_t address = dma_->physical() + offset;
@@ -266,6 +267,29 @@ bool Kv260Device::popStatus(Channel channel, std::string *error) {
   }
   const uint32_t status = regs_->read32(page + kv260::kPageStatusPop) & 0xff;
   queue.pop_front();
+  // The other words of the command's status, which must be the same.
+  for (unsigned n = 1; n < kv260::statusWordsPerCommand(channel); ++n) {
+    uint32_t again = 0;
+    for (uint64_t reads = 0;; ++reads) {
+      if (reads == options_.pollLimit) {
+        *error = formatString("timed out waiting for %s: status word %u of "
+                              "3 of its %u-byte transfer at 0x%08x",
+                              describeChannel(channel).c_str(), n + 1,
+                              oldest.bytes, oldest.address);
+        return false;
+      }
+      if (!(regs_->read32(page + kv260::kPageFlags) &
+            kv260::kFlagStatusEmpty))
+        break;
+    }
+    again = regs_->read32(page + kv260::kPageStatusPop) & 0xff;
+    if (again != status) {
+      *error = formatString("%s: the status words of one command differ "
+                            "(0x%02x, then 0x%02x)",
+                            describeChannel(channel).c_str(), status, again);
+      return false;
+    }
+  }
   if ((status & kv260::kStsTagMask) != oldest.tag) {
     *error = formatString("%s: status 0x%02x carries tag %u where the oldest "
                           "command has tag %u (commands and statuses out of "

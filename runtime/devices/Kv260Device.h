@@ -128,7 +128,7 @@ private:
   /// run and checks that the NPU answers.
   bool resetChannels(std::string *error);
   /// Pushes one command to a DataMover page, first waiting for the oldest
-  /// status when the channel holds kPageFifoDepth commands.
+  /// status when the channel holds kv260::queueDepth commands.
   bool pushCommand(kv260::Channel channel, uint64_t offset, uint64_t bytes,
                    bool eof, std::string *error);
   /// Pops and checks the status of the oldest command of a channel.

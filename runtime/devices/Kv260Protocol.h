@@ -88,6 +88,20 @@ constexpr uint32_t kPageCmdLevel = 0x018;
 constexpr uint32_t kPageStatusLevel = 0x01c;
 constexpr uint32_t kPageErrorClear = 0x020; ///< write 1s to clear sticky errors
 constexpr unsigned kPageFifoDepth = 8;
+/// Status words a command leaves in its page's status FIFO: the HP pages
+/// return three identical words per command (deploy repository
+/// pccxai/v002-kv260-deploy-20260527, board logs of the v28-v37 images),
+/// the host-window pages one.
+inline unsigned statusWordsPerCommand(Channel c) {
+  return unsigned(c) < 4 ? 3 : 1;
+}
+/// Commands the driver keeps outstanding on a channel: as many as both the
+/// command FIFO and the status FIFO hold, so that no status is lost while
+/// the driver is not reading (2 on an HP page, 8 on a host-window page).
+inline unsigned queueDepth(Channel c) {
+  const unsigned byStatus = kPageFifoDepth / statusWordsPerCommand(c);
+  return byStatus < kPageFifoDepth ? byStatus : kPageFifoDepth;
+}
 
 constexpr uint32_t kFlagCmdEmpty = 1u << 0;
 constexpr uint32_t kFlagCmdFull = 1u << 1;

@@ -85,10 +85,10 @@ struct PlanOptions {
 /// waits for one whose commands are not queued. The weight FIFO behind
 /// each port is bounded (64 KiB) and the NPU drains it only once the
 /// instruction word is stored, so a lane's commands complete only after
-/// the word: at most kPageFifoDepth commands per lane go before the word
+/// the word: at most queueDepth(lane) commands per lane go before the word
 /// (the driver then never waits on a status of this record before storing
-/// it), the rest after it, each waiting for a slot of the command FIFO as
-/// the NPU drains the record.
+/// it), the rest after it, each waiting for a slot as the NPU drains the
+/// record.
 ///
 /// A host-window MEMCPY is one command, pushed after its word is stored:
 /// the board software does it in that order, and a DataMover transfer the
@@ -123,7 +123,7 @@ inline TransferPlan planTransfer(Stream stream, uint64_t bytes,
       if (done >= laneBytes)
         continue;
       const uint64_t n = std::min(step, laneBytes - done);
-      if (perLane[l] == kPageFifoDepth && plan.beforeWord == SIZE_MAX)
+      if (perLane[l] == queueDepth(ch.lanes[l]) && plan.beforeWord == SIZE_MAX)
         plan.beforeWord = plan.commands.size();
       plan.commands.push_back(
           {ch.lanes[l], lane[l][0] + done, n, done + n == laneBytes});

@@ -384,13 +384,15 @@ private:
       tl().host(until - tl().hostNow(), channelCategory_[unsigned(c)],
                 std::string("wait for DataMover ") +
                     device::kv260::info(c).name + " before " + what);
-    tl().host(2 * double(q.size()) * p_.axil_read_ns, "sync",
+    const double words =
+        double(q.size()) * device::kv260::statusWordsPerCommand(c);
+    tl().host(2 * words * p_.axil_read_ns, "sync",
               std::string("DataMover ") + device::kv260::info(c).name +
                   " statuses before " + what);
-    statusesPending_ -= double(q.size());
+    statusesPending_ -= words;
     q.clear();
   }
-  /// pushCommand: with kPageFifoDepth commands outstanding on the channel,
+  /// pushCommand: with queueDepth commands outstanding on the channel,
   /// first wait for the oldest and pop its status. `doneAt` < 0: the
   /// command belongs to the instruction being issued, whose times are
   /// known once it is placed.
@@ -399,17 +401,19 @@ private:
     const unsigned ch = unsigned(c.channel);
     std::deque<double> &q = queued_[ch];
     if (!q.empty() && q.size() + pendingOnChannel_[ch] >=
-                          device::kv260::kPageFifoDepth) {
+                          device::kv260::queueDepth(c.channel)) {
       tl().host(hostNs, "issue", "issue " + what);
       hostNs = 0;
       if (q.front() > tl().hostNow())
         tl().host(q.front() - tl().hostNow(), channelCategory_[ch],
                   "DataMover queue slot for " + what);
-      hostNs += 2 * p_.axil_read_ns; // the flags read and the pop
+      // A flags read and a pop per status word.
+      hostNs += 2 * device::kv260::statusWordsPerCommand(c.channel) *
+                p_.axil_read_ns;
       q.pop_front();
-      statusesPending_ -= 1;
+      statusesPending_ -= device::kv260::statusWordsPerCommand(c.channel);
     }
-    hostNs += pushCommandNs();
+    hostNs += pushCommandNs(c.channel);
     if (doneAt < 0)
       ++pendingOnChannel_[ch];
     else
@@ -418,9 +422,10 @@ private:
   }
   /// Queues one DataMover command (docs/kv260.md §5) and returns its cost:
   /// a flags read for room, then three command words and the push. Its
-  /// status is popped (a flags read and the pop) at the next sync.
-  double pushCommandNs() {
-    ++statusesPending_;
+  /// status words are popped (a flags read and the pop each) at the next
+  /// sync.
+  double pushCommandNs(device::kv260::Channel c) {
+    statusesPending_ += device::kv260::statusWordsPerCommand(c);
     return p_.axil_read_ns + 4 * p_.axil_write_ns;
   }
   void waitIdle(const std::string &name) {
@@ -453,7 +458,7 @@ private:
   device::kv260::TransferPlan plan_;
   const char *planCategory_ = "";
   double toShadowElements_ = 0;
-  /// DataMover commands whose status the next sync pops.
+  /// DataMover status words the next sync pops.
   double statusesPending_ = 0;
   /// Something was issued since the last sync, and the last word was a
   /// MEMCPY (no done pulse).

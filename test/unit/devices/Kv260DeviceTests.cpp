@@ -126,6 +126,7 @@ struct FakeChannel {
   bool reportFull = false; ///< FLAGS claims the command FIFO is full
   uint8_t nextErrors = 0;  ///< error bits of the next status (then cleared)
   uint8_t tagSkew = 0;     ///< added to every status tag
+  bool splitStatus = false; ///< the next command's status words differ
   size_t maxOutstanding = 0;
   std::vector<uint8_t> streamed; ///< MM2S: bytes delivered to the NPU
   /// HP lanes: streamed bytes the NPU has taken out of the weight FIFO,
@@ -183,10 +184,17 @@ struct Board {
   }
   static bool isWeightPort(Channel c) { return unsigned(c) < 4; }
 
+  /// Whether the status FIFO of `c` has room for a command's words: a
+  /// DataMover whose status stream is not taken stalls.
+  bool statusRoom(Channel c) {
+    return channel(c).statuses.size() + kv260::statusWordsPerCommand(c) <=
+           kv260::kPageFifoDepth;
+  }
+
   /// Whether the oldest command of `c` can complete now.
   bool canComplete(Channel c) {
     FakeChannel &ch = channel(c);
-    if (ch.commands.empty())
+    if (ch.commands.empty() || !statusRoom(c))
       return false;
     if (!isWeightPort(c) || ch.commands.front().malformed)
       return true;
@@ -210,7 +218,8 @@ struct Board {
   /// the lane's EOF command has completed.
   bool drainLane(Channel c) {
     FakeChannel &ch = channel(c);
-    while (!ch.stuck && !ch.laneEnded && !ch.commands.empty()) {
+    while (!ch.stuck && !ch.laneEnded && !ch.commands.empty() &&
+           statusRoom(c)) {
       const bool eof = ch.commands.front().command.eof;
       complete(c);
       ch.consumed = ch.streamed.size();
@@ -321,15 +330,22 @@ struct Board {
       ch.nextErrors = 0;
     }
     status |= (p.command.tag + ch.tagSkew) & kv260::kStsTagMask;
-    if (ch.statuses.size() >= kv260::kPageFifoDepth)
-      ch.sticky |= 0x20; // a status was lost
-    else
-      ch.statuses.push_back(status);
+    // An HP page returns three identical words per command.
+    for (unsigned n = 0; n < kv260::statusWordsPerCommand(c); ++n) {
+      if (ch.statuses.size() >= kv260::kPageFifoDepth)
+        ch.sticky |= 0x20; // a status was lost
+      else
+        ch.statuses.push_back(n == 1 && ch.splitStatus
+                                  ? uint8_t(status & ~kv260::kStsOkay)
+                                  : status);
+    }
+    ch.splitStatus = false;
   }
 
   uint32_t readPage(Channel c, uint32_t reg) {
     FakeChannel &ch = channel(c);
     if (reg == kv260::kPageFlags) {
+      runNpu(); // a GEMM stalled on a full status FIFO drains on
       if (!ch.stuck && canComplete(c) &&
           (ch.commands.front().readsLeft == 0 ||
            --ch.commands.front().readsLeft == 0))
@@ -862,8 +878,10 @@ TEST(Kv260Device, GemmRecordIsSplitOverBothLanes) {
 }
 
 TEST(Kv260Device, LongRecordsAreChunkedAndTheFifosNeverOverflow) {
-  // Commands of at most 32 bytes: a 640-byte record is 10 per lane. The
-  // first 8 of each lane go before the word, the other 2 after it
+  // Commands of at most 32 bytes: a 640-byte record is 10 per lane. An HP
+  // page returns three status words per command into its 8-word status
+  // FIFO, so the driver keeps two commands a lane outstanding: the first 2
+  // of each lane go before the word, the other 8 after it
   // (Kv260TransferPlan.h).
   Fixture f(8192, 100, 32);
   ASSERT_NE(f.device, nullptr);
@@ -876,7 +894,7 @@ TEST(Kv260Device, LongRecordsAreChunkedAndTheFifosNeverOverflow) {
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   std::vector<Event> expected;
   for (uint8_t i = 0; i < 10; ++i) {
-    if (i == kv260::kPageFifoDepth)
+    if (i == kv260::queueDepth(Channel::Hp0))
       expected.push_back(instruction(kGemm));
     expected.push_back(
         command(Channel::Hp0, kPhys + 4096 + 32 * i, 32, i, i == 9));
@@ -885,8 +903,8 @@ TEST(Kv260Device, LongRecordsAreChunkedAndTheFifosNeverOverflow) {
   }
   EXPECT_EQ(f.board.events, expected);
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
-  EXPECT_EQ(f.board.channel(Channel::Hp0).maxOutstanding,
-            kv260::kPageFifoDepth);
+  EXPECT_EQ(kv260::queueDepth(Channel::Hp0), 2u);
+  EXPECT_EQ(f.board.channel(Channel::Hp0).maxOutstanding, 2u);
   EXPECT_EQ(f.board.channel(Channel::Hp0).sticky, 0u);
   EXPECT_EQ(f.board.channel(Channel::Hp1).sticky, 0u);
   std::vector<uint8_t> both = f.board.channel(Channel::Hp0).streamed;
@@ -925,7 +943,7 @@ TEST(Kv260Device, ARecordLongerThanTheQueuesDoesNotDeadlock) {
   EXPECT_EQ(both, expected);
   for (Channel c : {Channel::Hp0, Channel::Hp1}) {
     EXPECT_EQ(f.board.channel(c).sticky, 0u);
-    EXPECT_LE(f.board.channel(c).maxOutstanding, kv260::kPageFifoDepth);
+    EXPECT_LE(f.board.channel(c).maxOutstanding, kv260::queueDepth(c));
   }
 }
 
@@ -1099,6 +1117,29 @@ TEST(Kv260Device, DataMoverErrorStatusIsReported) {
   ASSERT_TRUE(g.issueAll({fmapShape(0, 8, 1, 1), memcpyWord(true, 0, 0)}));
   EXPECT_FALSE(g.device->sync(&g.error));
   EXPECT_TRUE(contains(g.error, "DECERR")) << g.error;
+}
+
+// Each HP command's status comes as three words, all of which the driver
+// pops; words that differ are reported.
+TEST(Kv260Device, AnHpCommandsThreeStatusWordsArePoppedAndCompared) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  std::vector<uint8_t> record(64);
+  f.device->pushWeights(record.data(), record.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  for (Channel c : {Channel::Hp0, Channel::Hp1}) {
+    EXPECT_TRUE(f.board.channel(c).statuses.empty());
+    EXPECT_EQ(f.board.channel(c).sticky, 0u);
+  }
+  f.board.channel(Channel::Hp1).splitStatus = true;
+  f.device->pushWeights(record.data(), record.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
+  EXPECT_FALSE(f.device->sync(&f.error));
+  EXPECT_TRUE(contains(f.error, "DataMover hp1 (GEMM weights, lower INT4 "
+                                "lane): the status words of one command "
+                                "differ (0x81, then 0x01)"))
+      << f.error;
 }
 
 TEST(Kv260Device, StatusTagsOutOfStepAreReported) {
@@ -1376,10 +1417,10 @@ TEST(Kv260TransferPlan, TheDriverAndTheTimingModelIssueTheSameStream) {
         << "item " << i << ": the driver issued " << f.board.events[i];
   // 8 words; 20, 2 and 32 weight commands; 2 MEMCPY commands.
   EXPECT_EQ(driven.size(), size_t(8 + 20 + 2 + 32 + 2));
-  // The first long record's word follows 8 commands of each lane (after
-  // 3 MEMSETs and the load's command and word).
-  EXPECT_TRUE(driven[3 + 2 + 16].instruction);
-  EXPECT_FALSE(driven[3 + 2 + 15].instruction);
+  // The first long record's word follows 2 commands of each lane (after
+  // 3 MEMSETs and the load's word and command).
+  EXPECT_TRUE(driven[3 + 2 + 4].instruction);
+  EXPECT_FALSE(driven[3 + 2 + 3].instruction);
   // Every command's status was taken and every record streamed whole.
   EXPECT_EQ(f.board.channel(Channel::Hp0).streamed.size() +
                 f.board.channel(Channel::Hp1).streamed.size(),
