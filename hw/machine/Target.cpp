@@ -10,8 +10,8 @@ namespace {
 const TargetProfile kProfiles[] = {
 #define PCCX_TARGET(Id, Name, Swapped, ShapeProduct, L2ToL2, Aux, Elements,    \
                     MaxLength, GemvWb, Gemm, Cvo, Summary)                     \
-  {Target::Id, Name,     Swapped, ShapeProduct, L2ToL2, Aux,                   \
-   Elements,   MaxLength, GemvWb, Gemm,         Cvo,    Summary},
+  {Target::Id, Name,      Swapped, ShapeProduct, L2ToL2, Aux,                  \
+   Elements,   MaxLength, GemvWb,  Gemm,         Cvo,    Summary},
 #include "Targets.def"
 };
 } // namespace

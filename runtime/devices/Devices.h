@@ -10,8 +10,8 @@
 #ifndef PCCX_RUNTIME_DEVICES_DEVICES_H
 #define PCCX_RUNTIME_DEVICES_DEVICES_H
 
-#include "runtime/devices/Kv260Protocol.h"
 #include "runtime/devices/Device.h"
+#include "runtime/devices/Kv260Protocol.h"
 
 #include "hw/machine/Target.h"
 

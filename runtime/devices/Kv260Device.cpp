@@ -118,7 +118,7 @@ std::string describeNpuStatus(uint32_t s) {
   if (s & kv260::kStatusDone)
     names += ", done";
   if (s & ~kv260::kStatusStableBits)
-    names += ", debug bits 0x" + formatString("%x", s & ~kv260::kStatusStableBits);
+    names += formatString(", debug bits 0x%x", s & ~kv260::kStatusStableBits);
   return formatString("0x%08x", s) +
          (names.empty() ? "" : " (" + names.substr(2) + ")");
 }
@@ -210,8 +210,7 @@ bool Kv260Device::resetChannels(std::string *error) {
 bool Kv260Device::pushCommand(Channel channel, uint64_t offset, uint64_t bytes,
                               bool eof, std::string *error) {
   auto &queue = outstanding_[unsigned(channel)];
-  if (queue.size() >= kv260::queueDepth(channel) &&
-      !popStatus(channel, error))
+  if (queue.size() >= kv260::queueDepth(channel) && !popStatus(channel, error))
     return false;
   const uint8_t tag = nextTag_[unsigned(channel)];
   const uint64_t address = dma_->physical() + offset;
@@ -269,20 +268,19 @@ bool Kv260Device::popStatus(Channel channel, std::string *error) {
   queue.pop_front();
   // The other words of the command's status, which must be the same.
   for (unsigned n = 1; n < kv260::statusWordsPerCommand(channel); ++n) {
-    uint32_t again = 0;
     for (uint64_t reads = 0;; ++reads) {
       if (reads == options_.pollLimit) {
         *error = formatString("timed out waiting for %s: status word %u of "
-                              "3 of its %u-byte transfer at 0x%08x",
+                              "%u of its %u-byte transfer at 0x%08x",
                               describeChannel(channel).c_str(), n + 1,
+                              kv260::statusWordsPerCommand(channel),
                               oldest.bytes, oldest.address);
         return false;
       }
-      if (!(regs_->read32(page + kv260::kPageFlags) &
-            kv260::kFlagStatusEmpty))
+      if (!(regs_->read32(page + kv260::kPageFlags) & kv260::kFlagStatusEmpty))
         break;
     }
-    again = regs_->read32(page + kv260::kPageStatusPop) & 0xff;
+    const uint32_t again = regs_->read32(page + kv260::kPageStatusPop) & 0xff;
     if (again != status) {
       *error = formatString("%s: the status words of one command differ "
                             "(0x%02x, then 0x%02x)",
@@ -565,8 +563,7 @@ bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
                             error))
         return false;
   }
-  if (inst.opcode == isa::Opcode::Gemm &&
-      !flushPendingWeights(index, error))
+  if (inst.opcode == isa::Opcode::Gemm && !flushPendingWeights(index, error))
     return false;
   regs_->write64(kv260::kRegInstruction, word);
   npuActive_ = true;

@@ -33,8 +33,7 @@ std::string machineNames() {
   return out;
 }
 
-bool applyMachine(const std::string &name, Params *params,
-                  std::string *error) {
+bool applyMachine(const std::string &name, Params *params, std::string *error) {
   for (const Machine &m : machines()) {
     if (name != m.name)
       continue;
@@ -44,8 +43,8 @@ bool applyMachine(const std::string &name, Params *params,
           params->*(p.field) = s.value;
     return true;
   }
-  *error = "--machine: no machine named '" + name + "' (" + machineNames() +
-           ")";
+  *error =
+      "--machine: no machine named '" + name + "' (" + machineNames() + ")";
   return false;
 }
 

@@ -36,8 +36,7 @@ const std::vector<Machine> &machines();
 std::string machineNames();
 /// Applies machine `name`'s settings to `params`; false with a message
 /// naming the machines otherwise.
-bool applyMachine(const std::string &name, Params *params,
-                  std::string *error);
+bool applyMachine(const std::string &name, Params *params, std::string *error);
 
 } // namespace pccx::prof
 

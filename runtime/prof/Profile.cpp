@@ -9,10 +9,10 @@
 #include "runtime/devices/Kv260TransferPlan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <iterator>
 #include <set>
-#include <cmath>
 
 namespace pccx::prof {
 
@@ -408,8 +408,8 @@ private:
         tl().host(q.front() - tl().hostNow(), channelCategory_[ch],
                   "DataMover queue slot for " + what);
       // A flags read and a pop per status word.
-      hostNs += 2 * device::kv260::statusWordsPerCommand(c.channel) *
-                p_.axil_read_ns;
+      hostNs +=
+          2 * device::kv260::statusWordsPerCommand(c.channel) * p_.axil_read_ns;
       q.pop_front();
       statusesPending_ -= device::kv260::statusWordsPerCommand(c.channel);
     }
@@ -665,9 +665,9 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
     // v002-rtl swaps the roles of the two pointers (hw/machine/Targets.def).
     const bool swapped =
         machine::targetProfile(ctx_.target).matmulPointersSwapped;
-    const uint32_t weightEntry = inst.get(
-                       swapped ? Field::Matmul_size_ptr_addr
-                               : Field::Matmul_shape_ptr_addr),
+    const uint32_t weightEntry =
+                       inst.get(swapped ? Field::Matmul_size_ptr_addr
+                                        : Field::Matmul_shape_ptr_addr),
                    fmapEntry = inst.get(swapped ? Field::Matmul_shape_ptr_addr
                                                 : Field::Matmul_size_ptr_addr);
     Entry shape, size;
@@ -708,15 +708,16 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
     device::kv260::PlanOptions planOptions;
     planOptions.maxCommandBytes = ctx_.maxCommandBytes;
     planOptions.staged = ref.kind == exec::WeightRef::Kind::Dynamic;
-    const device::kv260::TransferPlan plan = device::kv260::planTransfer(
-        gemm ? device::kv260::Stream::GemmWeights
-             : device::kv260::Stream::GemvWeights,
-        bytes, planOptions);
+    const device::kv260::TransferPlan plan =
+        device::kv260::planTransfer(gemm ? device::kv260::Stream::GemmWeights
+                                         : device::kv260::Stream::GemvWeights,
+                                    bytes, planOptions);
     for (device::kv260::Channel c : plan.drainFirst)
       drain(c, what);
     if (planOptions.staged)
       tl().host(mbpsNs(double(bytes), p_.dma_buffer_write_mb_per_s),
-                "runtime_copy:weight_staging", "weight record copy for " + what);
+                "runtime_copy:weight_staging",
+                "weight record copy for " + what);
     for (size_t i = 0; i < plan.beforeWord; ++i)
       push(plan.commands[i], -1, hostNs, what);
     plan_ = plan;

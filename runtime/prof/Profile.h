@@ -48,9 +48,9 @@ struct IssuedItem {
   bool eof = false;
   bool operator==(const IssuedItem &o) const {
     return instruction == o.instruction &&
-           (instruction ? word == o.word
-                        : channel == o.channel && bytes == o.bytes &&
-                              eof == o.eof);
+           (instruction
+                ? word == o.word
+                : channel == o.channel && bytes == o.bytes && eof == o.eof);
   }
 };
 

@@ -66,8 +66,9 @@ StreamCeiling streamCeiling(const StepProfile &step, const Params &params) {
       params.hp_port_bytes_per_clock, params.axi_clock_mhz,
       c.ports * c.portMbps);
   if (c.ports > 0 && c.busiestBytes * c.ports > c.bytes * 1.0001)
-    c.formula += formatString("; busiest %s: %.1f of %.1f MB", ddrPortName(busiest),
-                              c.busiestBytes * mb, c.bytes * mb);
+    c.formula +=
+        formatString("; busiest %s: %.1f of %.1f MB", ddrPortName(busiest),
+                     c.busiestBytes * mb, c.bytes * mb);
   c.formula += formatString(
       ") = %.0f MB/s; %.3f MB (weights %.3f, KV records and masks %.3f, "
       "MEMCPY %.3f) / %.0f MB/s = %.4f ms",
@@ -131,9 +132,12 @@ json countsJson(const StepCounts &c) {
 
 json ceilingJson(const StepProfile &step, const Params &params) {
   const StreamCeiling c = streamCeiling(step, params);
-  return {{"seconds", c.seconds},         {"bytes", c.bytes},
-          {"ports", c.ports},             {"mb_per_s", c.mbps},
-          {"ddr_seconds", c.ddrSeconds},  {"port_seconds", c.portSeconds},
+  return {{"seconds", c.seconds},
+          {"bytes", c.bytes},
+          {"ports", c.ports},
+          {"mb_per_s", c.mbps},
+          {"ddr_seconds", c.ddrSeconds},
+          {"port_seconds", c.portSeconds},
           {"formula", c.formula}};
 }
 
@@ -177,8 +181,7 @@ std::string renderText(const ProfileRun &run) {
       "%.0f MHz AXI, %.0f x Cortex-A53 at %.0f MHz, DDR %.0f MB/s "
       "effective\n",
       run.bundle.c_str(), run.machine.c_str(), p.core_clock_mhz,
-      p.axi_clock_mhz, p.host_cores, p.host_cpu_mhz,
-      p.ddr_effective_mb_per_s);
+      p.axi_clock_mhz, p.host_cores, p.host_cpu_mhz, p.ddr_effective_mb_per_s);
   s += "\ndecode:\n  position    ms/token       tok/s  weight MB/token  "
        "ceiling fraction\n";
   for (const StepProfile &d : run.decode)

@@ -19,7 +19,7 @@ namespace pccx::prof {
 
 struct ProfileRun {
   std::string bundle;
-  std::string machine = "v002"; ///< hw/machine/MachineProfiles.def
+  std::string machine = "v002";    ///< hw/machine/MachineProfiles.def
   std::vector<StepProfile> decode; ///< one per position
   bool hasPrefill = false;
   StepProfile prefill; ///< at position 0
@@ -38,9 +38,9 @@ bool profileModel(const exec::Model &model,
 /// the slower of the two.
 struct StreamCeiling {
   double bytes = 0;
-  unsigned ports = 0;        ///< the PS ports the transfer plan used
-  double portMbps = 0;       ///< one port: width x AXI clock
-  double busiestBytes = 0;   ///< on the busiest port
+  unsigned ports = 0;      ///< the PS ports the transfer plan used
+  double portMbps = 0;     ///< one port: width x AXI clock
+  double busiestBytes = 0; ///< on the busiest port
   double ddrSeconds = 0, portSeconds = 0, seconds = 0;
   double mbps = 0; ///< bytes / seconds: the step's ceiling bandwidth
   std::string formula;

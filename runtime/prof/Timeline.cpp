@@ -72,7 +72,8 @@ double Timeline::npu(const NpuOp &op) {
   double streamEnd[kNumDdrPorts] = {};
   for (unsigned p = 0; p < kNumDdrPorts; ++p)
     if (op.portNs[p] > 0) {
-      portFree_[p] = std::max(portFree_[p], start + op.latencyNs) + op.portNs[p];
+      portFree_[p] =
+          std::max(portFree_[p], start + op.latencyNs) + op.portNs[p];
       streamEnd[p] = portFree_[p];
       end = std::max(end, portFree_[p]);
     }
@@ -89,8 +90,7 @@ double Timeline::npu(const NpuOp &op) {
     if (op.portNs[p] > 0)
       intervals_.push_back(
           {Track(unsigned(Track::HpPort0) + p), streamEnd[p] - op.portNs[p],
-           streamEnd[p],
-           "weight_streaming",
+           streamEnd[p], "weight_streaming",
            op.name + " (" + std::to_string(int64_t(op.portBytes[p])) +
                " bytes)"});
   if (!enginePredSet_) {

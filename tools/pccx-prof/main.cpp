@@ -164,8 +164,8 @@ static int run(int argc, char **argv) {
       std::string source =
           fromMachine != machineSources.end() ? fromMachine->second : p.source;
       if (value != initial)
-        source = pccx::formatString("set (default %g: %s)", initial,
-                                    source.c_str());
+        source =
+            pccx::formatString("set (default %g: %s)", initial, source.c_str());
       std::printf("%-36s %14g %-14s %s\n", p.name, value, p.unit,
                   source.c_str());
     }

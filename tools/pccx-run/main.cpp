@@ -235,8 +235,9 @@ int runPerplexity(const pccx::tools::CommandLine &cl,
 static int run(int argc, char **argv) {
   std::string bundlePath, prompt, tokensText, dumpPath, referenceDir,
       perplexityPath, stopText;
-  std::string device = "sim", numerics = "hardware", uioName = pccx::device::kv260::kUioName,
-              udmabuf = "udmabuf0", dmaWindow = "auto";
+  std::string device = "sim", numerics = "hardware",
+              uioName = pccx::device::kv260::kUioName, udmabuf = "udmabuf0",
+              dmaWindow = "auto";
   unsigned threads = 0;
   bool hasPrompt = false, noBos = false, asJson = false, hasStop = false,
        chat = false, hasMaxNew = false;

@@ -232,8 +232,8 @@ struct Board {
     events.push_back(instruction(w));
     isa::Instruction decoded;
     std::string why;
-    lastWasMemcpy = isa::decode(w, decoded, &why) &&
-                    decoded.opcode == isa::Opcode::Memcpy;
+    lastWasMemcpy =
+        isa::decode(w, decoded, &why) && decoded.opcode == isa::Opcode::Memcpy;
     if (lastWasMemcpy)
       ++channel(memcpyChannel(decoded)).memcpysWaiting;
     npuQueue.push_back(w);
@@ -429,8 +429,8 @@ public:
     if (offset < kv260::kControlPageBytes) {
       ++board_.statusReads;
       if (board_.statusScript.empty() && board_.siliconStatus)
-        return board_.debugBits | (board_.lastWasMemcpy ? kv260::kStatusBusy
-                                                         : kv260::kStatusDone);
+        return board_.debugBits |
+               (board_.lastWasMemcpy ? kv260::kStatusBusy : kv260::kStatusDone);
       if (board_.statusScript.empty())
         return board_.statusAfterScript;
       uint32_t s = board_.statusScript.front();
@@ -1245,11 +1245,9 @@ TEST(Kv260Device, DoneIsWaitedForAfterAGemmButNotAfterAMemcpy) {
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
   const size_t readsAfterGemm = f.board.statusReads;
   EXPECT_GT(readsAfterGemm, size_t(kv260::kStatusFifoDepth));
-  ASSERT_TRUE(f.device->issue(memcpyWord(false, 0, 0), 2, &f.error))
-      << f.error;
+  ASSERT_TRUE(f.device->issue(memcpyWord(false, 0, 0), 2, &f.error)) << f.error;
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
-  ASSERT_TRUE(f.device->issue(memcpyWord(true, 0, 0), 3, &f.error))
-      << f.error;
+  ASSERT_TRUE(f.device->issue(memcpyWord(true, 0, 0), 3, &f.error)) << f.error;
   ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
   // No status read after either MEMCPY: BUSY would never clear.
   EXPECT_EQ(f.board.statusReads, readsAfterGemm);
@@ -1313,7 +1311,8 @@ TEST(Kv260Device, UioWithoutMapIsReported) {
 
 } // namespace
 
-//===-- One transfer plan for the driver and the timing model ---------------===//
+//===-- One transfer plan for the driver and the timing model
+//---------------===//
 
 // The same program through the driver (on the fake board) and through
 // pccx-prof's replay: both take their DataMover commands from
@@ -1343,8 +1342,8 @@ TEST(Kv260TransferPlan, TheDriverAndTheTimingModelIssueTheSameStream) {
   std::vector<uint8_t> section(2048);
   for (size_t i = 0; i < section.size(); ++i)
     section[i] = uint8_t(i * 11 + 3);
-  const std::pair<size_t, size_t> records[] = {{0, 640}, {640, 48},
-                                               {688, 1000}};
+  const std::pair<size_t, size_t> records[] = {
+      {0, 640}, {640, 48}, {688, 1000}};
 
   exec::Program program;
   program.section = "decode";

@@ -1,7 +1,7 @@
 //===- ProfTests.cpp - the timing model's event model and replay ----------===//
 
-#include "runtime/prof/Profile.h"
 #include "runtime/prof/Machines.h"
+#include "runtime/prof/Profile.h"
 #include "runtime/prof/Report.h"
 
 #include "hw/isa/Isa.h"
