@@ -122,6 +122,8 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights,
       if (failed(inst))
         return failAt(&op, "cannot be encoded", error);
       std::string missing = machine::missingCapability(*inst, target);
+      if (missing.empty())
+        missing = machine::wrongResult(*inst, target);
       if (!missing.empty())
         return failAt(&op,
                       "cannot be compiled for target " +

@@ -9,9 +9,9 @@ namespace pccx::machine {
 namespace {
 const TargetProfile kProfiles[] = {
 #define PCCX_TARGET(Id, Name, Swapped, ShapeProduct, L2ToL2, Aux, Elements,    \
-                    MaxLength, GemvWb, Summary)                                \
-  {Target::Id, Name,     Swapped,   ShapeProduct, L2ToL2,                      \
-   Aux,        Elements, MaxLength, GemvWb,       Summary},
+                    MaxLength, GemvWb, Gemm, Cvo, Summary)                     \
+  {Target::Id, Name,      Swapped, ShapeProduct, L2ToL2, Aux,                  \
+   Elements,   MaxLength, GemvWb,  Gemm,         Cvo,    Summary},
 #include "Targets.def"
 };
 } // namespace
@@ -42,6 +42,22 @@ std::string missingCapability(const isa::Instruction &inst, Target target) {
     return formatString("target %s has no GEMV result write-back path (a GEMV "
                         "result cannot reach L2)",
                         p.name);
+  return "";
+}
+
+std::string wrongResult(const isa::Instruction &inst, Target target) {
+  const TargetProfile &p = targetProfile(target);
+  if (inst.opcode == isa::Opcode::Gemm && !p.gemmComputes)
+    return formatString(
+        "the %s GEMM stores four words of zeros (it reads shape_ptr as an "
+        "element count and never reads size_ptr; docs/isa-semantics.md §13)",
+        p.name);
+  if (inst.opcode == isa::Opcode::Cvo && !p.cvoComputes)
+    return formatString(
+        "the %s CVO runs with the previous CVO's parameters and none of its "
+        "SFU functions gives the documented result (docs/isa-semantics.md "
+        "§13)",
+        p.name);
   return "";
 }
 

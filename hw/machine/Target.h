@@ -32,6 +32,8 @@ struct TargetProfile {
   bool cvoElementAddresses;
   uint32_t cvoMaxLength;
   bool gemvWriteback;
+  bool gemmComputes;
+  bool cvoComputes;
   const char *summary;
 };
 
@@ -50,6 +52,12 @@ std::string targetNote(const isa::Instruction &inst, Target target);
 
 /// Why `target` cannot run `inst` at all (a missing capability), or empty.
 std::string missingCapability(const isa::Instruction &inst, Target target);
+
+/// Why `target`'s hardware computes `inst` other than documented, so that
+/// the compiler refuses to emit it, or empty. Hand-written programs
+/// (pccx-as, the conformance vectors, the KV260 driver) still run such
+/// words: they are how the hardware is brought up against the simulator.
+std::string wrongResult(const isa::Instruction &inst, Target target);
 
 } // namespace pccx::machine
 

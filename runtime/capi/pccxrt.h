@@ -21,7 +21,7 @@ typedef struct pccxrt_model pccxrt_model;
 
 typedef enum {
   PCCXRT_DEVICE_SIM = 0,   /* the functional simulator */
-  PCCXRT_DEVICE_KV260 = 1, /* the board (UIO "pccx", u-dma-buf udmabuf0) */
+  PCCXRT_DEVICE_KV260 = 1, /* the board (UIO "pccx-npu", u-dma-buf udmabuf0) */
 } pccxrt_device;
 
 typedef enum {

@@ -11,6 +11,7 @@
 #define PCCX_RUNTIME_DEVICES_DEVICES_H
 
 #include "runtime/devices/Device.h"
+#include "runtime/devices/Kv260Protocol.h"
 
 #include "hw/machine/Target.h"
 
@@ -29,7 +30,7 @@ struct DeviceOptions {
   unsigned threads = 0;
   /// The target profile the bundle was compiled for (exec::Model::target).
   machine::Target target = machine::kDefaultTarget;
-  std::string uioName = "pccx";     ///< kv260: UIO device of the overlay
+  std::string uioName = kv260::kUioName; ///< kv260: UIO device of the overlay
   std::string udmabuf = "udmabuf0"; ///< kv260: u-dma-buf buffer
   /// kv260: how the host window is mapped: "auto", "cached", "uncached".
   std::string dmaWindow = "auto";

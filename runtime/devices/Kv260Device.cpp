@@ -6,6 +6,7 @@
 #include "hw/machine/Target.h"
 #include "hw/numerics/HalfFloat.h"
 #include "hw/support/Format.h"
+#include "runtime/devices/Kv260TransferPlan.h"
 #include "runtime/devices/Sysfs.h"
 #include "runtime/devices/UDmaBuf.h"
 
@@ -116,12 +117,8 @@ std::string describeNpuStatus(uint32_t s) {
     names += ", busy";
   if (s & kv260::kStatusDone)
     names += ", done";
-  if (s & kv260::kStatusCvoBusy)
-    names += ", CVO busy";
-  if (s & kv260::kStatusCvoDispatchBusy)
-    names += ", CVO dispatch busy";
-  if (s & kv260::kStatusStoreBusy)
-    names += ", store busy";
+  if (s & ~kv260::kStatusStableBits)
+    names += formatString(", debug bits 0x%x", s & ~kv260::kStatusStableBits);
   return formatString("0x%08x", s) +
          (names.empty() ? "" : " (" + names.substr(2) + ")");
 }
@@ -213,7 +210,7 @@ bool Kv260Device::resetChannels(std::string *error) {
 bool Kv260Device::pushCommand(Channel channel, uint64_t offset, uint64_t bytes,
                               bool eof, std::string *error) {
   auto &queue = outstanding_[unsigned(channel)];
-  if (queue.size() >= kv260::kPageFifoDepth && !popStatus(channel, error))
+  if (queue.size() >= kv260::queueDepth(channel) && !popStatus(channel, error))
     return false;
   const uint8_t tag = nextTag_[unsigned(channel)];
   const uint64_t address = dma_->physical() + offset;
@@ -269,6 +266,28 @@ bool Kv260Device::popStatus(Channel channel, std::string *error) {
   }
   const uint32_t status = regs_->read32(page + kv260::kPageStatusPop) & 0xff;
   queue.pop_front();
+  // The other words of the command's status, which must be the same.
+  for (unsigned n = 1; n < kv260::statusWordsPerCommand(channel); ++n) {
+    for (uint64_t reads = 0;; ++reads) {
+      if (reads == options_.pollLimit) {
+        *error = formatString("timed out waiting for %s: status word %u of "
+                              "%u of its %u-byte transfer at 0x%08x",
+                              describeChannel(channel).c_str(), n + 1,
+                              kv260::statusWordsPerCommand(channel),
+                              oldest.bytes, oldest.address);
+        return false;
+      }
+      if (!(regs_->read32(page + kv260::kPageFlags) & kv260::kFlagStatusEmpty))
+        break;
+    }
+    const uint32_t again = regs_->read32(page + kv260::kPageStatusPop) & 0xff;
+    if (again != status) {
+      *error = formatString("%s: the status words of one command differ "
+                            "(0x%02x, then 0x%02x)",
+                            describeChannel(channel).c_str(), status, again);
+      return false;
+    }
+  }
   if ((status & kv260::kStsTagMask) != oldest.tag) {
     *error = formatString("%s: status 0x%02x carries tag %u where the oldest "
                           "command has tag %u (commands and statuses out of "
@@ -305,6 +324,13 @@ bool Kv260Device::drainAll(std::string *error) {
 bool Kv260Device::waitNpu(std::string *error) {
   if (!npuActive_)
     return true;
+  if (!lastSignalsDone_) {
+    // A MEMCPY raises no done and leaves BUSY set. The NPU runs in order,
+    // so the last MEMCPY's DataMover status, popped before this, says that
+    // it and everything before it have finished.
+    npuActive_ = false;
+    return true;
+  }
   // The status FIFO still holds words from before the last issue.
   for (unsigned i = 0; i < kv260::kStatusFifoDepth; ++i)
     regs_->read32(kv260::kRegStatus);
@@ -316,19 +342,14 @@ bool Kv260Device::waitNpu(std::string *error) {
       return false;
     }
     // DONE is cleared when an op starts and set by the done pulse of a
-    // MEMSET, CVO or store; a GEMM or a load from the host has none, so
-    // after one of those only the engines' own busy bits can be waited for.
-    const bool idle = lastSignalsDone_ ? (status & kv260::kStatusDone) &&
-                                             !(status & kv260::kStatusBusy)
-                                       : !(status & kv260::kStatusEnginesBusy);
-    if (idle) {
+    // MEMSET, CVO or GEMM store.
+    if ((status & kv260::kStatusDone) && !(status & kv260::kStatusBusy)) {
       npuActive_ = false;
       return true;
     }
   }
-  *error = formatString("timed out waiting for the NPU: %s after %llu status "
-                        "reads (last status %s)",
-                        lastSignalsDone_ ? "no done" : "engines still busy",
+  *error = formatString("timed out waiting for the NPU: no done after %llu "
+                        "status reads (last status %s)",
                         (unsigned long long)options_.pollLimit,
                         describeNpuStatus(status).c_str());
   return false;
@@ -389,45 +410,21 @@ void Kv260Device::pushWeights(const uint8_t *data, size_t bytes) {
   pendingWeights_.push_back({data, bytes});
 }
 
-bool Kv260Device::streamRecord(uint64_t offset, size_t bytes,
-                               std::string *error) {
-  // A GEMM reads two INT4 lanes at once (HP0 upper, HP1 lower): the first
-  // half of the record's 16-byte beats goes to HP0, the rest to HP1
-  // (docs/kv260.md, hardware request 3). Commands alternate between the
-  // lanes so that neither waits on a lane whose commands are not queued.
-  const uint64_t beats = (uint64_t(bytes) + 15) / 16;
-  const uint64_t upper = std::min<uint64_t>(bytes, (beats + 1) / 2 * 16);
-  const uint64_t lanes[2][2] = {{offset, upper},
-                                {offset + upper, bytes - upper}};
-  const Channel channels[2] = {Channel::Hp0, Channel::Hp1};
-  for (uint64_t done = 0;; done += options_.maxCommandBytes) {
-    bool any = false;
-    for (int lane = 0; lane < 2; ++lane) {
-      const uint64_t laneBytes = lanes[lane][1];
-      if (done >= laneBytes)
-        continue;
-      const uint64_t n = std::min(options_.maxCommandBytes, laneBytes - done);
-      if (!pushCommand(channels[lane], lanes[lane][0] + done, n,
-                       done + n == laneBytes, error))
-        return false;
-      any = true;
-    }
-    if (!any)
-      return true;
-  }
-}
-
 bool Kv260Device::flushPendingWeights(uint64_t index, std::string *error) {
   const std::string where = "instruction " + std::to_string(index) + ": ";
   if (pendingWeights_.empty()) {
     *error = where + "a GEMM with no weight record queued";
     return false;
   }
+  afterWord_.clear();
   for (auto &[data, bytes] : pendingWeights_) {
     const uintptr_t at = reinterpret_cast<uintptr_t>(data),
                     base = reinterpret_cast<uintptr_t>(residentSource_),
                     dmaBase = reinterpret_cast<uintptr_t>(dma_->data());
     uint64_t offset = 0;
+    kv260::PlanOptions planOptions;
+    planOptions.maxCommandBytes = options_.maxCommandBytes;
+    bool inBuffer = false;
     if (residentSource_ && at >= base && bytes <= residentBytes_ &&
         at - base <= residentBytes_ - bytes) {
       // A record of the resident section streams from where it lies.
@@ -437,8 +434,7 @@ bool Kv260Device::flushPendingWeights(uint64_t index, std::string *error) {
       // Records the host wrote into the DMA buffer (KV records, masks)
       // stream from where they lie, once the host's stores are visible.
       offset = at - dmaBase;
-      if (!dma_->flush(size_t(offset), bytes, error))
-        return false;
+      inBuffer = true;
     } else {
       const size_t capacity = stagingEnd_ - stagingOffset_;
       if (bytes > capacity) {
@@ -447,18 +443,38 @@ bool Kv260Device::flushPendingWeights(uint64_t index, std::string *error) {
                  std::to_string(capacity) + " bytes";
         return false;
       }
-      // The staging bytes of the previous record must have been read.
-      if (!drainChannel(Channel::Hp0, error) ||
-          !drainChannel(Channel::Hp1, error))
+      planOptions.staged = true;
+      offset = stagingOffset_;
+    }
+    const kv260::TransferPlan plan =
+        kv260::planTransfer(kv260::Stream::GemmWeights, bytes, planOptions);
+    if (!plan.drainFirst.empty() && !afterWord_.empty()) {
+      // Draining would wait for commands the NPU reads only after the word.
+      *error = where + "a run-time record follows one longer than the "
+                       "DataMover queues in the same GEMM";
+      return false;
+    }
+    for (Channel c : plan.drainFirst)
+      if (!drainChannel(c, error))
         return false;
+    if (planOptions.staged) {
       dma_->write(stagingOffset_, data, bytes);
       if (!dma_->flush(stagingOffset_, bytes, error))
         return false;
-      offset = stagingOffset_;
-    }
-    if (!streamRecord(offset, bytes, error)) {
-      *error = where + *error;
+    } else if (inBuffer && !dma_->flush(size_t(offset), bytes, error)) {
       return false;
+    }
+    for (size_t i = 0; i < plan.commands.size(); ++i) {
+      kv260::PlannedCommand c = plan.commands[i];
+      c.offset += offset;
+      // Once one command waits for the word, every later one does: a
+      // lane's commands stay in order.
+      if (i >= plan.beforeWord || !afterWord_.empty()) {
+        afterWord_.push_back(c);
+      } else if (!pushCommand(c.channel, c.offset, c.bytes, c.eof, error)) {
+        *error = where + *error;
+        return false;
+      }
     }
   }
   pendingWeights_.clear();
@@ -480,7 +496,9 @@ bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
              " (docs/kv260.md, hardware requests)";
     return false;
   }
-  bool signalsDone = true;
+  // MEMSET, CVO and GEMM (its result store) end with a done pulse; a
+  // MEMCPY in either direction does not (Kv260Protocol.h).
+  const bool signalsDone = inst.opcode != isa::Opcode::Memcpy;
   if (inst.opcode == isa::Opcode::Memset &&
       inst.get(isa::Field::Memset_dest_cache) == 0) {
     // Mirror the fmap_shape bank: MEMCPY lengths come from it.
@@ -519,36 +537,47 @@ bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
                                (unsigned long long)words, options_.windowWords);
       return false;
     }
-    if (fromHost) {
-      // The NPU's last store into the window must have landed first.
-      if (!drainChannel(Channel::AcpResult, error))
+    const kv260::TransferPlan plan = kv260::planTransfer(
+        fromHost ? kv260::Stream::HostToL2 : kv260::Stream::L2ToHost,
+        words * 16, kv260::PlanOptions());
+    for (Channel c : plan.drainFirst)
+      if (!drainChannel(c, error))
         return false;
+    if (fromHost) {
       // The window starts the page-aligned buffer and moves whole 16-byte
       // words: the row functions' vector stores are aligned, as an
       // uncached window (Device memory on arm64) needs.
       uint16_t *lanes = reinterpret_cast<uint16_t *>(dma_->data());
       hw::floatToBf16Row(shadow_.data(), lanes, size_t(words * 8));
-      if (!dma_->flush(0, size_t(words * 16), error) ||
-          !pushCommand(Channel::AcpFmap, 0, words * 16, true, error))
+      if (!dma_->flush(0, size_t(words * 16), error))
         return false;
-      signalsDone = false;
     } else {
-      // The window must have been read by the last load before the NPU
-      // writes it.
-      if (!drainChannel(Channel::AcpFmap, error) ||
-          !pushCommand(Channel::AcpResult, 0, words * 16, true, error))
-        return false;
       toShadow_ = std::max(toShadow_, words);
     }
+    afterWord_.clear();
+    for (size_t i = 0; i < plan.commands.size(); ++i)
+      if (i >= plan.beforeWord)
+        afterWord_.push_back(plan.commands[i]);
+      else if (!pushCommand(plan.commands[i].channel, plan.commands[i].offset,
+                            plan.commands[i].bytes, plan.commands[i].eof,
+                            error))
+        return false;
   }
-  if (inst.opcode == isa::Opcode::Gemm) {
-    if (!flushPendingWeights(index, error))
-      return false;
-    signalsDone = false;
-  }
+  if (inst.opcode == isa::Opcode::Gemm && !flushPendingWeights(index, error))
+    return false;
   regs_->write64(kv260::kRegInstruction, word);
   npuActive_ = true;
   lastSignalsDone_ = signalsDone;
+  // The plan's commands after the word: a MEMCPY's, and a record's beyond
+  // the queues' depth, which the NPU drains now (each waits for a slot:
+  // pushCommand pops the oldest status first).
+  for (const kv260::PlannedCommand &c : afterWord_)
+    if (!pushCommand(c.channel, c.offset, c.bytes, c.eof, error)) {
+      *error = where + *error;
+      afterWord_.clear();
+      return false;
+    }
+  afterWord_.clear();
   return true;
 }
 

@@ -25,6 +25,7 @@
 #include "hw/support/DeviceMemory.h"
 #include "runtime/devices/Device.h"
 #include "runtime/devices/Kv260Protocol.h"
+#include "runtime/devices/Kv260TransferPlan.h"
 
 #include <array>
 #include <deque>
@@ -127,7 +128,7 @@ private:
   /// run and checks that the NPU answers.
   bool resetChannels(std::string *error);
   /// Pushes one command to a DataMover page, first waiting for the oldest
-  /// status when the channel holds kPageFifoDepth commands.
+  /// status when the channel holds kv260::queueDepth commands.
   bool pushCommand(kv260::Channel channel, uint64_t offset, uint64_t bytes,
                    bool eof, std::string *error);
   /// Pops and checks the status of the oldest command of a channel.
@@ -136,8 +137,9 @@ private:
   bool drainAll(std::string *error);
   /// Waits until the NPU has finished the instructions issued so far.
   bool waitNpu(std::string *error);
+  /// Pushes the commands of the queued weight records that go before the
+  /// GEMM's word (Kv260TransferPlan.h) and keeps the rest in afterWord_.
   bool flushPendingWeights(uint64_t index, std::string *error);
-  bool streamRecord(uint64_t offset, size_t bytes, std::string *error);
 
   std::unique_ptr<RegisterWindow> regs_;
   std::unique_ptr<DmaBuffer> dma_;
@@ -151,6 +153,9 @@ private:
   const uint8_t *residentSource_ = nullptr;
   size_t residentBytes_ = 0, residentOffset_ = 0;
   std::vector<std::pair<const uint8_t *, size_t>> pendingWeights_;
+  /// Commands of the current GEMM to push once its word is stored, at
+  /// DMA-buffer offsets.
+  std::vector<kv260::PlannedCommand> afterWord_;
   /// The fmap_shape entries this device has set (MEMCPY extents).
   std::array<std::pair<bool, std::array<uint16_t, 3>>, 64> fmap_{};
   /// Host-window words the NPU wrote since the last sync: [0, toShadow_).
@@ -163,8 +168,8 @@ private:
   std::array<std::deque<Outstanding>, kv260::kChannelCount> outstanding_;
   std::array<uint8_t, kv260::kChannelCount> nextTag_{};
   /// An instruction was issued since the NPU was last seen idle, and
-  /// whether the last one ends with a done pulse (MEMSET, CVO, store to the
-  /// host) or not (GEMM, load from the host).
+  /// whether the last one ends with a done pulse (MEMSET, CVO, GEMM) or not
+  /// (MEMCPY).
   bool npuActive_ = false, lastSignalsDone_ = false;
 };
 

@@ -16,6 +16,12 @@
 
 namespace pccx::device::kv260 {
 
+/// The UIO device of the overlay: the name its device-tree entry gives it
+/// on the board (deploy repository pccxai/v002-kv260-deploy-20260527, board
+/// logs of the v28-v37 images: /sys/class/uio/uioN/name reads "pccx-npu",
+/// map0 at 0xa0000000, size 0x10000).
+constexpr const char *kUioName = "pccx-npu";
+
 //===-- The NPU control page (page 0 of the map) --------------------------===//
 
 /// A 64-bit store pushes the word into the 8-deep instruction FIFO; the
@@ -33,18 +39,17 @@ constexpr uint32_t kControlPageBytes = 0x1000;
 constexpr unsigned kInstructionFifoDepth = 8;
 constexpr unsigned kStatusFifoDepth = 8;
 
-/// Status word bits (pccx_npu_top `mmio_npu_stat`; bits 63:32 are 0).
-constexpr uint32_t kStatusBusy = 1u << 0; ///< an op started and no done yet,
-                                          ///< or an engine is busy
-constexpr uint32_t kStatusDone = 1u << 1; ///< a MEMSET, CVO or store to the
-                                          ///< host completed since the last
-                                          ///< op started (sticky)
-constexpr uint32_t kStatusCvoBusy = 1u << 5;
-constexpr uint32_t kStatusCvoDispatchBusy = 1u << 6;
-constexpr uint32_t kStatusStoreBusy = 1u << 7;
-/// The engines whose activity the status shows one by one.
-constexpr uint32_t kStatusEnginesBusy =
-    kStatusCvoBusy | kStatusCvoDispatchBusy | kStatusStoreBusy;
+/// Status word bits (pccx_npu_top `mmio_npu_stat`; bits 63:32 are 0). Only
+/// bits 0 and 1 mean the same in every image; bits 2-15 are debug bits
+/// each bitstream maps differently (deploy repository
+/// pccxai/v002-kv260-deploy-20260527, board logs of the v28-v37 images), so
+/// the driver reads nothing else.
+constexpr uint32_t kStatusBusy = 1u << 0; ///< an op started and no done yet
+/// An op that pulses done completed since the last op started (sticky).
+/// MEMSET, CVO and the GEMM's result store (store_done) pulse it; neither
+/// MEMCPY direction does, and BUSY stays set after one (the same logs).
+constexpr uint32_t kStatusDone = 1u << 1;
+constexpr uint32_t kStatusStableBits = kStatusBusy | kStatusDone;
 /// What a read returns when nothing answers at the address.
 constexpr uint32_t kStatusNoResponse = 0xffffffffu;
 
@@ -75,7 +80,7 @@ constexpr uint32_t kMapBytes = 0x7000;
 /// Registers of a command/status page.
 constexpr uint32_t kPageCmdLow = 0x000;    ///< command bits 31:0 (staged)
 constexpr uint32_t kPageCmdHigh = 0x004;   ///< command bits 63:32 (staged)
-constexpr uint32_t kPageCmdExt = 0x008;    ///< command bits 71:64 in 7:0
+constexpr uint32_t kPageCmdExt = 0x008;    ///< command bits 79:64 in 15:0
 constexpr uint32_t kPageCmdPush = 0x00c;   ///< write 1: push the staged command
 constexpr uint32_t kPageStatusPop = 0x010; ///< read: pop one 8-bit status
 constexpr uint32_t kPageFlags = 0x014;
@@ -83,6 +88,20 @@ constexpr uint32_t kPageCmdLevel = 0x018;
 constexpr uint32_t kPageStatusLevel = 0x01c;
 constexpr uint32_t kPageErrorClear = 0x020; ///< write 1s to clear sticky errors
 constexpr unsigned kPageFifoDepth = 8;
+/// Status words a command leaves in its page's status FIFO: the HP pages
+/// return three identical words per command (deploy repository
+/// pccxai/v002-kv260-deploy-20260527, board logs of the v28-v37 images),
+/// the host-window pages one.
+inline unsigned statusWordsPerCommand(Channel c) {
+  return unsigned(c) < 4 ? 3 : 1;
+}
+/// Commands the driver keeps outstanding on a channel: as many as both the
+/// command FIFO and the status FIFO hold, so that no status is lost while
+/// the driver is not reading (2 on an HP page, 8 on a host-window page).
+inline unsigned queueDepth(Channel c) {
+  const unsigned byStatus = kPageFifoDepth / statusWordsPerCommand(c);
+  return byStatus < kPageFifoDepth ? byStatus : kPageFifoDepth;
+}
 
 constexpr uint32_t kFlagCmdEmpty = 1u << 0;
 constexpr uint32_t kFlagCmdFull = 1u << 1;
@@ -90,7 +109,13 @@ constexpr uint32_t kFlagStatusEmpty = 1u << 2;
 constexpr uint32_t kFlagStatusFull = 1u << 3;
 constexpr uint32_t kFlagStickyErrors = 0xf0u;
 
-//===-- The 72-bit DataMover command (AXI DataMover, PG022) ---------------===//
+//===-- The 80-bit DataMover command (AXI DataMover, PG022) ---------------===//
+//
+// The overlay's DataMovers are built with the xCACHE/xUSER fields, so a
+// command has 80 bits: PG022's 72 bits plus xCACHE in 75:72 and xUSER in
+// 79:76, i.e. CMD_EXT bits 11:8 and 15:12 (deploy repository
+// pccxai/v002-kv260-deploy-20260527, board software and logs of the v28-v37
+// images: every command is written with xCACHE = xUSER = 0xF).
 
 constexpr unsigned kBttBits = 23;
 constexpr uint64_t kMaxCommandBytes = (uint64_t(1) << kBttBits) - 1;
@@ -99,6 +124,13 @@ constexpr uint32_t kCmdEof = 1u << 30;      ///< TLAST at the end (MM2S)
 constexpr uint32_t kCmdDsaMask = 0x3fu << 24;
 constexpr uint32_t kCmdDrr = 1u << 31;
 constexpr unsigned kTagBits = 4;
+constexpr unsigned kCmdExtCacheShift = 8, kCmdExtUserShift = 12;
+/// What every command carries in xCACHE and xUSER: the values the board
+/// software writes (write-back, read- and write-allocate; the user bits
+/// the block design passes to the PS port), the only ones run on silicon.
+constexpr uint32_t kCmdCache = 0xf, kCmdUser = 0xf;
+constexpr uint32_t kCmdExtAttributes =
+    kCmdCache << kCmdExtCacheShift | kCmdUser << kCmdExtUserShift;
 /// The longest command the driver issues: a multiple of the 16-byte beat
 /// well inside BTT.
 constexpr uint64_t kChunkBytes = uint64_t(4) << 20;
@@ -108,6 +140,7 @@ struct Command {
   uint32_t bytes = 0;   ///< BTT
   uint8_t tag = 0;      ///< echoed in the status
   bool eof = true;
+  uint32_t attributes = 0; ///< xUSER << 4 | xCACHE (CMD_EXT 15:8)
 };
 
 /// The three staged words of a command.
@@ -116,8 +149,8 @@ struct CommandWords {
 };
 
 /// Packs a command: BTT in 22:0, INCR, EOF in 30, address in 63:32, the tag
-/// in 67:64; DRR, DSA and 71:68 zero. False (with the reason) for what the
-/// command cannot express.
+/// in 67:64, xCACHE and xUSER in 79:72 (kCmdExtAttributes); DRR, DSA and
+/// 71:68 zero. False (with the reason) for what the command cannot express.
 inline bool pack(uint64_t address, uint64_t bytes, unsigned tag, bool eof,
                  CommandWords *out, std::string *why) {
   if (bytes == 0 || bytes > kMaxCommandBytes) {
@@ -138,7 +171,7 @@ inline bool pack(uint64_t address, uint64_t bytes, unsigned tag, bool eof,
   }
   out->low = uint32_t(bytes) | kCmdTypeIncr | (eof ? kCmdEof : 0);
   out->high = uint32_t(address);
-  out->ext = tag;
+  out->ext = tag | kCmdExtAttributes;
   return true;
 }
 
@@ -147,7 +180,7 @@ inline bool pack(uint64_t address, uint64_t bytes, unsigned tag, bool eof,
 /// as an internal error.
 inline bool unpack(const CommandWords &w, Command *out, std::string *why) {
   if (!(w.low & kCmdTypeIncr) || (w.low & (kCmdDsaMask | kCmdDrr)) ||
-      (w.ext & ~0xfu)) {
+      (w.ext & ~(0xfu | 0xff00u))) {
     *why = "a reserved command field is set or the burst type is not INCR";
     return false;
   }
@@ -159,6 +192,7 @@ inline bool unpack(const CommandWords &w, Command *out, std::string *why) {
   out->eof = w.low & kCmdEof;
   out->address = w.high;
   out->tag = uint8_t(w.ext & 0xf);
+  out->attributes = (w.ext >> kCmdExtCacheShift) & 0xff;
   return true;
 }
 

@@ -6,10 +6,13 @@
 #include "hw/isa/Isa.h"
 #include "hw/numerics/Quantize.h"
 #include "runtime/devices/Kv260Protocol.h"
+#include "runtime/devices/Kv260TransferPlan.h"
 
 #include <algorithm>
-#include <set>
 #include <cmath>
+#include <deque>
+#include <iterator>
+#include <set>
 
 namespace pccx::prof {
 
@@ -212,7 +215,11 @@ HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
                       dt == host::KvDtype::KeyRecords ||
                       dt == host::KvDtype::ValueRecords;
     w.flops += (int8 ? 3 : cacheElementOps(dt)) * elements(rows);
-    w.bytes += cacheElementBytes(dt) * elements(rows);
+    // The NPU's KV records lie in the DMA buffer, mapped uncached.
+    if (c && c->records())
+      w.uncachedWriteBytes += cacheElementBytes(dt) * elements(rows);
+    else
+      w.bytes += cacheElementBytes(dt) * elements(rows);
     break;
   }
   case HostKernel::AttentionScores:
@@ -288,7 +295,8 @@ double hostWorkNs(const HostWork &work, const Params &p) {
   return p.host_call_overhead_ns +
          (cycles * 1000.0 / p.host_cpu_mhz +
           work.bytes * 1000.0 / p.host_memory_mb_per_s) /
-             threads;
+             threads +
+         work.uncachedWriteBytes * 1000.0 / p.dma_buffer_write_mb_per_s;
 }
 
 namespace {
@@ -319,11 +327,105 @@ private:
     return bytes * 1000.0 / mbPerS;
   }
   double pollNs() const { return 2 * p_.axil_read_ns; }
+  /// The PS port a DataMover's traffic takes.
+  unsigned portOf(device::kv260::Channel c) const {
+    const unsigned i = unsigned(c);
+    if (i < 4)
+      return i;
+    return p_.host_window_on_hp0 ? 0 : 4;
+  }
+  /// The bytes of a transfer plan on the op's ports and DDR: each port
+  /// carries its share at 16 B per AXI clock, DDR all of them.
+  void chargePorts(const device::kv260::TransferPlan &plan, NpuOp &op) {
+    double total = 0;
+    for (const device::kv260::PlannedCommand &c : plan.commands) {
+      const unsigned port = portOf(c.channel);
+      op.portBytes[port] += double(c.bytes);
+      out_->counts.portBytes[port] += c.bytes;
+      total += double(c.bytes);
+    }
+    const double portMbps = p_.hp_port_bytes_per_clock * p_.axi_clock_mhz;
+    for (unsigned q = 0; q < kNumDdrPorts; ++q)
+      op.portNs[q] = mbpsNs(op.portBytes[q], portMbps);
+    op.ddrNs = mbpsNs(total, p_.ddr_effective_mb_per_s);
+  }
+  /// How long the op streams: the busiest port or DDR, after the latency.
+  static double streamNs(const NpuOp &op) {
+    double ns = op.ddrNs;
+    for (unsigned q = 0; q < kNumDdrPorts; ++q)
+      ns = std::max(ns, op.portNs[q]);
+    return op.latencyNs + ns;
+  }
+  void logWord(uint64_t word) {
+    if (ctx_.issued) {
+      IssuedItem item;
+      item.instruction = true;
+      item.word = word;
+      ctx_.issued->push_back(item);
+    }
+  }
+  void logCommand(const device::kv260::PlannedCommand &c) {
+    if (ctx_.issued) {
+      IssuedItem item;
+      item.channel = unsigned(c.channel);
+      item.bytes = c.bytes;
+      item.eof = c.eof;
+      ctx_.issued->push_back(item);
+    }
+  }
+  /// The driver waits until the commands of `c` are done (the plan's
+  /// drainFirst) and pops their statuses.
+  void drain(device::kv260::Channel c, const std::string &what) {
+    std::deque<double> &q = queued_[unsigned(c)];
+    if (q.empty())
+      return;
+    const double until = *std::max_element(q.begin(), q.end());
+    if (until > tl().hostNow())
+      tl().host(until - tl().hostNow(), channelCategory_[unsigned(c)],
+                std::string("wait for DataMover ") +
+                    device::kv260::info(c).name + " before " + what);
+    const double words =
+        double(q.size()) * device::kv260::statusWordsPerCommand(c);
+    tl().host(2 * words * p_.axil_read_ns, "sync",
+              std::string("DataMover ") + device::kv260::info(c).name +
+                  " statuses before " + what);
+    statusesPending_ -= words;
+    q.clear();
+  }
+  /// pushCommand: with queueDepth commands outstanding on the channel,
+  /// first wait for the oldest and pop its status. `doneAt` < 0: the
+  /// command belongs to the instruction being issued, whose times are
+  /// known once it is placed.
+  void push(const device::kv260::PlannedCommand &c, double doneAt,
+            double &hostNs, const std::string &what) {
+    const unsigned ch = unsigned(c.channel);
+    std::deque<double> &q = queued_[ch];
+    if (!q.empty() && q.size() + pendingOnChannel_[ch] >=
+                          device::kv260::queueDepth(c.channel)) {
+      tl().host(hostNs, "issue", "issue " + what);
+      hostNs = 0;
+      if (q.front() > tl().hostNow())
+        tl().host(q.front() - tl().hostNow(), channelCategory_[ch],
+                  "DataMover queue slot for " + what);
+      // A flags read and a pop per status word.
+      hostNs +=
+          2 * device::kv260::statusWordsPerCommand(c.channel) * p_.axil_read_ns;
+      q.pop_front();
+      statusesPending_ -= device::kv260::statusWordsPerCommand(c.channel);
+    }
+    hostNs += pushCommandNs(c.channel);
+    if (doneAt < 0)
+      ++pendingOnChannel_[ch];
+    else
+      q.push_back(doneAt);
+    logCommand(c);
+  }
   /// Queues one DataMover command (docs/kv260.md §5) and returns its cost:
   /// a flags read for room, then three command words and the push. Its
-  /// status is popped (a flags read and the pop) at the next sync.
-  double pushCommandNs() {
-    ++statusesPending_;
+  /// status words are popped (a flags read and the pop each) at the next
+  /// sync.
+  double pushCommandNs(device::kv260::Channel c) {
+    statusesPending_ += device::kv260::statusWordsPerCommand(c);
     return p_.axil_read_ns + 4 * p_.axil_write_ns;
   }
   void waitIdle(const std::string &name) {
@@ -341,6 +443,8 @@ private:
   bool issue(uint32_t index, const std::string &segment);
   bool entry(const Entry *bank, uint32_t e, const char *bankName, uint32_t word,
              Entry *out);
+  /// The commands of plan_ that follow the word of `op` (ending at `end`).
+  void afterWord(const NpuOp &op, double end, const std::string &what);
 
   const exec::Program &prog_;
   const ReplayContext &ctx_;
@@ -350,12 +454,23 @@ private:
   std::string *error_;
   std::vector<uint64_t> words_;
   Entry fmap_[64], weight_[64];
-  std::vector<uint64_t> pending_; ///< weight records queued for the next GEMV
+  /// The transfer plan of the instruction being issued.
+  device::kv260::TransferPlan plan_;
+  const char *planCategory_ = "";
   double toShadowElements_ = 0;
-  /// DataMover commands whose status the next sync pops.
+  /// DataMover status words the next sync pops.
   double statusesPending_ = 0;
+  /// Something was issued since the last sync, and the last word was a
+  /// MEMCPY (no done pulse).
+  bool npuActive_ = false, lastWasMemcpy_ = false;
   /// Host-window words [lo, hi) the NPU wrote since the last sync.
   double toShadowLo_ = 0, toShadowHi_ = 0;
+  /// Completion times of the commands outstanding per DataMover (their
+  /// statuses not yet popped), what they do, and how many of the current
+  /// instruction's are pushed but not yet placed.
+  std::deque<double> queued_[device::kv260::kChannelCount];
+  const char *channelCategory_[device::kv260::kChannelCount] = {};
+  unsigned pendingOnChannel_[device::kv260::kChannelCount] = {};
 
   /// The CPU's bandwidth on the host window: cached (with u-dma-buf's
   /// cache commands) or through the uncached mapping.
@@ -376,13 +491,25 @@ private:
 };
 
 void Replay::sync(const std::string &name) {
-  // Every outstanding DataMover status is popped, then the NPU status FIFO's
-  // stale words are read before polling for idle.
-  tl().host((2 * statusesPending_ + device::kv260::kStatusFifoDepth) * p_.axil_read_ns,
-            "sync", "DataMover statuses and stale NPU status words (" + name +
-                        ")");
+  // Kv260Device::sync: every outstanding DataMover status is popped, then
+  // the NPU waited for, if anything was issued since it was last idle.
+  tl().host(2 * statusesPending_ * p_.axil_read_ns, "sync",
+            "DataMover statuses (" + name + ")");
   statusesPending_ = 0;
-  waitIdle(name);
+  for (std::deque<double> &q : queued_)
+    q.clear();
+  if (npuActive_ && lastWasMemcpy_) {
+    // A MEMCPY raises no done: its DataMover status is the completion of
+    // it and of everything before it; no NPU status read. The driver polls
+    // the channel's flags (one read a poll) until the status is there.
+    tl().waitIdle(p_.axil_read_ns, 1.5 * p_.axil_read_ns, name);
+  } else if (npuActive_) {
+    // The status FIFO's stale words are read before polling for DONE.
+    tl().host(device::kv260::kStatusFifoDepth * p_.axil_read_ns, "sync",
+              "stale NPU status words (" + name + ")");
+    waitIdle(name);
+  }
+  npuActive_ = false;
   if (toShadowElements_ > 0) {
     tl().host(toShadowElements_ * p_.host_bf16_widen_cycles_per_element *
                       1000.0 /
@@ -427,31 +554,51 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
     break;
   }
   case isa::Opcode::Memcpy: {
+    const machine::TargetProfile &target = machine::targetProfile(ctx_.target);
     Entry shape;
     if (!entry(fmap_, inst.get(Field::Memcpy_shape_ptr_addr), "fmap_shape",
                index, &shape))
       return false;
-    const bool fromHost = inst.get(Field::Memcpy_from_device),
-               toHost = inst.get(Field::Memcpy_to_device);
+    bool fromHost = inst.get(Field::Memcpy_from_device),
+         toHost = inst.get(Field::Memcpy_to_device);
+    if (!target.memcpyL2ToL2) {
+      // (1, 0) loads from the host; every other pair stores to it.
+      fromHost = fromHost && !toHost;
+      toHost = !fromHost;
+    }
     if (fromHost && toHost)
       return fail(index, "host-to-host MEMCPY is not supported");
     const int64_t a = shape.a, rows = shape.b ? shape.b : 1;
-    const double words = double(a * rows);
+    const double words =
+        target.memcpyShapeProduct
+            ? double((uint64_t(shape.a) * shape.b * shape.c + 7) / 8)
+            : double(a * rows);
     op.engine = Track::Memcpy;
     op.category = "memcpy";
     op.async = inst.get(Field::Memcpy_async);
     if (fromHost || toHost) {
       // The rows' span in the host window (one cache command covers it).
-      const double aux = double(inst.get(Field::Memcpy_aux_addr)),
+      const double aux = target.memcpyAuxAddr
+                             ? double(inst.get(Field::Memcpy_aux_addr))
+                             : 0.0,
                    stride = double(shape.c ? shape.c : a),
-                   spanWords = double(rows - 1) * stride + double(a);
-      // One DataMover command moves the rows (acp_fmap or acp_result).
-      hostNs += pushCommandNs();
-      // The host window travels through an HP port and DDR.
-      const double mbps =
-          std::min(p_.hp_port_bytes_per_clock * p_.axi_clock_mhz,
-                   p_.ddr_effective_mb_per_s);
-      op.busyNs = p_.host_dma_latency_ns + mbpsNs(16 * words, mbps);
+                   spanWords = target.memcpyShapeProduct
+                                   ? words
+                                   : double(rows - 1) * stride + double(a);
+      const device::kv260::TransferPlan plan = device::kv260::planTransfer(
+          fromHost ? device::kv260::Stream::HostToL2
+                   : device::kv260::Stream::L2ToHost,
+          uint64_t(16 * words), device::kv260::PlanOptions());
+      for (device::kv260::Channel c : plan.drainFirst)
+        drain(c, what);
+      for (size_t i = 0; i < plan.beforeWord; ++i)
+        push(plan.commands[i], -1, hostNs, what);
+      op.latencyNs = p_.host_dma_latency_ns;
+      chargePorts(plan, op);
+      op.busyNs = streamNs(op);
+      out_->counts.memcpyBytes += uint64_t(16 * words);
+      plan_ = plan;
+      planCategory_ = "memcpy";
       if (fromHost) {
         op.writes.push_back(
             {int64_t(inst.get(Field::Memcpy_dest_addr)),
@@ -515,18 +662,22 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
   case isa::Opcode::Gemv:
   case isa::Opcode::Gemm: {
     const bool gemm = inst.opcode == isa::Opcode::Gemm;
+    // v002-rtl swaps the roles of the two pointers (hw/machine/Targets.def).
+    const bool swapped =
+        machine::targetProfile(ctx_.target).matmulPointersSwapped;
+    const uint32_t weightEntry =
+                       inst.get(swapped ? Field::Matmul_size_ptr_addr
+                                        : Field::Matmul_shape_ptr_addr),
+                   fmapEntry = inst.get(swapped ? Field::Matmul_shape_ptr_addr
+                                                : Field::Matmul_size_ptr_addr);
     Entry shape, size;
-    if (!entry(weight_, inst.get(Field::Matmul_shape_ptr_addr), "weight_shape",
-               index, &shape) ||
-        !entry(fmap_, inst.get(Field::Matmul_size_ptr_addr), "fmap_shape",
-               index, &size))
+    if (!entry(weight_, weightEntry, "weight_shape", index, &shape) ||
+        !entry(fmap_, fmapEntry, "fmap_shape", index, &size))
       return false;
     const int64_t n = shape.a, k = shape.b, m = gemm ? size.a : 1;
     if (n == 0 || k == 0 || shape.c > 1)
-      return fail(index,
-                  "weight_shape entry " +
-                      std::to_string(inst.get(Field::Matmul_shape_ptr_addr)) +
-                      " is not a valid N, K, format");
+      return fail(index, "weight_shape entry " + std::to_string(weightEntry) +
+                             " is not a valid N, K, format");
     const auto format = hw::WeightFormat(shape.c);
     const bool scaled =
         inst.has(Field::Matmul_flags, isa::Matmul_flags_w_scale);
@@ -541,34 +692,36 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
     if (ref.kind == exec::WeightRef::Kind::Cache ||
         ref.kind == exec::WeightRef::Kind::Mask)
       out_->counts.kvRecordBytes += bytes;
-    pending_.push_back(bytes);
     unsigned lanes = inst.get(Field::Matmul_parallel_lane);
     lanes = lanes == 0 ? unsigned(p_.gemv_cores) : std::min(lanes, 4u);
-    const unsigned ports =
-        std::min(gemm ? unsigned(p_.hp_ports) : lanes, unsigned(p_.hp_ports));
 
-    // flushPendingWeights: each record is queued as DataMover commands, one
-    // share per HP port in chunks of at most kChunkBytes, without waiting
-    // for the NPU (the command FIFOs queue them). A record made at run time
-    // by a host kernel (host attention's scores) is first copied into the
-    // DMA staging area, once the previous staged record has been read; a
-    // static one streams from the resident weights section (copied once
-    // when the model is opened), a KV record or mask from where the host
-    // wrote it in the DMA buffer.
-    for (uint64_t b : pending_) {
-      if (ref.kind == exec::WeightRef::Kind::Dynamic) {
-        waitIdle("staging wait before " + what);
-        tl().host(mbpsNs(double(b), p_.dma_buffer_write_mb_per_s),
-                  "runtime_copy:weight_staging",
-                  "weight record copy for " + what);
-      }
-      const uint64_t share = (b + ports - 1) / ports;
-      const uint64_t chunks = std::max<uint64_t>(
-          1, (share + device::kv260::kChunkBytes - 1) / device::kv260::kChunkBytes);
-      for (uint64_t c = 0; c < chunks * ports; ++c)
-        hostNs += pushCommandNs();
-    }
-    pending_.clear();
+    // flushPendingWeights, by the transfer plan both share
+    // (runtime/devices/Kv260TransferPlan.h): the record streams over the
+    // engine's two ports in commands the driver queues without waiting
+    // for the NPU, up to the command FIFOs' depth; the rest follow the
+    // word. A record made at run time by a host kernel (host attention's
+    // scores) is first copied into the DMA staging area, once the
+    // commands reading the previous staged record are done; a static one
+    // streams from the resident weights section (copied once when the
+    // model is opened), a KV record or mask from where the host wrote it
+    // in the DMA buffer.
+    device::kv260::PlanOptions planOptions;
+    planOptions.maxCommandBytes = ctx_.maxCommandBytes;
+    planOptions.staged = ref.kind == exec::WeightRef::Kind::Dynamic;
+    const device::kv260::TransferPlan plan =
+        device::kv260::planTransfer(gemm ? device::kv260::Stream::GemmWeights
+                                         : device::kv260::Stream::GemvWeights,
+                                    bytes, planOptions);
+    for (device::kv260::Channel c : plan.drainFirst)
+      drain(c, what);
+    if (planOptions.staged)
+      tl().host(mbpsNs(double(bytes), p_.dma_buffer_write_mb_per_s),
+                "runtime_copy:weight_staging",
+                "weight record copy for " + what);
+    for (size_t i = 0; i < plan.beforeWord; ++i)
+      push(plan.commands[i], -1, hostNs, what);
+    plan_ = plan;
+    planCategory_ = "weight_streaming";
 
     const double divisor = format == hw::WeightFormat::Int8
                                ? std::max(p_.int8_weight_rate_divisor, 1e-9)
@@ -580,20 +733,15 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
              : cyclesNs(p_.gemv_reduction_stages + p_.gemv_fill_cycles +
                         macs * divisor /
                             (lanes * p_.gemv_macs_per_core_per_clock));
-    const double streamMbps =
-        std::min(ports * p_.hp_port_bytes_per_clock * p_.axi_clock_mhz,
-                 p_.ddr_effective_mb_per_s);
-    const double streamNs =
-        p_.weight_stream_latency_ns + mbpsNs(double(bytes), streamMbps);
+    op.latencyNs = p_.weight_stream_latency_ns;
+    chargePorts(plan, op);
+    const double stream = streamNs(op);
     op.engine = Track::GemvGemm;
-    op.busyNs = std::max(computeNs, streamNs);
-    op.category = streamNs >= computeNs ? "weight_streaming" : "npu_compute";
+    op.busyNs = std::max(computeNs, stream);
+    op.category = stream >= computeNs ? "weight_streaming" : "npu_compute";
     op.name += " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                std::to_string(k) +
                (format == hw::WeightFormat::Int8 ? " int8" : " int4");
-    op.ports = ports;
-    op.portBytes = double(bytes) / ports;
-    op.streamNs = streamNs;
     const int64_t src = inst.get(Field::Matmul_src_addr),
                   dst = inst.get(Field::Matmul_dest_reg);
     const int64_t s = size.b ? size.b : wordsFor(k),
@@ -606,11 +754,43 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
   // The word: one 64-bit store into the instruction FIFO.
   hostNs += p_.axil_write_ns;
   tl().host(hostNs, "issue", "issue " + what);
+  logWord(words_[index]);
   // The Global Scheduler's own step before the engine starts.
   op.busyNs += cyclesNs(p_.npu_dispatch_cycles);
-  tl().npu(op);
+  const double end = tl().npu(op);
   ++out_->counts.instructions;
+  npuActive_ = true;
+  lastWasMemcpy_ = inst.opcode == isa::Opcode::Memcpy;
+  if (!plan_.commands.empty()) {
+    afterWord(op, end, what);
+    plan_ = device::kv260::TransferPlan();
+  }
   return true;
+}
+
+void Replay::afterWord(const NpuOp &op, double end, const std::string &what) {
+  // Each command completes as the NPU drains the record: at its lane's
+  // share of the op's stream time.
+  const double start = tl().lastStart() + op.latencyNs;
+  double laneBytes[device::kv260::kChannelCount] = {},
+         through[device::kv260::kChannelCount] = {};
+  for (const device::kv260::PlannedCommand &c : plan_.commands)
+    laneBytes[unsigned(c.channel)] += double(c.bytes);
+  std::vector<double> doneAt(plan_.commands.size());
+  for (size_t i = 0; i < plan_.commands.size(); ++i) {
+    const unsigned lane = unsigned(plan_.commands[i].channel);
+    through[lane] += double(plan_.commands[i].bytes);
+    doneAt[i] = start + (end - start) * through[lane] / laneBytes[lane];
+    channelCategory_[lane] = planCategory_;
+    if (i < plan_.beforeWord)
+      queued_[lane].push_back(doneAt[i]);
+  }
+  std::fill(std::begin(pendingOnChannel_), std::end(pendingOnChannel_), 0u);
+  // The rest are pushed after the word, each waiting for a queue slot.
+  double hostNs = 0;
+  for (size_t i = plan_.beforeWord; i < plan_.commands.size(); ++i)
+    push(plan_.commands[i], doneAt[i], hostNs, what);
+  tl().host(hostNs, "issue", "DataMover commands after " + what);
 }
 
 bool Replay::run() {

@@ -12,6 +12,7 @@
 #ifndef PCCX_RUNTIME_PROF_PROFILE_H
 #define PCCX_RUNTIME_PROF_PROFILE_H
 
+#include "hw/machine/Target.h"
 #include "runtime/exec/Model.h"
 #include "runtime/prof/Params.h"
 #include "runtime/prof/Timeline.h"
@@ -30,6 +31,27 @@ struct StepCounts {
   uint64_t instructions = 0, hostOps = 0, syncs = 0, weightBytes = 0;
   /// Of weightBytes: the KV records and attention masks.
   uint64_t kvRecordBytes = 0;
+  /// Host-window bytes the step's MEMCPYs move.
+  uint64_t memcpyBytes = 0;
+  /// Every streamed byte (weights, KV records, masks, MEMCPY) by the PS
+  /// port the transfer plan puts it on.
+  uint64_t portBytes[kNumDdrPorts] = {};
+};
+
+/// One item the driver hands the board, in order: an instruction word or a
+/// DataMover command (runtime/devices/Kv260TransferPlan.h).
+struct IssuedItem {
+  bool instruction = false;
+  uint64_t word = 0;
+  unsigned channel = 0; ///< kv260::Channel
+  uint64_t bytes = 0;
+  bool eof = false;
+  bool operator==(const IssuedItem &o) const {
+    return instruction == o.instruction &&
+           (instruction
+                ? word == o.word
+                : channel == o.channel && bytes == o.bytes && eof == o.eof);
+  }
 };
 
 struct StepProfile {
@@ -47,6 +69,13 @@ struct StepProfile {
 struct ReplayContext {
   const std::vector<exec::CacheSpec> *caches = nullptr;
   int64_t maxPositions = 0; ///< 0: no limit
+  /// The conventions the program's words follow (MEMCPY extents, matrix
+  /// pointer roles).
+  machine::Target target = machine::kDefaultTarget;
+  /// The driver's longest DataMover command.
+  uint64_t maxCommandBytes = uint64_t(4) << 20;
+  /// When set, receives what the driver would hand the board.
+  std::vector<IssuedItem> *issued = nullptr;
 };
 
 /// Replays `program` at `position`. False with a message naming the
@@ -61,6 +90,8 @@ bool profileStep(const exec::Program &program, const ReplayContext &context,
 struct HostWork {
   double flops = 0, transcendentals = 0, bytes = 0;
   double tableLookups = 0; ///< loads from a table built once (softcap)
+  /// Stores into the uncached DMA buffer (the NPU's KV records).
+  double uncachedWriteBytes = 0;
 };
 /// RoPE angle tables (position, theta, head_dim) a step has built; the
 /// host kernels compute each once per step (runtime/host).

@@ -20,6 +20,7 @@ bool profileModel(const exec::Model &model,
                   ProfileRun *out, std::string *error) {
   out->params = params;
   ReplayContext context{&model.caches(), model.maxPositions()};
+  context.target = model.target();
   if (!model.decode()) {
     *error = "the bundle has no decode program";
     return false;
@@ -37,13 +38,50 @@ bool profileModel(const exec::Model &model,
   return true;
 }
 
-double ddrCeilingFraction(const StepProfile &step, const Params &params) {
-  // The ceiling: the model's weights streamed once at the effective DDR
-  // bandwidth. KV records and masks are work on top of it, not part of it.
-  const double ddrSeconds =
-      double(step.counts.weightBytes - step.counts.kvRecordBytes) /
-      (params.ddr_effective_mb_per_s * 1e6);
-  return step.seconds > 0 ? ddrSeconds / step.seconds : 0;
+StreamCeiling streamCeiling(const StepProfile &step, const Params &params) {
+  StreamCeiling c;
+  std::string names;
+  unsigned busiest = 0;
+  for (unsigned p = 0; p < kNumDdrPorts; ++p) {
+    const double b = double(step.counts.portBytes[p]);
+    c.bytes += b;
+    if (b > 0) {
+      ++c.ports;
+      names += std::string(names.empty() ? "" : " ") + ddrPortName(p);
+    }
+    if (b > c.busiestBytes) {
+      c.busiestBytes = b;
+      busiest = p;
+    }
+  }
+  c.portMbps = params.hp_port_bytes_per_clock * params.axi_clock_mhz;
+  c.ddrSeconds = c.bytes / (params.ddr_effective_mb_per_s * 1e6);
+  c.portSeconds = c.busiestBytes / (c.portMbps * 1e6);
+  c.seconds = std::max(c.ddrSeconds, c.portSeconds);
+  c.mbps = c.seconds > 0 ? c.bytes / c.seconds * 1e-6 : 0;
+  const double mb = 1e-6;
+  c.formula = formatString(
+      "min(DDR %.0f MB/s, %u ports (%s) x %.0f B x %.0f MHz = %.0f MB/s",
+      params.ddr_effective_mb_per_s, c.ports, names.c_str(),
+      params.hp_port_bytes_per_clock, params.axi_clock_mhz,
+      c.ports * c.portMbps);
+  if (c.ports > 0 && c.busiestBytes * c.ports > c.bytes * 1.0001)
+    c.formula +=
+        formatString("; busiest %s: %.1f of %.1f MB", ddrPortName(busiest),
+                     c.busiestBytes * mb, c.bytes * mb);
+  c.formula += formatString(
+      ") = %.0f MB/s; %.3f MB (weights %.3f, KV records and masks %.3f, "
+      "MEMCPY %.3f) / %.0f MB/s = %.4f ms",
+      c.mbps, c.bytes * mb,
+      double(step.counts.weightBytes - step.counts.kvRecordBytes) * mb,
+      double(step.counts.kvRecordBytes) * mb,
+      double(step.counts.memcpyBytes) * mb, c.mbps, c.seconds * 1e3);
+  return c;
+}
+
+double ceilingFraction(const StepProfile &step, const Params &params) {
+  return step.seconds > 0 ? streamCeiling(step, params).seconds / step.seconds
+                          : 0;
 }
 
 std::vector<std::pair<std::string, double>> byLayer(const StepProfile &step) {
@@ -80,11 +118,27 @@ sortedBreakdown(const StepProfile &step) {
 }
 
 json countsJson(const StepCounts &c) {
+  json ports = json::object();
+  for (unsigned p = 0; p < kNumDdrPorts; ++p)
+    ports[ddrPortName(p)] = c.portBytes[p];
   return {{"instructions", c.instructions},
           {"host_ops", c.hostOps},
           {"syncs", c.syncs},
           {"weight_bytes", c.weightBytes},
-          {"kv_record_bytes", c.kvRecordBytes}};
+          {"kv_record_bytes", c.kvRecordBytes},
+          {"memcpy_bytes", c.memcpyBytes},
+          {"port_bytes", ports}};
+}
+
+json ceilingJson(const StepProfile &step, const Params &params) {
+  const StreamCeiling c = streamCeiling(step, params);
+  return {{"seconds", c.seconds},
+          {"bytes", c.bytes},
+          {"ports", c.ports},
+          {"mb_per_s", c.mbps},
+          {"ddr_seconds", c.ddrSeconds},
+          {"port_seconds", c.portSeconds},
+          {"formula", c.formula}};
 }
 
 json stepDetails(const StepProfile &step) {
@@ -102,8 +156,10 @@ json stepDetails(const StepProfile &step) {
           {"counts", countsJson(step.counts)}};
 }
 
-void appendStep(std::string &s, const char *title, const StepProfile &step) {
+void appendStep(std::string &s, const char *title, const StepProfile &step,
+                const Params &params) {
   s += formatString("\n%s (critical path, ms):\n", title);
+  s += "  ceiling: " + streamCeiling(step, params).formula + "\n";
   for (const auto &[category, seconds] : sortedBreakdown(step))
     s += formatString("  %-28s %12.4f  %5.1f %%\n", category.c_str(),
                       seconds * 1e3, 100 * seconds / step.seconds);
@@ -121,17 +177,18 @@ void appendStep(std::string &s, const char *title, const StepProfile &step) {
 std::string renderText(const ProfileRun &run) {
   const Params &p = run.params;
   std::string s = formatString(
-      "%s on the KV260 model: v002 overlay at %.0f MHz, %.0f x Cortex-A53 "
-      "at %.0f MHz, DDR %.0f MB/s effective\n",
-      run.bundle.c_str(), p.core_clock_mhz, p.host_cores, p.host_cpu_mhz,
-      p.ddr_effective_mb_per_s);
+      "%s on the KV260 model, machine %s: v002 overlay at %.0f MHz core, "
+      "%.0f MHz AXI, %.0f x Cortex-A53 at %.0f MHz, DDR %.0f MB/s "
+      "effective\n",
+      run.bundle.c_str(), run.machine.c_str(), p.core_clock_mhz,
+      p.axi_clock_mhz, p.host_cores, p.host_cpu_mhz, p.ddr_effective_mb_per_s);
   s += "\ndecode:\n  position    ms/token       tok/s  weight MB/token  "
-       "DDR-ceiling fraction\n";
+       "ceiling fraction\n";
   for (const StepProfile &d : run.decode)
-    s += formatString("  %8lld %11.4f %11.3f %16.3f %21.4f\n",
+    s += formatString("  %8lld %11.4f %11.3f %16.3f %17.4f\n",
                       (long long)d.position, d.seconds * 1e3, 1 / d.seconds,
                       double(d.counts.weightBytes) * 1e-6,
-                      ddrCeilingFraction(d, p));
+                      ceilingFraction(d, p));
   if (run.hasPrefill)
     s += formatString("\nprefill: %lld rows at position 0: %.4f ms/step, "
                       "%.3f tok/s, %.3f weight MB/step\n",
@@ -143,10 +200,10 @@ std::string renderText(const ProfileRun &run) {
   for (const StepProfile &d : run.decode) {
     std::string title =
         "decode token at position " + std::to_string(d.position);
-    appendStep(s, title.c_str(), d);
+    appendStep(s, title.c_str(), d, p);
   }
   if (run.hasPrefill)
-    appendStep(s, "prefill step at position 0", run.prefill);
+    appendStep(s, "prefill step at position 0", run.prefill, p);
   return s;
 }
 
@@ -157,7 +214,8 @@ json renderJson(const ProfileRun &run) {
               {"seconds_per_token", d.seconds},
               {"tokens_per_second", 1 / d.seconds},
               {"weight_bytes_per_token", d.counts.weightBytes},
-              {"ddr_ceiling_fraction", ddrCeilingFraction(d, run.params)}};
+              {"ceiling_fraction", ceilingFraction(d, run.params)},
+              {"ceiling", ceilingJson(d, run.params)}};
     e.update(stepDetails(d));
     decode.push_back(e);
   }
@@ -169,13 +227,15 @@ json renderJson(const ProfileRun &run) {
                {"seconds_per_step", f.seconds},
                {"tokens_per_second", double(f.rows) / f.seconds},
                {"weight_bytes_per_step", f.counts.weightBytes},
-               {"ddr_ceiling_fraction", ddrCeilingFraction(f, run.params)}};
+               {"ceiling_fraction", ceilingFraction(f, run.params)},
+               {"ceiling", ceilingJson(f, run.params)}};
     prefill.update(stepDetails(f));
   }
   json params = json::object();
   for (const Params::Info &i : Params::all())
     params[i.name] = run.params.*(i.field);
   return {{"bundle", run.bundle},
+          {"machine", run.machine},
           {"decode", decode},
           {"prefill", prefill},
           {"parameters", params}};
@@ -401,20 +461,22 @@ std::string renderHtml(const ProfileRun &run) {
       ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px}"
       "</style></head><body>\n<h1>pccx-prof: " +
       escapeHtml(run.bundle) + "</h1>\n";
-  s += formatString("<p>Modelled on the KV260: v002 overlay at %.0f MHz, "
+  s += formatString("<p>Modelled on the KV260, machine %s: v002 overlay at "
+                    "%.0f MHz core, %.0f MHz AXI, "
                     "%.0f &times; Cortex-A53 at %.0f MHz, DDR %.0f MB/s "
                     "effective. A model, not a measurement: "
                     "docs/performance.md lists every assumption.</p>\n",
-                    p.core_clock_mhz, p.host_cores, p.host_cpu_mhz,
+                    escapeHtml(run.machine).c_str(), p.core_clock_mhz,
+                    p.axi_clock_mhz, p.host_cores, p.host_cpu_mhz,
                     p.ddr_effective_mb_per_s);
   s += "<h2>Figures</h2>\n<table><tr><th>step</th><th>ms</th><th>tok/s</th>"
-       "<th>weight MB/step</th><th>DDR-ceiling fraction</th></tr>\n";
+       "<th>weight MB/step</th><th>ceiling fraction</th></tr>\n";
   for (const StepProfile &d : run.decode)
     s += formatString("<tr><td>decode at position %lld</td><td>%.4f</td>"
                       "<td>%.3f</td><td>%.3f</td><td>%.4f</td></tr>\n",
                       (long long)d.position, d.seconds * 1e3, 1 / d.seconds,
                       double(d.counts.weightBytes) * 1e-6,
-                      ddrCeilingFraction(d, p));
+                      ceilingFraction(d, p));
   if (run.hasPrefill)
     s += formatString("<tr><td>prefill, %lld rows at position 0</td>"
                       "<td>%.4f</td><td>%.3f</td><td>%.3f</td><td>%.4f</td>"
@@ -422,7 +484,7 @@ std::string renderHtml(const ProfileRun &run) {
                       (long long)run.prefill.rows, run.prefill.seconds * 1e3,
                       double(run.prefill.rows) / run.prefill.seconds,
                       double(run.prefill.counts.weightBytes) * 1e-6,
-                      ddrCeilingFraction(run.prefill, p));
+                      ceilingFraction(run.prefill, p));
   s += "</table>\n";
   if (run.decode.empty())
     return s + "</body></html>\n";

@@ -19,6 +19,7 @@ namespace pccx::prof {
 
 struct ProfileRun {
   std::string bundle;
+  std::string machine = "v002";    ///< hw/machine/MachineProfiles.def
   std::vector<StepProfile> decode; ///< one per position
   bool hasPrefill = false;
   StepProfile prefill; ///< at position 0
@@ -31,9 +32,23 @@ bool profileModel(const exec::Model &model,
                   const std::vector<int64_t> &positions, const Params &params,
                   ProfileRun *out, std::string *error);
 
-/// Weight bytes per step ÷ effective DDR bandwidth, over the step's time:
-/// 1 means the step runs at the DDR ceiling.
-double ddrCeilingFraction(const StepProfile &step, const Params &params);
+/// The least time a step's streamed bytes (weights, KV records, masks,
+/// MEMCPY) can take: every byte through DDR at its effective rate, and each
+/// PS port's share through that port at its width times the AXI clock;
+/// the slower of the two.
+struct StreamCeiling {
+  double bytes = 0;
+  unsigned ports = 0;      ///< the PS ports the transfer plan used
+  double portMbps = 0;     ///< one port: width x AXI clock
+  double busiestBytes = 0; ///< on the busiest port
+  double ddrSeconds = 0, portSeconds = 0, seconds = 0;
+  double mbps = 0; ///< bytes / seconds: the step's ceiling bandwidth
+  std::string formula;
+};
+StreamCeiling streamCeiling(const StepProfile &step, const Params &params);
+/// streamCeiling().seconds over the step's time: 1 means the step runs at
+/// the ceiling its bytes and wiring allow; the model never exceeds 1.
+double ceilingFraction(const StepProfile &step, const Params &params);
 
 /// Segment seconds summed by layer: "layer.N..." segments under "layer.N",
 /// others under their own name, in first-seen order.

@@ -23,6 +23,12 @@ const char *trackName(Track track) {
   return names[unsigned(track)];
 }
 
+const char *ddrPortName(unsigned port) {
+  static const char *const names[kNumDdrPorts] = {"hp0", "hp1", "hp2", "hp3",
+                                                  "acp"};
+  return port < kNumDdrPorts ? names[port] : "?";
+}
+
 void Timeline::host(double ns, const std::string &category,
                     const std::string &name) {
   if (ns <= 0)
@@ -61,16 +67,32 @@ double Timeline::npu(const NpuOp &op) {
     if (conflict)
       later(p.end, j);
   }
-  const double end = start + std::max(op.busyNs, 0.0);
+  double end = start + std::max(op.busyNs, 0.0);
+  // Ports and DDR pass one transfer's bytes after another's.
+  double streamEnd[kNumDdrPorts] = {};
+  for (unsigned p = 0; p < kNumDdrPorts; ++p)
+    if (op.portNs[p] > 0) {
+      portFree_[p] =
+          std::max(portFree_[p], start + op.latencyNs) + op.portNs[p];
+      streamEnd[p] = portFree_[p];
+      end = std::max(end, portFree_[p]);
+    }
+  if (op.ddrNs > 0) {
+    ddrFree_ = std::max(ddrFree_, start + op.latencyNs) + op.ddrNs;
+    end = std::max(end, ddrFree_);
+  }
   const int index = int(ops_.size());
+  lastStart_ = start;
   intervals_.push_back({op.engine, start, end, op.category, op.name});
   ops_.push_back(
       {start, end, pred, unsigned(intervals_.size() - 1), op.reads, op.writes});
-  for (unsigned p = 0; p < op.ports && p < 4; ++p)
-    intervals_.push_back(
-        {Track(unsigned(Track::HpPort0) + p), start,
-         start + std::min(op.streamNs, end - start), "weight_streaming",
-         op.name + " (" + std::to_string(int64_t(op.portBytes)) + " bytes)"});
+  for (unsigned p = 0; p < 4; ++p)
+    if (op.portNs[p] > 0)
+      intervals_.push_back(
+          {Track(unsigned(Track::HpPort0) + p), streamEnd[p] - op.portNs[p],
+           streamEnd[p], "weight_streaming",
+           op.name + " (" + std::to_string(int64_t(op.portBytes[p])) +
+               " bytes)"});
   if (!enginePredSet_) {
     std::fill(enginePred_, enginePred_ + kNumTracks, -1);
     enginePredSet_ = true;

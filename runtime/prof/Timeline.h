@@ -46,6 +46,11 @@ enum class Track : uint8_t {
 constexpr unsigned kNumTracks = 12;
 const char *trackName(Track track);
 
+/// The PS ports DDR traffic takes: the four HP ports and the host window's
+/// own (ACP) path, which the as-built overlay routes through HP0.
+constexpr unsigned kNumDdrPorts = 5;
+const char *ddrPortName(unsigned port);
+
 /// A half-open range of L2 words an instruction reads or writes.
 struct WordRange {
   int64_t begin = 0, end = 0;
@@ -68,10 +73,14 @@ struct NpuOp {
   std::string category, name;
   bool async = false;
   std::vector<WordRange> reads, writes;
-  /// Weight bytes streamed per HP port over the whole duration (GEMV/GEMM).
-  unsigned ports = 0;
-  double portBytes = 0;
-  double streamNs = 0; ///< how long the ports stream, from the op's start
+  /// DDR traffic: bytes and the time each PS port is occupied by them, and
+  /// the DDR time of all of them. A port or DDR carries one transfer's
+  /// bytes after another's: the op ends no earlier than the port's and
+  /// DDR's earlier occupancy plus its own.
+  double portBytes[kNumDdrPorts] = {};
+  double portNs[kNumDdrPorts] = {};
+  double ddrNs = 0;
+  double latencyNs = 0; ///< before the first byte
 };
 
 class Timeline {
@@ -84,6 +93,9 @@ public:
   /// Hands `op` to the NPU at the current host time (after the kick
   /// write). Returns the op's completion time.
   double npu(const NpuOp &op);
+
+  /// Start time of the op npu() placed last.
+  double lastStart() const { return lastStart_; }
 
   /// Completion time of every instruction issued so far.
   double npuDone() const { return lastEnd_; }
@@ -111,6 +123,8 @@ private:
   double host_ = 0, dispatch_ = 0, lastEnd_ = 0;
   int dispatchPred_ = -1;
   double engineFree_[kNumTracks] = {};
+  double portFree_[kNumDdrPorts] = {}, ddrFree_ = 0;
+  double lastStart_ = 0;
   int enginePred_[kNumTracks];
   bool enginePredSet_ = false;
   std::vector<Placed> ops_;

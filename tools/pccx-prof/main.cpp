@@ -8,12 +8,14 @@
 
 #include "hw/support/Format.h"
 #include "runtime/prof/Calibrate.h"
+#include "runtime/prof/Machines.h"
 #include "runtime/prof/Report.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/GuardedMain.h"
 
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 namespace {
 
@@ -30,6 +32,11 @@ ports, DDR and the host. Nothing is executed functionally. The model and
 every parameter's source are in docs/performance.md.
 
 OPTIONS:
+  --machine NAME        the machine modelled (default v002): v002, the
+                        overlay as documented (400 MHz core, 250 MHz AXI);
+                        kv260-as-built, the overlay as built (one 100 MHz
+                        clock, host window through HP0, SFU bridge at 3
+                        clocks an element); --params and --set apply after
   --positions P,...     decode context positions (default 512); the
                         attention span of sliding layers is
                         min(position + 1, window)
@@ -46,7 +53,8 @@ OPTIONS:
   --json                print the figures as one JSON object:
                         {"bundle", "decode": [{"position",
                         "seconds_per_token", "tokens_per_second",
-                        "weight_bytes_per_token", "ddr_ceiling_fraction",
+                        "weight_bytes_per_token", "ceiling_fraction",
+                        "ceiling": {"seconds", "formula", ...},
                         "breakdown": {CATEGORY: seconds}, "by_layer",
                         "engine_busy_seconds", "counts"}], "prefill":
                         {"rows", "position", "seconds_per_step",
@@ -91,6 +99,7 @@ bool parsePositions(const std::string &text, std::vector<int64_t> *out,
 
 static int run(int argc, char **argv) {
   pccx::tools::CommandLine cl("pccx-prof", argc, argv);
+  std::string machine = pccx::prof::kDefaultMachine;
   std::string bundlePath, tracePath, reportPath, paramsPath, calibratePath;
   std::vector<std::string> sets;
   std::vector<int64_t> positions = {512};
@@ -102,6 +111,8 @@ static int run(int argc, char **argv) {
     if (a == "-h" || a == "--help") {
       std::cout << kHelp;
       return 0;
+    } else if (cl.is("--machine")) {
+      machine = cl.value();
     } else if (cl.is("--positions")) {
       if (!parsePositions(cl.value(), &positions, &error))
         return cl.fail(error);
@@ -123,6 +134,8 @@ static int run(int argc, char **argv) {
       return 1;
     }
   }
+  if (!pccx::prof::applyMachine(machine, &params, &error))
+    return cl.fail(error);
   if (!paramsPath.empty() && !params.load(paramsPath, &error))
     return cl.fail(error);
   for (const std::string &assignment : sets)
@@ -137,13 +150,23 @@ static int run(int argc, char **argv) {
   }
   if (listParams) {
     // A value from --params or --set says so: its source line is the
-    // default's.
-    const pccx::prof::Params defaults;
+    // default's; a machine's value gives the machine's source.
+    pccx::prof::Params defaults;
+    pccx::prof::applyMachine(machine, &defaults, &error);
+    std::map<std::string, std::string> machineSources;
+    for (const auto &m : pccx::prof::machines())
+      if (machine == m.name)
+        for (const auto &setting : m.settings)
+          machineSources[setting.param] =
+              "machine " + machine + ": " + setting.source;
     for (const auto &p : pccx::prof::Params::all()) {
       const double value = params.*(p.field), initial = defaults.*(p.field);
-      std::string source = p.source;
+      const auto fromMachine = machineSources.find(p.name);
+      std::string source =
+          fromMachine != machineSources.end() ? fromMachine->second : p.source;
       if (value != initial)
-        source = pccx::formatString("set (default %g: %s)", initial, p.source);
+        source =
+            pccx::formatString("set (default %g: %s)", initial, source.c_str());
       std::printf("%-36s %14g %-14s %s\n", p.name, value, p.unit,
                   source.c_str());
     }
@@ -156,6 +179,7 @@ static int run(int argc, char **argv) {
     return cl.fail(error);
   pccx::prof::ProfileRun run;
   run.bundle = bundlePath;
+  run.machine = machine;
   if (!pccx::prof::profileModel(*model, positions, params, &run, &error))
     return cl.fail(bundlePath + ": " + error);
   if (!tracePath.empty() &&

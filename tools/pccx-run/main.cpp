@@ -15,6 +15,7 @@
 #include "runtime/app/Perplexity.h"
 #include "runtime/app/Tokenizer.h"
 #include "runtime/devices/Devices.h"
+#include "runtime/devices/Kv260Protocol.h"
 #include "runtime/devices/UDmaBuf.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/GuardedMain.h"
@@ -79,7 +80,7 @@ DEVICE:
                            0: one per hardware thread); results are the same
                            bit for bit at every count
   --uio-name NAME          kv260: UIO device name of the overlay (default
-                           pccx)
+                           pccx-npu)
   --udmabuf NAME           kv260: u-dma-buf buffer (default udmabuf0)
   --dma-window MODE        kv260: map the buffer's host window cached (with
                            u-dma-buf's cache maintenance) or uncached; auto
@@ -241,8 +242,9 @@ int runPerplexity(const pccx::tools::CommandLine &cl,
 static int run(int argc, char **argv) {
   std::string bundlePath, prompt, tokensText, dumpPath, referenceDir,
       perplexityPath, stopText;
-  std::string device = "sim", numerics = "hardware", uioName = "pccx",
-              udmabuf = "udmabuf0", dmaWindow = "auto";
+  std::string device = "sim", numerics = "hardware",
+              uioName = pccx::device::kv260::kUioName, udmabuf = "udmabuf0",
+              dmaWindow = "auto";
   unsigned threads = 0;
   bool hasPrompt = false, noBos = false, asJson = false, hasStop = false,
        chat = false, hasMaxNew = false;

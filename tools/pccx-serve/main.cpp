@@ -46,7 +46,7 @@ OPTIONS:
   --threads N              sim: threads that share each GEMV/GEMM (default
                            0: one per hardware thread; results do not
                            depend on it)
-  --uio-name NAME          kv260: UIO device name of the overlay (pccx)
+  --uio-name NAME          kv260: UIO device name of the overlay (pccx-npu)
   --udmabuf NAME           kv260: u-dma-buf buffer (udmabuf0)
 
 LIMITS:

@@ -13,8 +13,10 @@
 #include "runtime/devices/Kv260Device.h"
 #include "runtime/devices/Kv260Protocol.h"
 #include "runtime/devices/SimDevice.h"
+#include "runtime/prof/Profile.h"
 
 #include "hw/isa/Isa.h"
+#include "hw/machine/MachineModel.h"
 #include "hw/numerics/HalfFloat.h"
 #include "test/unit/devices/FakeSysfs.h"
 
@@ -48,6 +50,7 @@ struct Event {
   uint32_t address = 0, bytes = 0;
   uint8_t tag = 0;
   bool eof = false;
+  uint32_t attributes = 0; ///< xUSER << 4 | xCACHE
   bool operator==(const Event &o) const {
     return instruction == o.instruction && word == o.word &&
            (instruction || (channel == o.channel && address == o.address &&
@@ -123,8 +126,19 @@ struct FakeChannel {
   bool reportFull = false; ///< FLAGS claims the command FIFO is full
   uint8_t nextErrors = 0;  ///< error bits of the next status (then cleared)
   uint8_t tagSkew = 0;     ///< added to every status tag
+  bool splitStatus = false; ///< the next command's status words differ
   size_t maxOutstanding = 0;
   std::vector<uint8_t> streamed; ///< MM2S: bytes delivered to the NPU
+  /// HP lanes: streamed bytes the NPU has taken out of the weight FIFO,
+  /// where the record of the next GEMM starts, and whether the running
+  /// GEMM's record has ended on this lane.
+  size_t consumed = 0, recordStart = 0;
+  bool laneEnded = false;
+  /// Host-window channels: MEMCPY words stored whose command has not come
+  /// yet, and whether a transfer no MEMCPY waited for has poisoned the
+  /// channel (its next transfers fail until the bitstream is reloaded).
+  unsigned memcpysWaiting = 0;
+  bool poisoned = false;
   std::deque<uint8_t> produce;   ///< S2MM: bytes the NPU sends
 };
 
@@ -135,6 +149,12 @@ struct Board {
   std::array<FakeChannel, kv260::kChannelCount> channels;
   std::deque<uint32_t> statusScript; ///< consumed one per status read
   uint32_t statusAfterScript = kv260::kStatusDone; ///< idle
+  /// Instead of statusAfterScript, the status as the board logs show it:
+  /// DONE after a MEMSET, CVO or GEMM, BUSY (and no DONE) after a MEMCPY,
+  /// and debug bits 2-15 that mean something else in every image.
+  bool siliconStatus = false;
+  uint32_t debugBits = 0xa4;
+  bool lastWasMemcpy = false;
   size_t statusReads = 0;
   bool silent = false;  ///< every read returns all ones
   unsigned latency = 2; ///< FLAGS reads a command takes
@@ -146,7 +166,42 @@ struct Board {
   std::string npuError;
   std::vector<uint8_t> record; ///< the weights of the GEMM running
 
+  /// Bytes the weight FIFO behind each HP port holds: a command on an HP
+  /// page completes only once its bytes fit, and the NPU empties the FIFO
+  /// only while a GEMM it has been given runs (back-pressure).
+  size_t weightFifoBytes = size_t(machine::weight_fifo_bytes_per_port);
+  /// Instruction words stored and not yet run: a GEMM runs once both of
+  /// its lanes have delivered their record (an EOF command each).
+  std::deque<uint64_t> npuQueue;
+
   FakeChannel &channel(Channel c) { return channels[unsigned(c)]; }
+  /// v002-rtl: (1, 0) loads from the host, every other pair stores to it.
+  static Channel memcpyChannel(const isa::Instruction &inst) {
+    return inst.get(isa::Field::Memcpy_from_device) &&
+                   !inst.get(isa::Field::Memcpy_to_device)
+               ? Channel::AcpFmap
+               : Channel::AcpResult;
+  }
+  static bool isWeightPort(Channel c) { return unsigned(c) < 4; }
+
+  /// Whether the status FIFO of `c` has room for a command's words: a
+  /// DataMover whose status stream is not taken stalls.
+  bool statusRoom(Channel c) {
+    return channel(c).statuses.size() + kv260::statusWordsPerCommand(c) <=
+           kv260::kPageFifoDepth;
+  }
+
+  /// Whether the oldest command of `c` can complete now.
+  bool canComplete(Channel c) {
+    FakeChannel &ch = channel(c);
+    if (ch.commands.empty() || !statusRoom(c))
+      return false;
+    if (!isWeightPort(c) || ch.commands.front().malformed)
+      return true;
+    return ch.streamed.size() - ch.consumed +
+               ch.commands.front().command.bytes <=
+           weightFifoBytes;
+  }
 
   /// The bytes an instruction consumes: every command queued on `c`, done
   /// now, as the NPU pulls the stream.
@@ -159,13 +214,68 @@ struct Board {
                                 ch.streamed.end());
   }
 
+  /// A running GEMM drains lane `c` up to the end of its record; true once
+  /// the lane's EOF command has completed.
+  bool drainLane(Channel c) {
+    FakeChannel &ch = channel(c);
+    while (!ch.stuck && !ch.laneEnded && !ch.commands.empty() &&
+           statusRoom(c)) {
+      const bool eof = ch.commands.front().command.eof;
+      complete(c);
+      ch.consumed = ch.streamed.size();
+      ch.laneEnded = eof;
+    }
+    return ch.laneEnded;
+  }
+
   void onInstruction(uint64_t w) {
     events.push_back(instruction(w));
-    if (!npu)
-      return;
-    isa::Instruction inst;
-    if (!isa::decode(w, inst, &npuError))
-      return;
+    isa::Instruction decoded;
+    std::string why;
+    lastWasMemcpy =
+        isa::decode(w, decoded, &why) && decoded.opcode == isa::Opcode::Memcpy;
+    if (lastWasMemcpy)
+      ++channel(memcpyChannel(decoded)).memcpysWaiting;
+    npuQueue.push_back(w);
+    runNpu();
+  }
+
+  /// Runs the stored words in order while they can run.
+  void runNpu() {
+    while (!npuQueue.empty()) {
+      const uint64_t w = npuQueue.front();
+      isa::Instruction inst;
+      const bool valid = isa::decode(w, inst, &npuError);
+      if (valid && inst.opcode == isa::Opcode::Gemm) {
+        FakeChannel &upper = channel(Channel::Hp0),
+                    &lower = channel(Channel::Hp1);
+        const size_t from[2] = {upper.recordStart, lower.recordStart};
+        const bool a = drainLane(Channel::Hp0);
+        // A record of one beat has nothing on the second lane.
+        const bool b = drainLane(Channel::Hp1) ||
+                       (a && upper.streamed.size() - from[0] <= 16 &&
+                        lower.commands.empty());
+        if (!a || !b)
+          return; // the rest of the record is not queued yet
+        record.assign(upper.streamed.begin() + from[0], upper.streamed.end());
+        record.insert(record.end(), lower.streamed.begin() + from[1],
+                      lower.streamed.end());
+        for (FakeChannel *ch : {&upper, &lower}) {
+          ch->laneEnded = false;
+          ch->recordStart = ch->streamed.size();
+        }
+      }
+      if (valid && inst.opcode == isa::Opcode::Memcpy &&
+          channel(memcpyChannel(inst)).commands.empty() &&
+          channel(memcpyChannel(inst)).memcpysWaiting > 0)
+        return; // the MEMCPY waits for its DataMover command
+      npuQueue.pop_front();
+      if (valid && npu)
+        runOnSimulator(w, inst);
+    }
+  }
+
+  void runOnSimulator(uint64_t w, const isa::Instruction &inst) {
     const bool memcpy = inst.opcode == isa::Opcode::Memcpy;
     const bool load = memcpy && inst.get(isa::Field::Memcpy_from_device) &&
                       !inst.get(isa::Field::Memcpy_to_device);
@@ -175,13 +285,9 @@ struct Board {
         npu->window()[i / 2] =
             hw::bf16ToFloat(uint16_t(bytes[i] | bytes[i + 1] << 8));
     }
-    if (inst.opcode == isa::Opcode::Gemm) {
+    if (inst.opcode == isa::Opcode::Gemm)
       // The simulator reads the record when the GEMM runs: keep it here.
-      record = pull(Channel::Hp0);
-      std::vector<uint8_t> lower = pull(Channel::Hp1);
-      record.insert(record.end(), lower.begin(), lower.end());
       npu->pushWeights(record.data(), record.size());
-    }
     if (!npu->issue(w, events.size(), &npuError) || !npu->sync(&npuError))
       return;
     if (memcpy && !load) {
@@ -224,17 +330,25 @@ struct Board {
       ch.nextErrors = 0;
     }
     status |= (p.command.tag + ch.tagSkew) & kv260::kStsTagMask;
-    if (ch.statuses.size() >= kv260::kPageFifoDepth)
-      ch.sticky |= 0x20; // a status was lost
-    else
-      ch.statuses.push_back(status);
+    // An HP page returns three identical words per command.
+    for (unsigned n = 0; n < kv260::statusWordsPerCommand(c); ++n) {
+      if (ch.statuses.size() >= kv260::kPageFifoDepth)
+        ch.sticky |= 0x20; // a status was lost
+      else
+        ch.statuses.push_back(n == 1 && ch.splitStatus
+                                  ? uint8_t(status & ~kv260::kStsOkay)
+                                  : status);
+    }
+    ch.splitStatus = false;
   }
 
   uint32_t readPage(Channel c, uint32_t reg) {
     FakeChannel &ch = channel(c);
     if (reg == kv260::kPageFlags) {
-      if (!ch.stuck && !ch.commands.empty() &&
-          --ch.commands.front().readsLeft == 0)
+      runNpu(); // a GEMM stalled on a full status FIFO drains on
+      if (!ch.stuck && canComplete(c) &&
+          (ch.commands.front().readsLeft == 0 ||
+           --ch.commands.front().readsLeft == 0))
         complete(c);
       uint32_t flags = ch.sticky;
       if (ch.commands.empty())
@@ -289,6 +403,17 @@ struct Board {
       ch.maxOutstanding = std::max(ch.maxOutstanding, ch.commands.size());
       events.push_back(command(c, p.command.address, p.command.bytes,
                                p.command.tag, p.command.eof));
+      events.back().attributes = p.command.attributes;
+      if (!isWeightPort(c)) {
+        if (ch.poisoned)
+          p.malformed = true; // fails: see complete()
+        if (ch.memcpysWaiting > 0)
+          --ch.memcpysWaiting;
+        else
+          ch.poisoned = true;
+        ch.commands.back().malformed = p.malformed;
+      }
+      runNpu(); // a GEMM waiting for the rest of its record
       return;
     }
     }
@@ -303,6 +428,9 @@ public:
       return 0xffffffffu;
     if (offset < kv260::kControlPageBytes) {
       ++board_.statusReads;
+      if (board_.statusScript.empty() && board_.siliconStatus)
+        return board_.debugBits |
+               (board_.lastWasMemcpy ? kv260::kStatusBusy : kv260::kStatusDone);
       if (board_.statusScript.empty())
         return board_.statusAfterScript;
       uint32_t s = board_.statusScript.front();
@@ -439,12 +567,14 @@ TEST(Kv260Protocol, CommandPacksAsTheDataMoverReadsIt) {
   ASSERT_TRUE(kv260::pack(0x40001000, 0x200, 9, true, &w, &why)) << why;
   EXPECT_EQ(w.low, 0x200u | (1u << 23) | (1u << 30));
   EXPECT_EQ(w.high, 0x40001000u);
-  EXPECT_EQ(w.ext, 9u);
+  // CMD_EXT: the tag in 3:0, xCACHE = xUSER = 0xF in 15:8.
+  EXPECT_EQ(w.ext, 0xff09u);
   kv260::Command c;
   ASSERT_TRUE(kv260::unpack(w, &c, &why)) << why;
   EXPECT_EQ(c.address, 0x40001000u);
   EXPECT_EQ(c.bytes, 0x200u);
   EXPECT_EQ(c.tag, 9);
+  EXPECT_EQ(c.attributes, 0xffu);
   EXPECT_TRUE(c.eof);
   ASSERT_TRUE(kv260::pack(0, 16, 0, false, &w, &why));
   EXPECT_EQ(w.low, 16u | (1u << 23));
@@ -466,6 +596,7 @@ TEST(Kv260Protocol, MalformedCommandsAreRefused) {
   EXPECT_FALSE(kv260::unpack({16, 0, 0}, &c, &why)); // FIXED burst
   EXPECT_FALSE(kv260::unpack({16 | (1u << 23) | (1u << 24), 0, 0}, &c, &why));
   EXPECT_FALSE(kv260::unpack({16 | (1u << 23), 0, 0x10}, &c, &why));
+  EXPECT_FALSE(kv260::unpack({16 | (1u << 23), 0, 0x10000}, &c, &why));
   EXPECT_FALSE(kv260::unpack({1u << 23, 0, 0}, &c, &why));
   EXPECT_TRUE(contains(why, "0 bytes")) << why;
 }
@@ -633,10 +764,10 @@ TEST(Kv260Device, HostToDeviceCopyIsOnePageAtTheWindowBase) {
   // a*b*c = 4*3*1 = 12 elements: 2 words. aux_addr never reaches the board.
   const uint64_t shape = fmapShape(2, 4, 3, 1), copy = memcpyWord(true, 9, 2);
   ASSERT_TRUE(f.issueAll({shape, copy})) << f.error;
+  // The word first, then its command (Kv260TransferPlan.h).
   EXPECT_EQ(f.board.events,
-            (std::vector<Event>{instruction(shape),
-                                command(Channel::AcpFmap, kPhys, 32, 0),
-                                instruction(copy)}));
+            (std::vector<Event>{instruction(shape), instruction(copy),
+                                command(Channel::AcpFmap, kPhys, 32, 0)}));
   for (size_t i = 0; i < 16; ++i)
     EXPECT_EQ(f.lane(i), hw::floatToBf16(window[i])) << i;
   EXPECT_EQ(f.lane(16), 0); // the third word is not converted
@@ -663,9 +794,8 @@ TEST(Kv260Device, DeviceToHostCopyArrivesAtSync) {
   const uint64_t shape = fmapShape(1, 3, 1, 8), copy = memcpyWord(false, 0, 1);
   ASSERT_TRUE(f.issueAll({shape, copy})) << f.error;
   EXPECT_EQ(f.board.events,
-            (std::vector<Event>{instruction(shape),
-                                command(Channel::AcpResult, kPhys, 48, 0),
-                                instruction(copy)}));
+            (std::vector<Event>{instruction(shape), instruction(copy),
+                                command(Channel::AcpResult, kPhys, 48, 0)}));
   EXPECT_EQ(f.device->window()[5], 0.0f); // not before the sync
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
   for (size_t i = 0; i < 24; ++i)
@@ -674,8 +804,29 @@ TEST(Kv260Device, DeviceToHostCopyArrivesAtSync) {
   // One cache command for exactly the words the NPU wrote.
   ASSERT_EQ(f.memory.invalidates.size(), 1u);
   EXPECT_EQ(f.memory.invalidates[0], std::make_pair(size_t(0), size_t(48)));
-  // The store ends with a done pulse: 8 stale words, then one idle+done.
-  EXPECT_EQ(f.board.statusReads, kv260::kStatusFifoDepth + 1);
+  // A MEMCPY ends with no done pulse: its DataMover status is its
+  // completion, and the NPU status is not read.
+  EXPECT_EQ(f.board.statusReads, 0u);
+}
+
+// A DataMover transfer no MEMCPY waits for poisons the channel's next
+// transfer on the board; the board software stores the MEMCPY word first.
+// Two loads and two stores in a row: none fails (the driver that pushed
+// the command before the word failed the second of each here).
+TEST(Kv260Device, MemcpyWordsGoBeforeTheirCommands) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  const uint64_t shape = fmapShape(1, 8, 1, 1), load = memcpyWord(true, 0, 1),
+                 store = memcpyWord(false, 0, 1);
+  ASSERT_TRUE(f.issueAll({shape, load, store, load, store})) << f.error;
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  EXPECT_FALSE(f.board.channel(Channel::AcpFmap).poisoned);
+  EXPECT_FALSE(f.board.channel(Channel::AcpResult).poisoned);
+  ASSERT_EQ(f.board.events.size(), 9u);
+  for (size_t i = 1; i < 9; i += 2) {
+    EXPECT_TRUE(f.board.events[i].instruction) << i;
+    EXPECT_FALSE(f.board.events[i + 1].instruction) << i;
+  }
 }
 
 TEST(Kv260Device, CopyLengthChecks) {
@@ -727,7 +878,11 @@ TEST(Kv260Device, GemmRecordIsSplitOverBothLanes) {
 }
 
 TEST(Kv260Device, LongRecordsAreChunkedAndTheFifosNeverOverflow) {
-  // Commands of at most 32 bytes: a 640-byte record is 10 per lane.
+  // Commands of at most 32 bytes: a 640-byte record is 10 per lane. An HP
+  // page returns three status words per command into its 8-word status
+  // FIFO, so the driver keeps two commands a lane outstanding: the first 2
+  // of each lane go before the word, the other 8 after it
+  // (Kv260TransferPlan.h).
   Fixture f(8192, 100, 32);
   ASSERT_NE(f.device, nullptr);
   // Slow enough that the driver must pop a status to push its ninth.
@@ -739,22 +894,57 @@ TEST(Kv260Device, LongRecordsAreChunkedAndTheFifosNeverOverflow) {
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   std::vector<Event> expected;
   for (uint8_t i = 0; i < 10; ++i) {
+    if (i == kv260::queueDepth(Channel::Hp0))
+      expected.push_back(instruction(kGemm));
     expected.push_back(
         command(Channel::Hp0, kPhys + 4096 + 32 * i, 32, i, i == 9));
     expected.push_back(
         command(Channel::Hp1, kPhys + 4096 + 320 + 32 * i, 32, i, i == 9));
   }
-  expected.push_back(instruction(kGemm));
   EXPECT_EQ(f.board.events, expected);
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
-  EXPECT_EQ(f.board.channel(Channel::Hp0).maxOutstanding,
-            kv260::kPageFifoDepth);
+  EXPECT_EQ(kv260::queueDepth(Channel::Hp0), 2u);
+  EXPECT_EQ(f.board.channel(Channel::Hp0).maxOutstanding, 2u);
   EXPECT_EQ(f.board.channel(Channel::Hp0).sticky, 0u);
   EXPECT_EQ(f.board.channel(Channel::Hp1).sticky, 0u);
   std::vector<uint8_t> both = f.board.channel(Channel::Hp0).streamed;
   const auto &lower = f.board.channel(Channel::Hp1).streamed;
   both.insert(both.end(), lower.begin(), lower.end());
   EXPECT_EQ(both, record);
+}
+
+// An LM-head tile of 67 362 784 B is 9 commands of 4 MiB per lane, and the
+// 64 KiB weight FIFO holds less than one: no command of the record can
+// complete before the GEMM's word is stored. Pushing a ninth command
+// before the word (waiting for the first's status) never returns. Here
+// with 32-byte commands and a 16-byte FIFO, two GEMMs in a row.
+TEST(Kv260Device, ARecordLongerThanTheQueuesDoesNotDeadlock) {
+  Fixture f(8192, 1000, 32);
+  ASSERT_NE(f.device, nullptr);
+  f.board.weightFifoBytes = 16;
+  std::vector<uint8_t> first(640), second(576);
+  for (size_t i = 0; i < first.size(); ++i)
+    first[i] = uint8_t(i * 7 + 1);
+  for (size_t i = 0; i < second.size(); ++i)
+    second[i] = uint8_t(i * 5 + 3);
+  f.device->pushWeights(first.data(), first.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  f.device->pushWeights(second.data(), second.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  EXPECT_TRUE(f.board.npuQueue.empty());
+  std::vector<uint8_t> both = f.board.channel(Channel::Hp0).streamed;
+  const auto &lower = f.board.channel(Channel::Hp1).streamed;
+  std::vector<uint8_t> expected(first.begin(), first.begin() + 320);
+  expected.insert(expected.end(), second.begin(), second.begin() + 288);
+  expected.insert(expected.end(), first.begin() + 320, first.end());
+  expected.insert(expected.end(), second.begin() + 288, second.end());
+  both.insert(both.end(), lower.begin(), lower.end());
+  EXPECT_EQ(both, expected);
+  for (Channel c : {Channel::Hp0, Channel::Hp1}) {
+    EXPECT_EQ(f.board.channel(c).sticky, 0u);
+    EXPECT_LE(f.board.channel(c).maxOutstanding, kv260::queueDepth(c));
+  }
 }
 
 TEST(Kv260Device, StagingWaitsUntilThePreviousRecordIsRead) {
@@ -929,6 +1119,29 @@ TEST(Kv260Device, DataMoverErrorStatusIsReported) {
   EXPECT_TRUE(contains(g.error, "DECERR")) << g.error;
 }
 
+// Each HP command's status comes as three words, all of which the driver
+// pops; words that differ are reported.
+TEST(Kv260Device, AnHpCommandsThreeStatusWordsArePoppedAndCompared) {
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  std::vector<uint8_t> record(64);
+  f.device->pushWeights(record.data(), record.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  for (Channel c : {Channel::Hp0, Channel::Hp1}) {
+    EXPECT_TRUE(f.board.channel(c).statuses.empty());
+    EXPECT_EQ(f.board.channel(c).sticky, 0u);
+  }
+  f.board.channel(Channel::Hp1).splitStatus = true;
+  f.device->pushWeights(record.data(), record.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
+  EXPECT_FALSE(f.device->sync(&f.error));
+  EXPECT_TRUE(contains(f.error, "DataMover hp1 (GEMM weights, lower INT4 "
+                                "lane): the status words of one command "
+                                "differ (0x81, then 0x01)"))
+      << f.error;
+}
+
 TEST(Kv260Device, StatusTagsOutOfStepAreReported) {
   Fixture f;
   ASSERT_NE(f.device, nullptr);
@@ -1005,32 +1218,48 @@ TEST(Kv260Device, SyncSkipsStaleStatusWordsAndWaitsForDone) {
 TEST(Kv260Device, AStuckBusyNpuTimesOut) {
   Fixture f(8192, 5);
   ASSERT_NE(f.device, nullptr);
-  f.board.statusAfterScript = kv260::kStatusBusy | kv260::kStatusCvoBusy;
+  f.board.statusAfterScript = kv260::kStatusBusy | (1u << 5);
   ASSERT_TRUE(f.issueAll({fmapShape(0, 1, 1, 1)}));
   EXPECT_FALSE(f.device->sync(&f.error));
   EXPECT_TRUE(contains(f.error, "timed out waiting for the NPU: no done after "
                                 "5 status reads (last status 0x00000021 "
-                                "(busy, CVO busy))"))
+                                "(busy, debug bits 0x20))"))
       << f.error;
 }
 
-TEST(Kv260Device, AfterAGemmOnlyTheEnginesBusyBitsAreWaitedFor) {
-  Fixture f(8192, 5);
+// The board logs: MEMSET, CVO and the GEMM's result store raise DONE;
+// neither MEMCPY direction does (BUSY stays 1); bits 2-15 are debug bits
+// that differ between images. The driver waits for DONE after the first
+// three and takes a MEMCPY's DataMover status as its completion; it never
+// reads the debug bits (the old wait for "engines idle" bits after a GEMM,
+// and for DONE after a MEMCPY store, timed out here).
+TEST(Kv260Device, DoneIsWaitedForAfterAGemmButNotAfterAMemcpy) {
+  Fixture f(8192, 50);
   ASSERT_NE(f.device, nullptr);
-  // A GEMM has no done pulse: BUSY stays set, DONE stays clear.
-  f.board.statusAfterScript = kv260::kStatusBusy;
+  f.board.siliconStatus = true;
   std::vector<uint8_t> record(64);
-  f.device->pushWeights(record.data(), record.size());
-  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  ASSERT_TRUE(f.issueAll({fmapShape(0, 8, 1, 1)}));
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
+  f.device->pushWeights(record.data(), record.size());
+  ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
+  ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
+  const size_t readsAfterGemm = f.board.statusReads;
+  EXPECT_GT(readsAfterGemm, size_t(kv260::kStatusFifoDepth));
+  ASSERT_TRUE(f.device->issue(memcpyWord(false, 0, 0), 2, &f.error)) << f.error;
+  ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
+  ASSERT_TRUE(f.device->issue(memcpyWord(true, 0, 0), 3, &f.error)) << f.error;
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  // No status read after either MEMCPY: BUSY would never clear.
+  EXPECT_EQ(f.board.statusReads, readsAfterGemm);
 
+  // A GEMM whose done never comes is reported.
   Fixture g(8192, 5);
-  g.board.statusAfterScript = kv260::kStatusBusy | kv260::kStatusStoreBusy;
+  g.board.statusAfterScript = kv260::kStatusBusy;
   g.device->pushWeights(record.data(), record.size());
   ASSERT_TRUE(g.device->issue(kGemm, 0, &g.error)) << g.error;
   EXPECT_FALSE(g.device->sync(&g.error));
-  EXPECT_TRUE(contains(g.error, "engines still busy after 5 status reads "
-                                "(last status 0x00000081 (busy, store busy))"))
+  EXPECT_TRUE(contains(g.error, "no done after 5 status reads (last status "
+                                "0x00000001 (busy))"))
       << g.error;
 }
 
@@ -1081,3 +1310,121 @@ TEST(Kv260Device, UioWithoutMapIsReported) {
 }
 
 } // namespace
+
+//===-- One transfer plan for the driver and the timing model
+//---------------===//
+
+// The same program through the driver (on the fake board) and through
+// pccx-prof's replay: both take their DataMover commands from
+// Kv260TransferPlan.h, so the words and commands reach the board in the
+// same order with the same channels, sizes and EOF marks. Records longer
+// than the command queues (32-byte commands) put commands after the word.
+TEST(Kv260TransferPlan, TheDriverAndTheTimingModelIssueTheSameStream) {
+  const char *text[] = {
+      "memset dest_cache=fmap_shape dest_addr=4 a_value=1 b_value=1 "
+      "c_value=8",
+      "memset dest_cache=fmap_shape dest_addr=2 a_value=1 b_value=0 "
+      "c_value=0",
+      "memset dest_cache=weight_shape dest_addr=7 a_value=2 b_value=3 "
+      "c_value=1",
+      "memcpy from_device=1 to_device=0 dest_addr=0x00010 shape_ptr_addr=4",
+      "gemm dest_reg=0x00020 src_addr=0x00010 size_ptr_addr=7 "
+      "shape_ptr_addr=2",
+      "gemm dest_reg=0x00030 src_addr=0x00010 size_ptr_addr=7 "
+      "shape_ptr_addr=2",
+      "gemm dest_reg=0x00040 src_addr=0x00010 size_ptr_addr=7 "
+      "shape_ptr_addr=2",
+      "memcpy from_device=0 to_device=1 src_addr=0x00020 shape_ptr_addr=4"};
+  const size_t count = sizeof(text) / sizeof(text[0]);
+  // Records at offsets of a resident section: 640 B (10 commands a lane),
+  // 48 B (2 beats and 1: a command each), 1000 B (32 beats and 31: 16
+  // commands a lane).
+  std::vector<uint8_t> section(2048);
+  for (size_t i = 0; i < section.size(); ++i)
+    section[i] = uint8_t(i * 11 + 3);
+  const std::pair<size_t, size_t> records[] = {
+      {0, 640}, {640, 48}, {688, 1000}};
+
+  exec::Program program;
+  program.section = "decode";
+  program.weights.resize(count);
+  size_t gemms = 0;
+  for (size_t i = 0; i < count; ++i) {
+    isa::Instruction inst;
+    std::string error;
+    ASSERT_TRUE(isa::assemble(text[i], inst, &error)) << error;
+    program.words.push_back(word(inst));
+    if (inst.opcode == isa::Opcode::Gemm) {
+      exec::WeightRef &ref = program.weights[i];
+      ref.kind = exec::WeightRef::Kind::Static;
+      ref.data = section.data() + records[gemms].first;
+      ref.bytes = records[gemms].second;
+      ++gemms;
+    }
+  }
+  exec::Segment segment;
+  segment.name = "all";
+  segment.end = uint32_t(count);
+  program.segments.push_back(segment);
+
+  // The timing model's stream.
+  std::vector<prof::IssuedItem> modelled;
+  prof::ReplayContext context;
+  context.target = machine::Target::V002Rtl;
+  context.maxCommandBytes = 32;
+  context.issued = &modelled;
+  prof::StepProfile step;
+  std::string error;
+  ASSERT_TRUE(
+      prof::profileStep(program, context, 0, prof::Params(), &step, &error))
+      << error;
+
+  // The driver's, on a board whose weight FIFOs hold less than a command.
+  Fixture f(16384, 1000, 32);
+  ASSERT_NE(f.device, nullptr);
+  f.board.weightFifoBytes = 16;
+  ASSERT_TRUE(
+      f.device->keepWeightsResident(section.data(), section.size(), &f.error))
+      << f.error;
+  f.board.events.clear();
+  for (size_t i = 0; i < count; ++i) {
+    const exec::WeightRef &ref = program.weights[i];
+    if (ref.kind == exec::WeightRef::Kind::Static)
+      f.device->pushWeights(ref.data, size_t(ref.bytes));
+    ASSERT_TRUE(f.device->issue(program.words[i], i, &f.error)) << f.error;
+  }
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  std::vector<prof::IssuedItem> driven;
+  for (const Event &e : f.board.events) {
+    prof::IssuedItem item;
+    item.instruction = e.instruction;
+    item.word = e.word;
+    item.channel = unsigned(e.channel);
+    item.bytes = e.bytes;
+    item.eof = e.eof;
+    driven.push_back(item);
+  }
+  ASSERT_EQ(driven.size(), modelled.size());
+  // Every command carries the xCACHE/xUSER the board software writes.
+  for (const Event &e : f.board.events) {
+    if (!e.instruction) {
+      EXPECT_EQ(e.attributes, 0xffu) << e;
+    }
+  }
+  for (size_t i = 0; i < driven.size(); ++i)
+    EXPECT_TRUE(driven[i] == modelled[i])
+        << "item " << i << ": the driver issued " << f.board.events[i];
+  // 8 words; 20, 2 and 32 weight commands; 2 MEMCPY commands.
+  EXPECT_EQ(driven.size(), size_t(8 + 20 + 2 + 32 + 2));
+  // The first long record's word follows 2 commands of each lane (after
+  // 3 MEMSETs and the load's word and command).
+  EXPECT_TRUE(driven[3 + 2 + 4].instruction);
+  EXPECT_FALSE(driven[3 + 2 + 3].instruction);
+  // Every command's status was taken and every record streamed whole.
+  EXPECT_EQ(f.board.channel(Channel::Hp0).streamed.size() +
+                f.board.channel(Channel::Hp1).streamed.size(),
+            size_t(640 + 48 + 1000));
+  EXPECT_EQ(step.counts.portBytes[0] + step.counts.portBytes[1],
+            uint64_t(640 + 48 + 1000));
+  EXPECT_EQ(step.counts.memcpyBytes, uint64_t(2 * 16));
+}

@@ -1,11 +1,14 @@
 //===- ProfTests.cpp - the timing model's event model and replay ----------===//
 
+#include "runtime/prof/Machines.h"
 #include "runtime/prof/Profile.h"
 #include "runtime/prof/Report.h"
 
 #include "hw/isa/Isa.h"
 
 #include <gtest/gtest.h>
+
+#include <set>
 
 using namespace pccx;
 using namespace pccx::prof;
@@ -261,14 +264,71 @@ TEST(Report, LayersGroupTheirSegments) {
   EXPECT_EQ(byLayer(step), expected);
 }
 
-TEST(Report, DdrCeilingFraction) {
+TEST(Report, TheCeilingIsTheBusiestPortOrDdr) {
   StepProfile step;
-  step.counts.weightBytes = 1000000000; // 0.1 s at 10000 MB/s
-  step.seconds = 0.4;
+  // 1 GB over hp2 and hp3 at 16 B x 250 MHz = 4000 MB/s each: 0.125 s;
+  // DDR at 10000 MB/s would take 0.1 s.
+  step.counts.portBytes[2] = step.counts.portBytes[3] = 500000000;
+  step.counts.weightBytes = 1000000000;
+  step.seconds = 0.5;
   Params params;
-  EXPECT_DOUBLE_EQ(ddrCeilingFraction(step, params), 0.25);
+  StreamCeiling c = streamCeiling(step, params);
+  EXPECT_EQ(c.ports, 2u);
+  EXPECT_DOUBLE_EQ(c.seconds, 0.125);
+  EXPECT_DOUBLE_EQ(c.mbps, 8000);
+  EXPECT_DOUBLE_EQ(ceilingFraction(step, params), 0.25);
+  EXPECT_NE(c.formula.find("min(DDR 10000 MB/s, 2 ports (hp2 hp3) x 16 B x "
+                           "250 MHz = 8000 MB/s) = 8000 MB/s"),
+            std::string::npos)
+      << c.formula;
+  // Four ports: DDR bounds it. Lowering DDR lowers the fraction.
+  step.counts.portBytes[0] = step.counts.portBytes[1] = 250000000;
+  step.counts.portBytes[2] = step.counts.portBytes[3] = 250000000;
+  EXPECT_DOUBLE_EQ(streamCeiling(step, params).seconds, 0.1);
+  params.ddr_effective_mb_per_s = 5000;
+  EXPECT_DOUBLE_EQ(ceilingFraction(step, params), 0.4);
+  params.ddr_effective_mb_per_s = 10000;
+  // One busy port bounds it however many others there are.
+  step.counts.portBytes[0] = 700000000;
+  step.counts.portBytes[1] = step.counts.portBytes[2] =
+      step.counts.portBytes[3] = 100000000;
+  EXPECT_DOUBLE_EQ(streamCeiling(step, params).seconds, 0.175);
   step.seconds = 0;
-  EXPECT_DOUBLE_EQ(ddrCeilingFraction(step, params), 0);
+  EXPECT_DOUBLE_EQ(ceilingFraction(step, params), 0);
+}
+
+} // namespace
+
+namespace {
+
+TEST(Machines, EverySettingNamesAParameterWithASource) {
+  std::set<std::string> names;
+  for (const Params::Info &p : Params::all())
+    names.insert(p.name);
+  ASSERT_GE(machines().size(), 2u);
+  EXPECT_EQ(std::string(machines()[0].name), kDefaultMachine);
+  for (const Machine &m : machines())
+    for (const MachineSetting &s : m.settings) {
+      EXPECT_TRUE(names.count(s.param)) << m.name << ": " << s.param;
+      EXPECT_GT(std::string(s.source).size(), 10u) << s.param;
+    }
+}
+
+TEST(Machines, AsBuiltRunsOneClock) {
+  Params p;
+  std::string error;
+  ASSERT_TRUE(applyMachine("v002", &p, &error)) << error;
+  EXPECT_EQ(p.core_clock_mhz, 400);
+  EXPECT_EQ(p.axi_clock_mhz, 250);
+  ASSERT_TRUE(applyMachine("kv260-as-built", &p, &error)) << error;
+  EXPECT_EQ(p.core_clock_mhz, 100);
+  EXPECT_EQ(p.axi_clock_mhz, 100);
+  EXPECT_EQ(p.host_window_on_hp0, 1);
+  EXPECT_EQ(p.sfu_exp_cycles_per_element, 3);
+  EXPECT_FALSE(applyMachine("kv261", &p, &error));
+  EXPECT_NE(error.find("no machine named 'kv261' (v002, kv260-as-built)"),
+            std::string::npos)
+      << error;
 }
 
 } // namespace

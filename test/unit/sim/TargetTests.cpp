@@ -222,4 +222,31 @@ TEST(TargetNote, DescribesWhatDiffers) {
   EXPECT_EQ(machine::missingCapability(inst, Target::V002), "");
 }
 
+// What the RTL runs today (docs/isa-semantics.md §13): MEMSET and MEMCPY.
+// The compiler refuses GEMM and CVO for v002-rtl, naming why; v002 runs
+// everything.
+TEST(Targets, TheCompilerRefusesWhatTheRtlComputesWrongly) {
+  std::string err;
+  for (const char *text :
+       {"gemm size_ptr_addr=7 shape_ptr_addr=2", "cvo cvo_func=exp length=8",
+        "memset dest_cache=fmap_shape dest_addr=1 a_value=1",
+        "memcpy from_device=1 to_device=0 shape_ptr_addr=1"}) {
+    isa::Instruction inst;
+    ASSERT_TRUE(isa::assemble(text, inst, &err)) << err;
+    EXPECT_EQ(machine::wrongResult(inst, Target::V002), "") << text;
+    const std::string why = machine::wrongResult(inst, Target::V002Rtl);
+    if (inst.opcode == isa::Opcode::Gemm)
+      EXPECT_NE(why.find("the v002-rtl GEMM stores four words of zeros"),
+                std::string::npos)
+          << why;
+    else if (inst.opcode == isa::Opcode::Cvo)
+      EXPECT_NE(why.find("the v002-rtl CVO runs with the previous CVO's "
+                         "parameters"),
+                std::string::npos)
+          << why;
+    else
+      EXPECT_EQ(why, "") << text;
+  }
+}
+
 } // namespace
