@@ -13,6 +13,7 @@
 #include "tools/common/CommandLine.h"
 #include "tools/common/GuardedMain.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -37,7 +38,8 @@ OPTIONS:
                         kv260-as-built, the overlay as built (one 100 MHz
                         clock, host window through HP0, SFU bridge at 3
                         clocks an element); --params and --set apply after
-  --positions P,...     decode context positions (default 512); the
+  --positions P,...     decode context positions (default 512, or the
+                        bundle's last position if it holds fewer); the
                         attention span of sliding layers is
                         min(position + 1, window)
   --set NAME=VALUE      override a parameter (repeatable), e.g.
@@ -102,7 +104,7 @@ static int run(int argc, char **argv) {
   std::string machine = pccx::prof::kDefaultMachine;
   std::string bundlePath, tracePath, reportPath, paramsPath, calibratePath;
   std::vector<std::string> sets;
-  std::vector<int64_t> positions = {512};
+  std::vector<int64_t> positions;
   pccx::prof::Params params;
   bool asJson = false, listParams = false;
   std::string error;
@@ -177,6 +179,8 @@ static int run(int argc, char **argv) {
   auto model = pccx::exec::Model::load(bundlePath, &error);
   if (!model)
     return cl.fail(error);
+  if (positions.empty()) // a small bundle (the demo's 256) holds fewer
+    positions = {std::max<int64_t>(0, std::min<int64_t>(512, model->maxPositions() - 1))};
   pccx::prof::ProfileRun run;
   run.bundle = bundlePath;
   run.machine = machine;
