@@ -237,6 +237,11 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
     }
     cached_.push_back(next);
   }
+  // Characters still incomplete at the end (a byte-fallback piece that no
+  // other followed) come out as they decode; after a stop string nothing
+  // does.
+  if (reply->end != ReplyEnd::StopString)
+    text += stream.finish();
   if (options.onText && text.size() > emitted)
     options.onText(text.substr(emitted));
   reply->text = text;

@@ -51,14 +51,32 @@ int32_t Tokenizer::pieceId(const std::string &piece) const {
 
 std::string TextStream::push(int32_t id) {
   ids_.push_back(id);
-  std::string text = tokenizer_.decode(ids_);
+  const std::string text = tokenizer_.decode(ids_);
+  // Trailing replacement characters (EF BF BD) wait for the next id.
+  static const char kReplacement[] = "\xEF\xBF\xBD";
+  size_t stable = text.size();
+  while (stable >= 3 && text.compare(stable - 3, 3, kReplacement) == 0)
+    stable -= 3;
   if (text.compare(0, emitted_.size(), emitted_) != 0) {
-    emitted_ = text; // the decoding changed earlier text; emit nothing
+    // The decoding changed text already given out: give nothing, go on
+    // from the new text.
+    emitted_ = text.substr(0, stable);
     return {};
   }
-  std::string added = text.substr(emitted_.size());
-  emitted_ = text;
+  if (stable <= emitted_.size())
+    return {};
+  std::string added = text.substr(emitted_.size(), stable - emitted_.size());
+  emitted_ = text.substr(0, stable);
   return added;
+}
+
+std::string TextStream::finish() {
+  const std::string text = tokenizer_.decode(ids_);
+  std::string rest;
+  if (text.compare(0, emitted_.size(), emitted_) == 0)
+    rest = text.substr(emitted_.size());
+  emitted_ = text;
+  return rest;
 }
 
 } // namespace pccx::app

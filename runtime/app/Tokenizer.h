@@ -33,12 +33,18 @@ private:
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
 };
 
-/// Turns ids into text as they arrive: each call returns the text the new
+/// Turns ids into text as they arrive: each push returns the text the new
 /// id completes (SentencePiece pieces may join with the previous ones).
+/// Text the next ids may still change is held back: a decoding that ends
+/// in U+FFFD may be a character whose bytes (byte-fallback pieces, an emoji
+/// or a rare CJK character) are still arriving. finish() returns what is
+/// held back at the end, so the pushes and finish() together spell exactly
+/// the decoding of all the ids.
 class TextStream {
 public:
   explicit TextStream(const Tokenizer &tokenizer) : tokenizer_(tokenizer) {}
   std::string push(int32_t id);
+  std::string finish();
 
 private:
   const Tokenizer &tokenizer_;

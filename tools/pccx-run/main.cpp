@@ -478,7 +478,7 @@ static int run(int argc, char **argv) {
   const int64_t rows = int64_t(result.consumed.size());
   if (!asJson) {
     if (stream)
-      std::cout << "\n";
+      std::cout << stream->finish() << "\n";
     else
       for (size_t i = 0; i < result.generated.size(); ++i)
         std::cout << (i ? "," : "") << result.generated[i]

@@ -28,7 +28,8 @@ private:
 
 /// A small SentencePiece model trained in memory on the chat tests' corpus;
 /// with the turn markers as single pieces unless `markers` is false.
-std::unique_ptr<Tokenizer> tokenizer(bool markers = true) {
+std::unique_ptr<Tokenizer> tokenizer(bool markers = true,
+                                     bool byteFallback = false) {
   std::ifstream in(PCCX_SOURCE_DIR
                    "/test/tools/pccx-run/Inputs/chat-corpus.txt");
   std::vector<std::string> lines;
@@ -36,11 +37,15 @@ std::unique_ptr<Tokenizer> tokenizer(bool markers = true) {
     lines.push_back(line);
   EXPECT_FALSE(lines.empty());
   std::string model;
-  std::string args = "--vocab_size=300 --model_type=bpe "
+  // Byte fallback adds 256 byte pieces to the vocabulary.
+  std::string args = std::string(byteFallback ? "--vocab_size=600" : "--vocab_size=300") +
+                     " --model_type=bpe "
                      "--hard_vocab_limit=false --pad_id=0 --eos_id=1 "
                      "--bos_id=2 --unk_id=3 --minloglevel=2";
   if (markers)
     args += " --user_defined_symbols=<start_of_turn>,<end_of_turn>";
+  if (byteFallback) // characters outside the vocabulary become byte pieces
+    args += " --byte_fallback=true";
   Lines sentences(lines);
   auto status =
       sentencepiece::SentencePieceTrainer::Train(args, &sentences, &model);
@@ -65,6 +70,46 @@ std::vector<int32_t> cat(std::initializer_list<std::vector<int32_t>> parts) {
   for (const auto &p : parts)
     out.insert(out.end(), p.begin(), p.end());
   return out;
+}
+
+// Streamed text is exactly the decoded text: an emoji or a CJK character
+// spelled with byte-fallback pieces comes out whole once its last byte
+// arrives, never as U+FFFD.
+TEST(TextStream, ConcatenatedPiecesAreTheDecoding) {
+  auto t = tokenizer(true, true);
+  ASSERT_TRUE(t);
+  for (std::string text :
+       {"Hello \xF0\x9F\x98\x80 world", "\xE4\xBD\xA0\xE5\xA5\xBD!",
+        "Tell me \xF0\x9F\x8E\x89\xF0\x9F\x8E\x89 a story \xE2\x9C\x93",
+        "\xF0\x9F\x98\x80"}) {
+    std::vector<int32_t> ids = encode(*t, text);
+    const std::string whole = t->decode(ids);
+    ASSERT_EQ(whole.find("\xEF\xBF\xBD"), std::string::npos) << text;
+    TextStream stream(*t);
+    std::string streamed;
+    for (int32_t id : ids) {
+      std::string piece = stream.push(id);
+      EXPECT_EQ(piece.find("\xEF\xBF\xBD"), std::string::npos) << text;
+      streamed += piece;
+    }
+    streamed += stream.finish();
+    EXPECT_EQ(streamed, whole) << text;
+  }
+}
+
+// Bytes that never complete a character still come out, at the end.
+TEST(TextStream, IncompleteBytesComeOutAtTheEnd) {
+  auto t = tokenizer(true, true);
+  ASSERT_TRUE(t);
+  std::vector<int32_t> ids = encode(*t, "ok \xF0\x9F\x98\x80");
+  ids.pop_back(); // the emoji's last byte piece
+  TextStream stream(*t);
+  std::string streamed;
+  for (int32_t id : ids)
+    streamed += stream.push(id);
+  EXPECT_EQ(streamed.find("\xEF\xBF\xBD"), std::string::npos);
+  streamed += stream.finish();
+  EXPECT_EQ(streamed, t->decode(ids));
 }
 
 } // namespace
