@@ -2,6 +2,7 @@
 //-------------===//
 
 #include "runtime/app/ChatConsole.h"
+#include "runtime/app/Generate.h"
 
 #include <nlohmann/json.hpp>
 
@@ -180,6 +181,8 @@ int runChatConsole(ChatSession &chat, int input,
             << " positions is full; /reset starts a new conversation)\n";
       else if (result.end == ReplyEnd::MaxTokens)
         err << "(reply cut at " << reply.maxTokens << " tokens)\n";
+      err << "(" << formatRate(int64_t(result.tokens.size()), result.replySeconds)
+          << ")\n";
     }
   }
 }

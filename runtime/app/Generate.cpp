@@ -3,6 +3,7 @@
 #include "runtime/app/Generate.h"
 
 #include <chrono>
+#include <cstdio>
 
 namespace pccx::app {
 
@@ -64,6 +65,14 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
   result->decodeSeconds =
       std::chrono::duration<double>(Clock::now() - t1).count();
   return true;
+}
+
+std::string formatRate(int64_t tokens, double seconds) {
+  char line[96];
+  std::snprintf(line, sizeof line, "%lld token%s in %.2f s (%.1f tokens/s)",
+                (long long)tokens, tokens == 1 ? "" : "s", seconds,
+                seconds > 0 ? double(tokens) / seconds : 0.0);
+  return line;
 }
 
 } // namespace pccx::app

@@ -45,6 +45,10 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
               const GenerateOptions &options, GenerateResult *result,
               std::string *error);
 
+/// "N tokens in S s (R tokens/s)": the speed line the tools print on
+/// stderr after a generation or a chat turn.
+std::string formatRate(int64_t tokens, double seconds);
+
 } // namespace pccx::app
 
 #endif

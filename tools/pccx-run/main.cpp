@@ -486,6 +486,16 @@ static int run(int argc, char **argv) {
     if (result.capped)
       std::cerr << "pccx-run: stopped at the KV cache capacity of "
                 << session.capacity() << " positions\n";
+    // The first generated token comes out of the prompt's last step.
+    std::cerr << "pccx-run: prompt "
+              << pccx::app::formatRate(int64_t(ids.size()), result.prefillSeconds)
+              << ", then "
+              << pccx::app::formatRate(
+                     int64_t(result.generated.size() > 0
+                                 ? result.generated.size() - 1
+                                 : 0),
+                     result.decodeSeconds)
+              << "\n";
   }
 
   if (!dumpPath.empty()) {
