@@ -102,9 +102,10 @@ int runChatConsole(ChatSession &chat, int input,
   if (options.interactive)
     err << "Chat: Ctrl-C stops a reply; Ctrl-D (or Ctrl-C twice) at the "
            "prompt exits; /reset starts a new conversation.\n";
+  std::string pending; // the lines of a message continued with '\'
   for (;;) {
     if (options.interactive)
-      out << "> " << std::flush;
+      out << (pending.empty() ? "> " : ". ") << std::flush;
     interrupted.store(false);
     std::string line;
     Input got = reader.next(&line);
@@ -132,16 +133,40 @@ int runChatConsole(ChatSession &chat, int input,
     }
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos)
-      continue;
-    if (line == "/exit" || line == "/quit")
-      return status;
-    if (line == "/reset") {
-      chat.reset();
-      if (options.interactive)
-        err << "(new conversation)\n";
+    // A line that ends in a backslash continues on the next one.
+    if (!line.empty() && line.back() == '\\') {
+      line.pop_back();
+      pending += line + "\n";
       continue;
     }
+    if (!pending.empty()) {
+      line = pending + line;
+      pending.clear();
+    } else if (line.size() > 1 && line[0] == '/' && line[1] == '/') {
+      line.erase(0, 1); // "//..." sends a message that starts with '/'
+    } else if (!line.empty() && line[0] == '/') {
+      // Commands are the console's own; none reaches the model.
+      const std::string command = line.substr(0, line.find(' '));
+      if (command == "/exit" || command == "/quit")
+        return status;
+      if (command == "/reset") {
+        chat.reset();
+        if (options.interactive)
+          err << "(new conversation)\n";
+      } else if (command == "/help") {
+        err << "Commands: /reset starts a new conversation, /exit (or "
+               "/quit) ends the chat, /help shows this. A line that ends "
+               "in \\ continues on the next; a line that starts with // "
+               "is sent with one / less.\n";
+      } else {
+        err << "(unknown command " << command
+            << "; /help lists the commands, // sends a line starting "
+               "with /)\n";
+      }
+      continue;
+    }
+    if (line.find_first_not_of(" \t\n") == std::string::npos)
+      continue;
     ++turn;
     if (!options.interactive && !options.json)
       out << "> " << line << "\n";

@@ -53,9 +53,13 @@ CHAT:
                            per input line, replies streamed, the KV cache
                            kept between turns. Interactive on a terminal
                            (Ctrl-C stops a reply, Ctrl-D or Ctrl-C twice
-                           exits, /reset starts over), else turns are read
-                           from stdin. Replies stop at <end_of_turn>, the
-                           stop tokens or --max-new-tokens (default 256)
+                           exits), else turns are read from stdin. Lines
+                           starting with / are the console's commands
+                           (/help, /reset, /exit), never sent; a line
+                           ending in \ continues the message; // sends a
+                           line that starts with /. Replies stop at
+                           <end_of_turn>, the stop tokens or
+                           --max-new-tokens (default 256)
   --chat-file FILE         read the turns from FILE (implies --chat)
   --system TEXT            system prompt (put before the first turn, as
                            Gemma's template does)
