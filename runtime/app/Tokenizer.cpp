@@ -4,6 +4,8 @@
 
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
+
 namespace pccx::app {
 
 Tokenizer::Tokenizer()
@@ -19,6 +21,8 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const uint8_t *data, size_t bytes,
     *error = "tokenizer: " + status.ToString();
     return nullptr;
   }
+  for (int id = 0, n = t->sp_->GetPieceSize(); id < n; ++id)
+    t->maxPieceBytes_ = std::max(t->maxPieceBytes_, t->sp_->IdToPiece(id).size());
   return t;
 }
 

@@ -53,6 +53,15 @@ LIMITS:
                            bundle's context (400 context_length_exceeded)
   --max-queue N            generation requests that may wait behind the
                            one being served; more get 503 (default 16)
+  --threads N              connection threads beyond the max-queue + 1 that
+                           generation requests may hold; these answer
+                           /health and refusals while the model is busy
+                           (default 8)
+  --request-timeout S      a request (line, headers, body) must arrive
+                           within S seconds, else 408 and the connection
+                           closes (default 10)
+  --idle-timeout S         a kept-alive connection idle this long is closed
+                           (default 5)
   --quiet                  no line per request on stderr (by default:
                            "pccx-serve: CLIENT METHOD PATH STATUS")
   -h, --help               show this help
@@ -102,7 +111,25 @@ static int run(int argc, char **argv) {
     } else if (a == "--quiet") {
       options.logRequests = false;
     } else if (cl.is("--max-queue")) {
-      options.maxQueue = int(cl.count());
+      int64_t n = cl.count();
+      if (n > 4096)
+        return cl.fail("--max-queue must be at most 4096");
+      options.maxQueue = int(n);
+    } else if (cl.is("--threads")) {
+      int64_t n = cl.count();
+      if (n < 1 || n > 1024)
+        return cl.fail("--threads must be between 1 and 1024");
+      options.threads = int(n);
+    } else if (cl.is("--request-timeout")) {
+      int64_t n = cl.count();
+      if (n < 1 || n > 3600)
+        return cl.fail("--request-timeout must be between 1 and 3600 seconds");
+      options.requestTimeoutSeconds = int(n);
+    } else if (cl.is("--idle-timeout")) {
+      int64_t n = cl.count();
+      if (n < 1 || n > 3600)
+        return cl.fail("--idle-timeout must be between 1 and 3600 seconds");
+      options.idleTimeoutSeconds = int(n);
     } else if (!cl.positional(&bundlePath, "bundle")) {
       return 1;
     }
