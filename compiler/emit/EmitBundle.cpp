@@ -8,6 +8,8 @@
 
 #include "compiler/emit/EmitBundle.h"
 
+#include "hw/support/InputFile.h"
+
 #include "compiler/emit/ConstantLayout.h"
 #include "compiler/emit/ProgramEncoder.h"
 #include "compiler/emit/WeightPlan.h"
@@ -110,13 +112,11 @@ bool emitBundle(ModuleOp module, const std::string &path,
     return false;
 
   if (!options.tokenizerPath.empty()) {
-    std::ifstream in(options.tokenizerPath, std::ios::binary);
-    if (!in) {
-      *error = options.tokenizerPath + ": cannot read the tokenizer model";
+    std::string text;
+    if (!support::readInputFile(options.tokenizerPath,
+                                support::kMaxTokenizerFileBytes, &text, error))
       return false;
-    }
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                               std::istreambuf_iterator<char>());
+    std::vector<uint8_t> bytes(text.begin(), text.end());
     if (!writer.addSection("tokenizer", bundle::SectionKind::Tokenizer,
                            std::move(bytes), error))
       return false;

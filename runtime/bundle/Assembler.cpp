@@ -2,6 +2,8 @@
 
 #include "runtime/bundle/Assembler.h"
 
+#include "hw/support/InputFile.h"
+
 #include "hw/isa/Isa.h"
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/Manifest.h"
@@ -58,19 +60,8 @@ bool parseWordValue(std::string_view text, uint64_t &value) {
 
 bool readFile(const std::string &path, std::string &contents,
               std::string *error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path + ": cannot read: " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    *error = path + ": read failed";
-    return false;
-  }
-  contents = ss.str();
-  return true;
+  return support::readInputFile(path, support::kMaxDataFileBytes, &contents,
+                                error);
 }
 
 } // namespace

@@ -448,7 +448,9 @@ std::unique_ptr<Bundle> Bundle::open(const std::string &path,
                                      const OpenOptions &options) {
   std::unique_ptr<Bundle> b(new Bundle());
   b->path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO without a writer must not hang the open (it is
+  // refused below as not a regular file); mapping ignores the flag.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     setError(error, path + ": cannot open: " + std::strerror(errno));
     return nullptr;

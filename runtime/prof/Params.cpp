@@ -2,6 +2,10 @@
 
 #include "runtime/prof/Params.h"
 
+#include "hw/support/InputFile.h"
+
+#include <sstream>
+
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -63,11 +67,13 @@ bool Params::assign(const std::string &assignment, std::string *error) {
 }
 
 bool Params::load(const std::string &path, std::string *error) {
-  std::ifstream in(path);
-  if (!in) {
-    *error = "--params: cannot read '" + path + "'";
+  std::string text;
+  if (!support::readInputFile(path, support::kMaxJsonFileBytes, &text,
+                              error)) {
+    *error = "--params: " + *error;
     return false;
   }
+  std::istringstream in(text);
   auto trim = [](const std::string &text) {
     const size_t first = text.find_first_not_of(" \t\r");
     if (first == std::string::npos)
