@@ -16,6 +16,7 @@
 #include "compiler/model/ModelInfo.h"
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/ModelManifest.h"
+#include "runtime/exec/Model.h"
 
 #include <fstream>
 
@@ -64,6 +65,14 @@ bool emitBundle(ModuleOp module, const std::string &path,
   manifest.chatTemplate = options.chatTemplate;
 
   bundle::BundleWriter writer;
+  // What compiles must run: the runtime's own loader (manifest tables,
+  // caches, host-call parameters, session size) judges the complete file
+  // before it replaces the output. Its memory limit is the runtime's
+  // largest, not this machine's: the bundle may be for another.
+  writer.setVerifier([](const std::string &path, std::string *why) {
+    return exec::Model::load(path, why, exec::Model::kMaxSessionBytes) !=
+           nullptr;
+  });
   if (!writer.addManifest(bundle::toJson(manifest), error))
     return false;
   for (auto &[name, words] : sections)

@@ -108,13 +108,15 @@ bool OutputFile::open(const std::string &path, std::string *error) {
   }
   target_ = resolveLinks(path);
   struct stat st;
-  if (::stat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+  // stat() of the path itself: the kernel follows /dev/stdout's magic link
+  // to a pipe, which has no name resolveLinks could reopen.
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     if (S_ISDIR(st.st_mode)) {
       *error = path + ": is a directory";
       return false;
     }
     // A device, FIFO or socket: written in place, never replaced.
-    stream_ = std::fopen(target_.c_str(), "wb");
+    stream_ = std::fopen(path.c_str(), "wb");
     if (!stream_) {
       *error = path + ": cannot open: " + errnoText();
       return false;
