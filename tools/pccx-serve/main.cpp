@@ -62,6 +62,10 @@ LIMITS:
                            closes (default 10)
   --idle-timeout S         a kept-alive connection idle this long is closed
                            (default 5)
+  --markers-in-text        "<start_of_turn>" and "<end_of_turn>" typed in a
+                           message become the turn markers, as Hugging Face
+                           transformers does (by default they stay text, so
+                           a client cannot forge turns; docs/serving.md)
   --quiet                  no line per request on stderr (by default:
                            "pccx-serve: CLIENT METHOD PATH STATUS")
   -h, --help               show this help
@@ -71,6 +75,7 @@ LIMITS:
 
 static int run(int argc, char **argv) {
   std::string bundlePath, device = "sim", numerics = "hardware";
+  bool markersInText = false;
   pccx::device::DeviceOptions devOptions;
   pccx::serve::ServeOptions options;
   pccx::tools::CommandLine cl("pccx-serve", argc, argv);
@@ -108,6 +113,8 @@ static int run(int argc, char **argv) {
       options.limits.maxTokens = cl.count();
       if (options.limits.maxTokens < 1)
         return cl.fail("--max-tokens must be at least 1");
+    } else if (a == "--markers-in-text") {
+      markersInText = true;
     } else if (a == "--quiet") {
       options.logRequests = false;
     } else if (cl.is("--max-queue")) {
@@ -160,6 +167,7 @@ static int run(int argc, char **argv) {
       model->bosToken(), &error);
   if (!format)
     return cl.fail(error);
+  format->setMarkersInText(markersInText);
   devOptions.numerics = numerics;
   devOptions.target = model->target();
   auto dev = pccx::device::openDevice(device, devOptions, &error);
