@@ -632,14 +632,13 @@ bool BundleWriter::checkNew(const std::string &name, SectionKind kind,
   if (!kindName(kind))
     return setError(error, "section '" + name + "': unknown kind " +
                                std::to_string(uint32_t(kind)));
-  for (const Pending &p : pending_) {
-    if (p.name == name)
-      return setError(error, "duplicate section name '" + name + "'");
-    if (kind == SectionKind::Manifest && p.kind == SectionKind::Manifest)
-      return setError(error, "section '" + name +
-                                 "': the bundle already has a manifest ('" +
-                                 p.name + "')");
-  }
+  // Sets, not a scan of the sections: a bundle may have many thousands.
+  if (names_.count(name))
+    return setError(error, "duplicate section name '" + name + "'");
+  if (kind == SectionKind::Manifest && !manifestName_.empty())
+    return setError(error, "section '" + name +
+                               "': the bundle already has a manifest ('" +
+                               manifestName_ + "')");
   if (pending_.size() >= kMaxSections)
     return setError(error, formatString("more than %u sections", kMaxSections));
   return true;
@@ -654,6 +653,7 @@ bool BundleWriter::addSection(const std::string &name, SectionKind kind,
                                   "a multiple of 8",
                                   name.c_str(), bytes.size()));
   pending_.push_back({name, kind, std::move(bytes), nullptr});
+  noteAdded(name, kind);
   return true;
 }
 
@@ -672,6 +672,7 @@ bool BundleWriter::addStreamedSection(const std::string &name, SectionKind kind,
   if (!checkNew(name, kind, error))
     return false;
   pending_.push_back({name, kind, {}, std::move(producer)});
+  noteAdded(name, kind);
   return true;
 }
 

@@ -27,6 +27,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace pccx::bundle {
@@ -245,6 +246,13 @@ private:
   Verifier verifier_;
   bool checkNew(const std::string &name, SectionKind kind,
                 std::string *error) const;
+  void noteAdded(const std::string &name, SectionKind kind) {
+    names_.insert(name);
+    if (kind == SectionKind::Manifest)
+      manifestName_ = name;
+  }
+  std::unordered_set<std::string> names_;
+  std::string manifestName_;
   uint64_t machineDigest_;
   std::vector<Pending> pending_;
 };
