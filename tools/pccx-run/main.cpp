@@ -9,6 +9,7 @@
 #include "compiler/import/Gemma3nConfig.h"
 #include "compiler/reference/BundleWeights.h"
 #include "hw/support/InputFile.h"
+#include "hw/support/JsonText.h"
 #include "hw/support/OutputFile.h"
 #include "runtime/app/ChatConsole.h"
 #include "compiler/reference/ReferenceCheckpoint.h"
@@ -552,7 +553,7 @@ static int run(int argc, char **argv) {
       out["generated_text"] = tokenizer->decode(result.generated);
     if (!figures.is_null())
       out["compare_reference"] = figures;
-    std::cout << out.dump() << "\n";
+    std::cout << pccx::support::jsonText(out) << "\n";
   }
   return 0;
 }
