@@ -142,7 +142,7 @@ public:
       return -1;
     }
     if (pos_ == len_ && !fill())
-      return -1;
+      return eof_ ? 0 : -1; // 0: the client closed its side cleanly
     size_t n = std::min(size, len_ - pos_);
     if (reading_)
       n = std::min(n, budget_ - used_);
@@ -183,9 +183,12 @@ private:
   /// Reads more bytes into the buffer, within the deadline.
   bool fill() {
     pos_ = len_ = 0;
+    eof_ = false;
     if (fd_ < 0) {
-      if (inputPos_ >= input_->size())
+      if (inputPos_ >= input_->size()) {
+        eof_ = true;
         return false;
+      }
       len_ = std::min(sizeof buf_, input_->size() - inputPos_);
       std::memcpy(buf_, input_->data() + inputPos_, len_);
       inputPos_ += len_;
@@ -215,7 +218,11 @@ private:
         len_ = size_t(n);
         return true;
       }
-      if (n == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK))
+      if (n == 0) {
+        eof_ = true;
+        return false;
+      }
+      if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
         return false;
     }
   }
@@ -267,7 +274,7 @@ private:
   bool reading_ = false;
   size_t budget_ = SIZE_MAX, used_ = 0;
   Clock::time_point deadline_;
-  bool overLimit_ = false, timedOut_ = false, close_ = false;
+  bool overLimit_ = false, timedOut_ = false, close_ = false, eof_ = false;
 };
 
 /// The connection whose request this thread is handling (handlers get

@@ -276,7 +276,9 @@ double secondsSince(Clock::time_point t) {
 
 TEST(ServeLoad, HealthAnswersAndQueueRefusesWhileEverySlotIsBusy) {
   ScriptedBackend backend;
-  backend.delay = std::chrono::milliseconds(50);
+  // 40 tokens of 200 ms: the first reply outlasts the checks below even on
+  // a loaded machine or under sanitizers.
+  backend.delay = std::chrono::milliseconds(200);
   ServeOptions o = quietOptions();
   o.maxQueue = 7; // 8 generation requests: one served, seven waiting
   LiveServer live(backend, o);
