@@ -100,7 +100,9 @@ def request(method, path, body=None, timeout=10):
 
 
 def generation(max_tokens):
-    return json.dumps({"prompt": "Hello there", "max_tokens": max_tokens, "temperature": 0})
+    # Greedy from these ids, the tiny model runs to max_tokens without
+    # meeting an end of turn (as in the tests' queue script).
+    return json.dumps({"prompt": [2, 82, 83], "max_tokens": max_tokens, "temperature": 0})
 
 
 def queued():
@@ -111,7 +113,7 @@ def queued():
 # 1. Every slot busy: 8 long generations (1 generating, 7 waiting).
 busy_results = []
 busy = [threading.Thread(target=lambda: busy_results.append(
-    request("POST", "/v1/completions", generation(2000), timeout=left())[0])) for _ in range(8)]
+    request("POST", "/v1/completions", generation(3900), timeout=left())[0])) for _ in range(8)]
 for t in busy:
     t.start()
 while queued() < 8 and left() > 0:
@@ -168,7 +170,10 @@ hostile = [
     b"\x00\xff garbage \r\n\r\n",
 ]
 slow = []
+rss_at = {}
 for i in range(1000):
+    if i in (250, 500, 750):
+        rss_at[i] = rss_kib()
     if i % 100 == 99:  # a slow client: part of a request, then silence
         s = socket.create_connection(("127.0.0.1", port), timeout=5)
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nContent-Length: 100\r\n\r\n{")
@@ -180,8 +185,9 @@ time.sleep(4)  # past --request-timeout: the slow clients are dropped
 for s in slow:
     s.close()
 after = rss_kib()
-print("memory: RSS %.1f MiB before, %.1f MiB after 1000 hostile requests (/health %s meanwhile)"
-      % (before / 1024, after / 1024, health))
+print("memory: RSS %.1f MiB before, %s, %.1f MiB after 1000 hostile requests (/health %s meanwhile)"
+      % (before / 1024, ", ".join("%.1f after %d" % (rss_at[i] / 1024, i) for i in sorted(rss_at)),
+         after / 1024, health))
 
 # 4. SIGTERM with a reply generating and requests waiting.
 t0 = time.monotonic()
