@@ -474,6 +474,15 @@ struct Server::Impl {
       tlConnection = nullptr;
     }
 
+    /// Stops listening, at most once per listen: httplib's stop() asserts
+    /// that the socket is still open, and both stop() and the watcher call
+    /// this.
+    void stopListener() {
+      std::lock_guard<std::mutex> lock(stopMutex_);
+      if (is_running() && svr_sock_ != INVALID_SOCKET)
+        stop();
+    }
+
     /// Lets serveBytes stream responses without a listening socket
     /// (httplib stops streaming when it has none).
     void pretendListening(bool on) {
@@ -492,6 +501,7 @@ struct Server::Impl {
       return true;
     }
     Impl &impl_;
+    std::mutex stopMutex_;
   };
 
   Impl(Backend &backend, const ServeOptions &options)
@@ -503,7 +513,7 @@ struct Server::Impl {
   ServeOptions options;
   std::set<int32_t> stopTokens;
   Http http;
-  std::atomic<bool> stopping{false};
+  std::atomic<bool> stopping{false}, listenEnded{false};
   std::atomic<uint64_t> requests{0};
 
   // The arrival-order queue: a ticket per generation request.
@@ -564,12 +574,19 @@ struct Server::Impl {
     return turn;
   }
 
-  /// Until stop(): every 100 ms, ends the reply whose client left.
+  /// While run() listens: every 100 ms, ends the reply whose client left;
+  /// once stopping, stops the listener again until it has ended (a stop()
+  /// that came before httplib began listening would otherwise be lost).
   void watchClients() {
     std::unique_lock<std::mutex> lock(queueMutex);
-    while (!stopping.load()) {
-      if (current && currentGone && currentGone())
+    while (!listenEnded.load()) {
+      if (stopping.load()) {
+        lock.unlock();
+        http.stopListener();
+        lock.lock();
+      } else if (current && currentGone && currentGone()) {
         current->store(true);
+      }
       queueChanged.wait_for(lock, std::chrono::milliseconds(kSliceMs));
     }
   }
@@ -918,11 +935,13 @@ int Server::bind(std::string *error) {
 
 bool Server::run() {
   Impl &s = *impl_;
+  s.listenEnded.store(false);
   std::thread watcher([&s] { s.watchClients(); });
   bool ok = s.http.listen_after_bind();
   {
     std::lock_guard<std::mutex> lock(s.queueMutex);
     s.stopping.store(true);
+    s.listenEnded.store(true);
     s.queueChanged.notify_all();
   }
   watcher.join();
@@ -947,7 +966,7 @@ void Server::stop() {
       s.current->store(true);
     s.queueChanged.notify_all();
   }
-  s.http.stop();
+  s.http.stopListener();
 }
 
 } // namespace pccx::serve

@@ -373,3 +373,14 @@ TEST(ServeLoad, CompleteReplyOfAClientThatLeftIsCancelled) {
   EXPECT_EQ(backend.interrupted.load(), 1);
   EXPECT_LT(secondsSince(t0), 5.0);
 }
+
+TEST(ServeLoad, StopBeforeRunStillEndsIt) {
+  // A SIGTERM can arrive between bind() and run(): run() must still return.
+  ScriptedBackend backend;
+  Server server(backend, quietOptions());
+  std::string error;
+  ASSERT_GT(server.bind(&error), 0) << error;
+  server.stop();
+  auto done = std::async(std::launch::async, [&] { return server.run(); });
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+}
