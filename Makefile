@@ -20,7 +20,7 @@ FUZZ_DEB_PACKAGES := clang-19 libclang-rt-19-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build runtime-only test demo clean \
+.PHONY: all deps configure build runtime-only aarch64 aarch64-deps test demo clean \
 	fuzz-deps fuzz-build fuzz-replay fuzz-smoke test-sanitize FORCE
 
 all: build
@@ -79,8 +79,33 @@ $(RUNTIME_BUILD_DIR)/build.ninja: FORCE
 runtime-only: deps $(RUNTIME_BUILD_DIR)/build.ninja
 	ninja -C $(RUNTIME_BUILD_DIR) -j $(JOBS)
 
-test: build runtime-only
-	ninja -C $(BUILD_DIR) -j $(JOBS) check-pccx
+# The board's cores (docs/kv260.md): the runtime-only configuration with
+# its tests, cross-built for aarch64 with Debian's cross toolchain; the
+# tests run here under qemu-user. Debian's arm64 libraries are unpacked into
+# a sysroot in the tree (tools/cross/aarch64-sysroot.sh), never installed.
+# The tests compile their models with this machine's pccx-compile.
+AARCH64_BUILD_DIR ?= $(BUILD_DIR)-aarch64
+AARCH64_DEB_PACKAGES := crossbuild-essential-arm64 qemu-user
+aarch64-deps:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(AARCH64_DEB_PACKAGES)"
+	tools/cross/aarch64-sysroot.sh $(AARCH64_BUILD_DIR)/sysroot
+
+$(AARCH64_BUILD_DIR)/build.ninja: FORCE
+	$(call configure-here,$(AARCH64_BUILD_DIR))
+	[ -f $@ ] || cmake -G Ninja -S . -B $(AARCH64_BUILD_DIR) -DCMAKE_BUILD_TYPE=Release \
+	  -DPCCX_RUNTIME_ONLY=ON \
+	  -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/tools/cross/aarch64-linux-gnu.cmake \
+	  -DPCCX_AARCH64_SYSROOT=$(abspath $(AARCH64_BUILD_DIR))/sysroot \
+	  -DPCCX_COMPILER_TOOLS_DIR=$(abspath $(BUILD_DIR))/bin
+
+aarch64: deps aarch64-deps $(AARCH64_BUILD_DIR)/build.ninja
+	ninja -C $(AARCH64_BUILD_DIR) -j $(JOBS) all pccx-test-depends
+
+# One run, one summary line: this machine's suites and, beside them, the
+# aarch64 build's under qemu-user.
+test: build aarch64
+	PCCX_EXTRA_SUITES="$(abspath $(AARCH64_BUILD_DIR))/test/unit $(abspath $(AARCH64_BUILD_DIR))/test" \
+	  ninja -C $(BUILD_DIR) -j $(JOBS) check-pccx
 
 # libFuzzer targets (test/fuzz/README.md) in their own clang tree with ASan
 # and UBSan; only the fuzz targets and what they link are built (the IR
@@ -143,4 +168,4 @@ FORCE:
 
 clean:
 	rm -rf $(BUILD_DIR) $(RUNTIME_BUILD_DIR) $(FUZZ_BUILD_DIR) \
-	  $(SANITIZE_BUILD_DIR) demo-out
+	  $(SANITIZE_BUILD_DIR) $(AARCH64_BUILD_DIR) demo-out

@@ -6,7 +6,8 @@
 // Prints GB/s of weight bytes for each and the ratio gemv/memcpy: how close
 // the simulator's GEMV gets to the machine's own memory bandwidth.
 //
-//   bench-sim-gemv [--reps R] [--threads T] [--isa scalar|avx2] [--hardware]
+//   bench-sim-gemv [--reps R] [--threads T] [--isa scalar|avx2|neon]
+//                  [--hardware]
 //
 // --threads 0 (the default) uses every hardware thread, as the simulator
 // does; --isa picks the GEMV kernel (default: the fastest this CPU runs).
@@ -57,19 +58,15 @@ int main(int argc, char **argv) {
     else if (a == "--hardware")
       hardware = true;
     else if (a == "--isa" && i + 1 < argc) {
-      std::string name = argv[++i];
-      if (name == "scalar")
-        isa = sim::MatmulIsa::Scalar;
-      else if (name == "avx2")
-        isa = sim::MatmulIsa::Avx2;
-      else {
-        std::fprintf(stderr, "bench-sim-gemv: --isa %s: not scalar or avx2\n",
-                     name.c_str());
+      if (!sim::parseMatmulIsa(argv[++i], &isa)) {
+        std::fprintf(stderr,
+                     "bench-sim-gemv: --isa %s: not scalar, avx2 or neon\n",
+                     argv[i]);
         return 2;
       }
     } else {
       std::fprintf(stderr, "usage: bench-sim-gemv [--reps R] [--threads T] "
-                           "[--isa scalar|avx2] [--hardware]\n");
+                           "[--isa scalar|avx2|neon] [--hardware]\n");
       return 2;
     }
   }

@@ -3,15 +3,28 @@ import os
 import shutil
 import lit.formats
 
-config.name = "pccx"
+emulated = bool(getattr(config, "pccx_emulator", ""))
+config.name = "pccx-emulated" if emulated else "pccx"
 config.test_format = lit.formats.ShTest(True)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.pccx_obj_root, "test")
 config.excludes = ["unit", "fuzz", "Inputs", "lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "run-tests.py"]
 
-path = os.pathsep.join([config.pccx_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
+# A runtime-only build (the board's, or the aarch64 cross build) tests its
+# runtime tools; the models they run are compiled with a full build's
+# pccx-compile, found after them on PATH.
+if getattr(config, "pccx_runtime_only", False):
+    config.excludes += ["pccx-compile", "pccx-opt", "pccx-translate",
+                        "dialects", "passes", "readme"]
+compiler_tools = getattr(config, "pccx_compiler_tools_dir", "") or config.pccx_tools_dir
+path = os.pathsep.join([config.pccx_tools_dir, compiler_tools, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PATH"] = path
+config.substitutions.append(("%compiler_tools", compiler_tools))
+# Under qemu-user (the aarch64 cross build): the tests that compare its
+# results with this machine's, and those that cannot run emulated, ask.
+if emulated:
+    config.available_features.add("emulated")
 config.substitutions.append(("%pccx_src", config.pccx_src_root))
 config.substitutions.append(("%python", "python3"))
 config.substitutions.append(("%pccx_obj", config.pccx_obj_root))

@@ -2,8 +2,11 @@
 """Runs every lit suite given (FileCheck tests and GoogleTest executables) in
 one lit invocation and ends with a single summary line:
     tests: N passed, M failed
+Suites named in the environment variable PCCX_EXTRA_SUITES (separated by
+spaces; make test: the aarch64 build's) join the same run.
 Exit status is non-zero if any test failed or lit itself failed."""
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -12,6 +15,13 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--lit", required=True, help="path to lit.py")
 parser.add_argument("suites", nargs="+")
 args = parser.parse_args()
+extra = os.environ.get("PCCX_EXTRA_SUITES", "").split()
+for suite in extra:
+    if not os.path.exists(os.path.join(suite, "lit.site.cfg.py")):
+        print(f"error: PCCX_EXTRA_SUITES names {suite}, which has no lit.site.cfg.py", file=sys.stderr)
+        print("tests: 0 passed, 1 failed")
+        sys.exit(1)
+args.suites += extra
 
 cmd = [sys.executable, args.lit, "-sv", *args.suites]
 proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

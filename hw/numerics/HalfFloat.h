@@ -4,8 +4,12 @@
 // words of the hardware numerics mode, the KV260 host window) and IEEE fp16
 // (checkpoints, the host KV cache). Widening is exact. Narrowing rounds to
 // nearest, ties to even; values past the largest finite value become
-// infinity; subnormals are kept; a NaN stays a quiet NaN with its sign.
-// Every component converts through these functions only.
+// infinity; subnormals are kept. Every NaN narrows to bf16 as the one
+// canonical quiet NaN 0x7FC0 (positive, payload zero): the sign and
+// payload of a NaN the arithmetic makes differ between CPUs (x86-64 makes
+// 0xFFC00000, aarch64 0x7FC00000), and no stored bit may. fp16 keeps the
+// NaN's sign and top payload bits. Every component converts through these
+// functions only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,12 +39,22 @@ inline float bf16ToFloat(uint16_t bits) {
   return bitsFloat(uint32_t(bits) << 16);
 }
 
-/// The bf16 encoding nearest to `value`.
+/// The canonical quiet NaN, as fp32 bits and as bf16.
+constexpr uint32_t kCanonicalNanBits = 0x7fc00000u;
+constexpr uint16_t kCanonicalBf16Nan = 0x7fc0u;
+
+/// `value`, or the canonical NaN if it is a NaN (a select, no branch).
+inline float canonicalizeNan(float value) {
+  const uint32_t u = floatBits(value);
+  return bitsFloat((u & 0x7fffffffu) > 0x7f800000u ? kCanonicalNanBits : u);
+}
+
+/// The bf16 encoding nearest to `value`; every NaN gives kCanonicalBf16Nan.
+/// Both results are computed and one selected, so loops over it vectorize.
 inline uint16_t floatToBf16(float value) {
-  uint32_t u = floatBits(value);
-  if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: keep it one after truncation
-    return uint16_t((u >> 16) | 0x0040u);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  const uint32_t u = floatBits(value);
+  const uint16_t rounded = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return (u & 0x7fffffffu) > 0x7f800000u ? kCanonicalBf16Nan : rounded;
 }
 
 /// The two conversions over arrays, as the KV260 driver converts the host

@@ -3,6 +3,7 @@
 #include "hw/numerics/KvRecords.h"
 
 #include "hw/numerics/Quantize.h"
+#include "hw/support/DeviceMemory.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,8 +12,10 @@
 
 namespace pccx::hw {
 
+// Records may live in the KV260's uncached DMA buffer (Device memory on
+// arm64): every store into one goes through hw/support/DeviceMemory.h.
 namespace {
-void storeF32(uint8_t *at, float v) { std::memcpy(at, &v, 4); }
+void storeF32(uint8_t *at, float v) { storeDeviceF32(at, v); }
 } // namespace
 
 int64_t keyRecordBytes(int64_t slots, int64_t headDim) {
@@ -30,32 +33,35 @@ float valueRecordScale(int64_t headDim) {
 }
 
 void initKeyRecord(uint8_t *record, int64_t slots, int64_t headDim) {
-  std::memset(record, 0, size_t(keyRecordBytes(slots, headDim)));
+  fillDeviceMemory(record, 0, size_t(keyRecordBytes(slots, headDim)));
 }
 
 void initValueRecord(uint8_t *record, int64_t slots, int64_t headDim) {
-  std::memset(record, 0, size_t(valueRecordBytes(slots, headDim)));
+  fillDeviceMemory(record, 0, size_t(valueRecordBytes(slots, headDim)));
   const float scale = valueRecordScale(headDim);
   for (int64_t d = 0; d < headDim; ++d)
     storeF32(record + 4 * d, scale);
 }
 
 void initMaskRecord(uint8_t *record, int64_t slots) {
-  std::memset(record, 0, size_t(maskRecordBytes(slots)));
+  fillDeviceMemory(record, 0, size_t(maskRecordBytes(slots)));
   const int64_t scaleBytes = recordScaleBytes(slots),
                 stride = recordRowStride(WeightFormat::Int8, 1);
   for (int64_t s = 0; s < slots; ++s) {
     storeF32(record + 4 * s, kMaskedScore);
-    record[scaleBytes + s * stride] = 1;
+    VolatileStores::store8(record + scaleBytes + s * stride, 1);
   }
 }
 
 float writeKeySlot(uint8_t *record, int64_t slots, int64_t headDim,
                    int64_t slot, const float *key) {
   const int64_t stride = recordRowStride(WeightFormat::Int8, headDim);
-  int8_t *codes = reinterpret_cast<int8_t *>(
-      record + recordScaleBytes(slots) + slot * stride);
-  const float scale = quantizeRowInt8(key, size_t(headDim), codes);
+  // Quantized beside the record, then stored with aligned stores.
+  std::vector<int8_t> codes(static_cast<size_t>(headDim));
+  const float scale = quantizeRowInt8(key, size_t(headDim), codes.data());
+  copyToDeviceMemory(record + recordScaleBytes(slots) + slot * stride,
+                     reinterpret_cast<const uint8_t *>(codes.data()),
+                     size_t(headDim));
   storeF32(record + 4 * slot, scale);
   return scale;
 }
@@ -70,7 +76,8 @@ void writeValueSlot(uint8_t *record, int64_t slots, int64_t headDim,
   const int64_t stride = recordRowStride(WeightFormat::Int8, slots);
   uint8_t *column = record + recordScaleBytes(headDim) + slot;
   for (int64_t d = 0; d < headDim; ++d)
-    column[d * stride] = uint8_t(valueCode(value[d], scale));
+    VolatileStores::store8(column + d * stride,
+                           uint8_t(valueCode(value[d], scale)));
 }
 
 void roundKeyLikeRecord(float *key, int64_t headDim) {

@@ -2,6 +2,7 @@
 
 #include "runtime/app/Perplexity.h"
 
+#include "hw/numerics/Elementary.h"
 #include "hw/support/Format.h"
 
 #include <algorithm>
@@ -50,11 +51,12 @@ bool planWindows(int64_t textTokens, const PerplexityOptions &options,
 
 namespace {
 
+// exp and log are hw::'s so that the figures are the same on every machine.
 double logSumExp(const float *x, int64_t n) {
   double hi = *std::max_element(x, x + n), sum = 0;
   for (int64_t i = 0; i < n; ++i)
-    sum += std::exp(double(x[i]) - hi);
-  return hi + std::log(sum);
+    sum += hw::exp(double(x[i]) - hi);
+  return hi + hw::log(sum);
 }
 
 } // namespace
@@ -69,7 +71,7 @@ double klDivergence(const float *reference, const float *model, int64_t vocab) {
   double kl = 0;
   for (int64_t i = 0; i < vocab; ++i) {
     double logP = double(reference[i]) - lr;
-    kl += std::exp(logP) * (logP - (double(model[i]) - lm));
+    kl += hw::exp(logP) * (logP - (double(model[i]) - lm));
   }
   return std::max(kl, 0.0); // rounding can leave a tiny negative sum
 }
@@ -111,13 +113,13 @@ PerplexityFigures PerplexityScorer::figures() const {
   PerplexityFigures f;
   f.tokens = int64_t(nll_.size());
   f.nll = estimateMean(nll_);
-  f.ppl = std::exp(f.nll.mean);
+  f.ppl = hw::exp(f.nll.mean);
   f.pplStdErr = f.ppl * f.nll.stdErr;
   if (refNll_.empty())
     return f;
   f.hasReference = true;
   f.referenceNll = estimateMean(refNll_);
-  f.referencePpl = std::exp(f.referenceNll.mean);
+  f.referencePpl = hw::exp(f.referenceNll.mean);
   f.referencePplStdErr = f.referencePpl * f.referenceNll.stdErr;
   f.lnPplRatio = estimateMean(diff_);
   f.kl = estimateMean(kl_);
@@ -188,8 +190,8 @@ std::string formatPerplexity(const PerplexityFigures &f,
                       "+/- %.4f\n",
                       f.referencePpl, f.referencePplStdErr);
   out += formatString("perplexity vs reference: %+.3f %% +/- %.3f %%\n",
-                      (std::exp(f.lnPplRatio.mean) - 1) * 100,
-                      std::exp(f.lnPplRatio.mean) * f.lnPplRatio.stdErr * 100);
+                      (hw::exp(f.lnPplRatio.mean) - 1) * 100,
+                      hw::exp(f.lnPplRatio.mean) * f.lnPplRatio.stdErr * 100);
   out += formatString("mean KL divergence (reference || model): %.6f +/- "
                       "%.6f nats\n",
                       f.kl.mean, f.kl.stdErr);
@@ -212,7 +214,7 @@ nlohmann::json perplexityJson(const PerplexityFigures &f,
         {"mean_nll", f.referenceNll.mean},
         {"ln_ppl_ratio", f.lnPplRatio.mean},
         {"ln_ppl_ratio_stderr", f.lnPplRatio.stdErr},
-        {"ppl_change_percent", (std::exp(f.lnPplRatio.mean) - 1) * 100},
+        {"ppl_change_percent", (hw::exp(f.lnPplRatio.mean) - 1) * 100},
         {"mean_kl", f.kl.mean},
         {"mean_kl_stderr", f.kl.stdErr},
         {"top1_agreement", f.top1Agree},

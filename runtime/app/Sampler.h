@@ -2,9 +2,10 @@
 //
 // Token selection on the host, in the order Hugging Face's generate()
 // applies it (docs/gemma3n-semantics.md section 6): repetition penalty over
-// the distinct ids seen so far, then greedy argmax when the temperature is
-// 0, else temperature, top-k, top-p and a draw from a seeded generator (the
-// same seed gives the same tokens on every machine).
+// the distinct ids seen so far (and OpenAI's presence and frequency
+// penalties over their counts), then greedy argmax when the temperature is
+// 0, else temperature, top-k, top-p, min-p and a draw from a seeded
+// generator (the same seed gives the same tokens on every machine).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +22,10 @@ struct SamplingOptions {
   double temperature = 0.0;       ///< 0: greedy
   int64_t topK = 0;               ///< 0: off
   double topP = 1.0;              ///< 1: off
+  double minP = 0.0;              ///< 0: off
   double repetitionPenalty = 1.0; ///< 1: off
+  double presencePenalty = 0.0;   ///< 0: off; subtracted once per seen id
+  double frequencyPenalty = 0.0;  ///< 0: off; subtracted per occurrence
   uint64_t seed = 0;
 };
 
@@ -37,6 +41,8 @@ public:
 
 private:
   double uniform();
+  void applyPenalties(std::vector<float> &logits,
+                      const std::vector<int32_t> &seen) const;
   SamplingOptions options_;
   uint64_t state_;
 };

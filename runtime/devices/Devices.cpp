@@ -21,10 +21,12 @@ std::unique_ptr<Device> openSim(const DeviceOptions &options,
              options.numerics + "'";
     return nullptr;
   }
-  return std::make_unique<SimDevice>(options.numerics == "reference"
-                                         ? sim::Numerics::Reference
-                                         : sim::Numerics::Hardware,
-                                     options.target);
+  auto sim = std::make_unique<SimDevice>(options.numerics == "reference"
+                                             ? sim::Numerics::Reference
+                                             : sim::Numerics::Hardware,
+                                         options.target);
+  sim->simulator().setThreads(options.threads);
+  return sim;
 }
 
 std::unique_ptr<Device> openBoard(const DeviceOptions &options,

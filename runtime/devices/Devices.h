@@ -24,6 +24,9 @@ struct DeviceOptions {
   /// Simulator numerics: "hardware" (BF16 in L2) or "reference" (fp32).
   /// Devices that compute in hardware numerics refuse "reference".
   std::string numerics = "hardware";
+  /// sim: threads a GEMV/GEMM splits its output features over (0: one per
+  /// hardware thread). No result depends on it.
+  unsigned threads = 0;
   /// The target profile the bundle was compiled for (exec::Model::target).
   machine::Target target = machine::kDefaultTarget;
   std::string uioName = "pccx";     ///< kv260: UIO device of the overlay

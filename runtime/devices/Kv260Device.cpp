@@ -358,7 +358,7 @@ bool Kv260Device::keepWeightsResident(const uint8_t *section, size_t bytes,
              "boundary";
     return false;
   }
-  std::memcpy(dma_->data() + residentOffset_, section, bytes);
+  dma_->write(residentOffset_, section, bytes);
   if (!dma_->flush(residentOffset_, bytes, error))
     return false;
   residentSource_ = section;
@@ -381,9 +381,8 @@ uint8_t *Kv260Device::allocateStreamable(size_t bytes, std::string *error) {
     return nullptr;
   }
   stagingEnd_ -= aligned;
-  uint8_t *at = dma_->data() + stagingEnd_;
-  std::memset(at, 0, bytes);
-  return at;
+  dma_->fill(stagingEnd_, 0, bytes);
+  return dma_->data() + stagingEnd_;
 }
 
 void Kv260Device::pushWeights(const uint8_t *data, size_t bytes) {
@@ -452,7 +451,7 @@ bool Kv260Device::flushPendingWeights(uint64_t index, std::string *error) {
       if (!drainChannel(Channel::Hp0, error) ||
           !drainChannel(Channel::Hp1, error))
         return false;
-      std::memcpy(dma_->data() + stagingOffset_, data, bytes);
+      dma_->write(stagingOffset_, data, bytes);
       if (!dma_->flush(stagingOffset_, bytes, error))
         return false;
       offset = stagingOffset_;
@@ -524,6 +523,9 @@ bool Kv260Device::issue(uint64_t word, uint64_t index, std::string *error) {
       // The NPU's last store into the window must have landed first.
       if (!drainChannel(Channel::AcpResult, error))
         return false;
+      // The window starts the page-aligned buffer and moves whole 16-byte
+      // words: the row functions' vector stores are aligned, as an
+      // uncached window (Device memory on arm64) needs.
       uint16_t *lanes = reinterpret_cast<uint16_t *>(dma_->data());
       hw::floatToBf16Row(shadow_.data(), lanes, size_t(words * 8));
       if (!dma_->flush(0, size_t(words * 16), error) ||

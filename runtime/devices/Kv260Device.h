@@ -22,6 +22,7 @@
 #define PCCX_RUNTIME_DEVICES_KV260DEVICE_H
 
 #include "hw/machine/MachineModel.h"
+#include "hw/support/DeviceMemory.h"
 #include "runtime/devices/Device.h"
 #include "runtime/devices/Kv260Protocol.h"
 
@@ -61,6 +62,16 @@ public:
   virtual bool invalidate(size_t offset, size_t bytes, std::string *error) {
     (void)offset, (void)bytes, (void)error;
     return true;
+  }
+  /// The driver's bulk writes into the buffer (resident weights, staging,
+  /// zeroed records). Most of the buffer is uncached, Device memory on
+  /// arm64, where memcpy and memset fault: aligned word stores only
+  /// (hw/support/DeviceMemory.h).
+  virtual void write(size_t offset, const uint8_t *src, size_t bytes) {
+    hw::copyToDeviceMemory(data() + offset, src, bytes);
+  }
+  virtual void fill(size_t offset, uint8_t value, size_t bytes) {
+    hw::fillDeviceMemory(data() + offset, value, bytes);
   }
 };
 

@@ -2,13 +2,15 @@
 //
 // The arithmetic follows docs/gemma3n-semantics.md in float32. It is kept
 // apart from the compiler's float reference on purpose: the end-to-end tests
-// compare the two.
+// compare the two. Transcendentals are the project's own (hw/numerics/
+// Elementary.h), never libm's, so the board computes the same bits.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/host/HostKernels.h"
 
 #include "hw/numerics/Dot.h"
+#include "hw/numerics/Elementary.h"
 #include "hw/numerics/HalfFloat.h"
 #include "hw/numerics/KvRecords.h"
 #include "hw/numerics/Quantize.h"
@@ -40,6 +42,8 @@ void rms(const float *x, const float *gain, int64_t n, float eps, float *y) {
 /// 2j, sin at 2j + 1). Every head of every layer with the same theta at
 /// that position rotates by the same angles, so they are computed once per
 /// step and shared; the values are those a per-head computation gives.
+/// theta^(2j/d) is evaluated in double, the angle in float as the float
+/// reference does, and its cosine and sine rounded once to float.
 const float *ropeAngles(HostContext &ctx, int64_t d, int64_t position,
                         double theta) {
   const auto key = std::make_tuple(position, theta, d);
@@ -52,10 +56,10 @@ const float *ropeAngles(HostContext &ctx, int64_t d, int64_t position,
   std::vector<float> table(size_t(2 * half));
   for (int64_t j = 0; j < half; ++j) {
     float invFreq =
-        1.0f / float(std::pow(theta, double(float(2 * j) / float(d))));
+        1.0f / float(hw::pow(theta, double(float(2 * j) / float(d))));
     float angle = float(position) * invFreq;
-    table[size_t(2 * j)] = std::cos(angle);
-    table[size_t(2 * j + 1)] = std::sin(angle);
+    table[size_t(2 * j)] = hw::cosf(angle);
+    table[size_t(2 * j + 1)] = hw::sinf(angle);
   }
   return ctx.ropeAngles.emplace(key, std::move(table)).first->second.data();
 }
@@ -319,7 +323,7 @@ void modalities(const HostTensor &norm, const HostTensor &router,
   for (float &v : n)
     v *= 1.0f / float(h);
   for (int64_t k = 0; k < router.rows; ++k)
-    m[k] = std::tanh(dotf(router.data + k * h, n.data(), h));
+    m[k] = hw::tanhf(dotf(router.data + k * h, n.data(), h));
 }
 
 struct AltUpParams {
@@ -840,9 +844,13 @@ bool kernelEmitLogits(Call &c) {
     return c.fail("first_row", "names rows past the step's " +
                                    std::to_string(ctx.tokens.size()) +
                                    " tokens");
+  // Logits leave the runtime here: a NaN (refused by the session, but
+  // visible to a caller of the kernel) is the canonical one whatever CPU
+  // made it.
   for (int64_t r = 0; r < in.rows; ++r)
-    std::copy(in.row(r), in.row(r) + in.elems,
-              ctx.logits->begin() + (first + r) * ctx.vocab);
+    std::transform(in.row(r), in.row(r) + in.elems,
+                   ctx.logits->begin() + (first + r) * ctx.vocab,
+                   hw::canonicalizeNan);
   ctx.emittedRows += in.rows;
   return true;
 }
@@ -856,7 +864,7 @@ bool kernelSoftCap(Call &c) {
   if (!(cap > 0))
     return c.fail("cap", "must be a positive number");
   const float capf = float(cap);
-  auto softcap = [capf](float x) { return std::tanh(x / capf) * capf; };
+  auto softcap = [capf](float x) { return hw::tanhf(x / capf) * capf; };
   HostContext::SoftCapTable &table = c.ctx().softCapTable;
   if (table.cap != capf || table.values.empty()) {
     table.values.resize(65536);

@@ -229,6 +229,24 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
   r.number("top_p", &req.sampling.topP, 0.0, 1.0);
   if (req.sampling.topP == 0.0 && !r.failed())
     r.fail("top_p", "'top_p' must be greater than 0", "invalid_value");
+  // What llama.cpp's server and vLLM take beside OpenAI's fields.
+  int64_t topK = 0;
+  if (r.integer("top_k", &topK)) {
+    if (topK < 0)
+      r.fail("top_k", "'top_k' must be 0 (off) or more", "invalid_value");
+    req.sampling.topK = topK;
+  }
+  r.number("min_p", &req.sampling.minP, 0.0, 1.0);
+  if (r.field("repeat_penalty") && r.field("repetition_penalty"))
+    r.fail("repeat_penalty",
+           "give 'repeat_penalty' or 'repetition_penalty', not both");
+  r.number("repeat_penalty", &req.sampling.repetitionPenalty, 0.0, 10.0);
+  r.number("repetition_penalty", &req.sampling.repetitionPenalty, 0.0, 10.0);
+  if (req.sampling.repetitionPenalty == 0.0 && !r.failed())
+    r.fail(r.field("repeat_penalty") ? "repeat_penalty" : "repetition_penalty",
+           "the repetition penalty must be greater than 0", "invalid_value");
+  r.number("presence_penalty", &req.sampling.presencePenalty, -2.0, 2.0);
+  r.number("frequency_penalty", &req.sampling.frequencyPenalty, -2.0, 2.0);
   int64_t seed = 0;
   if (r.integer("seed", &seed)) {
     req.hasSeed = true;
@@ -265,8 +283,6 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
   }
   r.unsupported("n", 1);
   r.unsupported("logprobs", chat ? json(false) : json());
-  r.unsupported("presence_penalty", 0);
-  r.unsupported("frequency_penalty", 0);
   r.unsupported("logit_bias", json::object());
   if (chat) {
     r.unsupported("tools", json::array());

@@ -40,7 +40,7 @@ struct ServeOptions {
   int maxQueue = 16;
   /// Connection threads beyond the maxQueue + 1 that generation requests
   /// may hold: these answer /health, /v1/models and refusals while the
-  /// queue is full.
+  /// queue is full (pccx-serve --connection-threads).
   int threads = 8;
   /// Reading one request (head and body) must end within this many
   /// seconds; a slower client gets 408 and is disconnected.

@@ -11,6 +11,7 @@
 #include "runtime/sim/MatmulKernels.h"
 #include "runtime/sim/WorkerPool.h"
 
+#include "hw/numerics/Elementary.h"
 #include "hw/support/Format.h"
 
 #include <algorithm>
@@ -622,20 +623,20 @@ bool Simulator::execCvo(const Instruction &inst, std::string &msg) {
       float r;
       switch (func) {
       case isa::Cvo_cvo_func_exp:
-        r = float(std::exp(d));
+        r = float(hw::exp(d));
         break;
       case isa::Cvo_cvo_func_sqrt:
         r = std::sqrt(x);
         break;
       case isa::Cvo_cvo_func_gelu:
         r = float(0.5 * d *
-                  (1.0 + std::tanh(kGeluC * (d + 0.044715 * d * d * d))));
+                  (1.0 + hw::tanh(kGeluC * (d + 0.044715 * d * d * d))));
         break;
       case isa::Cvo_cvo_func_sin:
-        r = float(std::sin(d));
+        r = float(hw::sin(d));
         break;
       case isa::Cvo_cvo_func_cos:
-        r = float(std::cos(d));
+        r = float(hw::cos(d));
         break;
       case isa::Cvo_cvo_func_recip:
         r = 1.0f / x;

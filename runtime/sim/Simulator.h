@@ -35,6 +35,8 @@ class WorkerPool;
 ///  - Reference: fp32 everywhere, nothing is rounded to a narrower format.
 ///  - Hardware: every value stored into L2 is rounded to bf16 (nearest even);
 ///    arithmetic runs in fp32 (GEMV products exact, fp32 sums).
+/// In both, a NaN is stored as the canonical 0x7FC00000 and the SFU's
+/// exp, gelu, sin and cos are hw/numerics/Elementary.h's, not libm's.
 enum class Numerics { Reference, Hardware };
 
 class Simulator {
@@ -157,8 +159,12 @@ private:
                  std::string &msg) const;
   bool checkL2(uint64_t word, uint64_t words, const char *what,
                std::string &msg) const;
+  /// What L2 holds for `v`: a NaN is the canonical one in both modes, so
+  /// L2 (and the conformance vectors read from it) never shows which CPU
+  /// made it (sqrt(-1) is 0xFFC00000 on x86-64, 0x7FC00000 on aarch64).
   float store(float v) const {
-    return numerics_ == Numerics::Hardware ? hw::roundToBf16(v) : v;
+    return numerics_ == Numerics::Hardware ? hw::roundToBf16(v)
+                                           : hw::canonicalizeNan(v);
   }
   /// The next `bytes` bytes of the stream as one contiguous block (copied
   /// only when the block crosses spans). Requires weightStreamPending() >=

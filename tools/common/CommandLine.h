@@ -3,7 +3,9 @@
 // The tools that do not link LLVM (they run on the board) read their
 // arguments with this: `--flag VALUE` or `--flag=VALUE`, values checked as
 // they are read. A bad or missing value prints "TOOL: error: ..." and exits
-// with status 1, so every tool words these errors the same way.
+// with status 1, so every tool words these errors the same way. `--version`
+// prints the tool's name and the project's version and exits, in every
+// tool.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,11 @@
 
 namespace pccx::tools {
 
+/// What `TOOL --version` prints.
+inline std::string versionLine(const char *tool) {
+  return std::string(tool) + " " + PCCX_VERSION + " (pccx v002 NPU)\n";
+}
+
 class CommandLine {
 public:
   CommandLine(const char *tool, int argc, char **argv)
@@ -31,6 +38,10 @@ public:
     if (++index_ >= argc_)
       return false;
     arg_ = argv_[index_];
+    if (arg_ == "--version") {
+      std::cout << versionLine(tool_);
+      std::exit(0);
+    }
     return true;
   }
   const std::string &arg() const { return arg_; }

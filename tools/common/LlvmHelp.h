@@ -11,8 +11,12 @@
 #ifndef PCCX_TOOLS_COMMON_LLVMHELP_H
 #define PCCX_TOOLS_COMMON_LLVMHELP_H
 
+#include "tools/common/CommandLine.h"
+
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <initializer_list>
 
@@ -41,6 +45,16 @@ inline void showOnlyOwnOptions(
         option->getOptionHiddenFlag() == llvm::cl::NotHidden)
       option->setHiddenFlag(llvm::cl::Hidden);
   }
+}
+
+/// `TOOL --version` prints the project's version line, as every tool does,
+/// and the LLVM it was built with after it.
+inline void setVersionPrinter(const char *tool) {
+  static const char *name = tool;
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << versionLine(name) << "  built with LLVM " << LLVM_VERSION_STRING
+       << "\n";
+  });
 }
 
 } // namespace pccx::tools

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/bundle/Assembler.h"
+#include "tools/common/CommandLine.h"
 #include "tools/common/GuardedMain.h"
 
 #include <cstring>
@@ -47,6 +48,7 @@ OPTIONS:
                         are refused. Without it a manifest's own "target"
                         is checked the same way (none means v002)
   -h, --help            show this help
+  --version             print the version and exit
 
 Errors are reported as "INPUT.s:LINE: message"; the exit status is then 1.
 )";
@@ -91,6 +93,9 @@ static int run(int argc, char **argv) {
       optionsDone = true;
     } else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
       std::cout << kHelp;
+      return 0;
+    } else if (!std::strcmp(a, "--version")) {
+      std::cout << pccx::tools::versionLine("pccx-as");
       return 0;
     } else if (!std::strncmp(a, "-o", 2) && a[2] != 0) {
       o.output = a + 2;

@@ -322,9 +322,7 @@ int main(int argc, char **argv) {
   pccx::tools::showOnlyOwnOptions(
       {&category}, {"mlir-print-ir-after-all", "mlir-timing",
                     "mlir-print-debuginfo"});
-  cl::SetVersionPrinter([](raw_ostream &os) {
-    os << "pccx-compile " << PCCX_VERSION << " (pccx v002 NPU)\n";
-  });
+  pccx::tools::setVersionPrinter("pccx-compile");
   cl::ParseCommandLineOptions(
       argc, argv,
       "pccx-compile: compiles a Hugging Face Gemma 3n checkpoint directory "

@@ -45,6 +45,7 @@ OPTIONS:
   --max-ulp N     with --check: accept BF16 lanes up to N units in the last
                   place apart (default 0: bit-exact; NaNs match any NaN)
   -h, --help      show this help
+  --version       print the version and exit
 
 Exit status: 0 on success (--check: every vector passed), 1 on a mismatch,
 a missing result or a usage error, 2 when the suite or the results

@@ -42,6 +42,7 @@ OPTIONS:
                       suffixes K, M, G accepted)
   --print-config      print the config.json and exit without writing
   -h, --help          show this help
+  --version           print the version and exit
 )";
 
 bool parseSize(const char *text, uint64_t *out) {

@@ -7,6 +7,7 @@
 
 #include "compiler/reference/ExportEffective.h"
 #include "runtime/bundle/Objdump.h"
+#include "tools/common/CommandLine.h"
 #include "tools/common/GuardedMain.h"
 
 #include <cstring>
@@ -53,6 +54,7 @@ OPTIONS:
                      noted on every word whose fields mean something else
                      there (e.g. "; v002-rtl: elements: src word 0x00010")
   -h, --help         show this help
+  --version          print the version and exit
 
 Exit status is 1 if a bundle cannot be read or is invalid, or if any word
 (raw or in a program section) does not decode; 0 otherwise.
@@ -75,6 +77,9 @@ static int run(int argc, char **argv) {
       optionsDone = true;
     else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
       std::cout << kHelp;
+      return 0;
+    } else if (!std::strcmp(a, "--version")) {
+      std::cout << pccx::tools::versionLine("pccx-objdump");
       return 0;
     } else if (!std::strcmp(a, "--headers"))
       o.headers = true;

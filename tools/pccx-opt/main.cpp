@@ -13,6 +13,7 @@ int main(int argc, char **argv) {
   // Everything registered before MlirOptMain adds the mlir-opt options is
   // libLLVM's own (other targets' back ends): listed by --help-hidden only.
   pccx::tools::showOnlyOwnOptions({});
+  pccx::tools::setVersionPrinter("pccx-opt");
   mlir::DialectRegistry registry;
   pccx::registerAllDialects(registry);
   pccx::registerAllPasses();

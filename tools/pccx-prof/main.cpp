@@ -58,6 +58,7 @@ OPTIONS:
                         first position's decode token, an SVG plot of the
                         time per token over the positions, the layers
   -h, --help            show this help
+  --version             print the version and exit
 
 The breakdown is the critical path: the runtime thread's own work (issue,
 runtime copies, host kernels by kind, sync latency) plus, while it waits,

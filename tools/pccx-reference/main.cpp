@@ -55,6 +55,7 @@ OPTIONS:
                        logits, one per position, in order
   --max-positions N    KV-cache capacity (default: prompt + generate)
   -h, --help           show this help
+  --version            print the version and exit
 )";
 
 } // namespace

@@ -77,6 +77,9 @@ DEVICE:
                            L2, keys and values as the bundle stores them:
                            INT8 KV records, or the host cache dtype of
                            --attention host; default)
+  --threads N              sim: threads that share each GEMV/GEMM (default
+                           0: one per hardware thread); results are the same
+                           bit for bit at every count
   --uio-name NAME          kv260: UIO device name of the overlay (default
                            pccx)
   --udmabuf NAME           kv260: u-dma-buf buffer (default udmabuf0)
@@ -90,8 +93,14 @@ GENERATION:
   --temperature T          0 (default) is greedy
   --top-k K                keep the K most likely tokens (0: off)
   --top-p P                keep the smallest set with mass >= P (1: off)
+  --min-p P                keep the ids at least P times as likely as the
+                           most likely one (0: off; after top-k and top-p)
   --repetition-penalty R   divide (multiply, if negative) the logits of
                            every id seen so far by R (1: off)
+  --presence-penalty A     subtract A from the logit of every id seen so far
+                           (OpenAI's; -2..2, 0: off)
+  --frequency-penalty F    subtract F times its count from the logit of
+                           every id seen so far (OpenAI's; -2..2, 0: off)
   --seed S                 sampling seed (default 0)
   --stop-tokens IDS        stop after any of these ids (default: the
                            config's eos_token_id)
@@ -132,6 +141,7 @@ OUTPUT:
                            ids, reused cache positions, position after,
                            reply text, what ended it)
   -h, --help               show this help
+  --version                print the version and exit
 )";
 
 /// numerics.md figures between two sets of logits rows.
@@ -235,6 +245,7 @@ static int run(int argc, char **argv) {
       perplexityPath, stopText;
   std::string device = "sim", numerics = "hardware", uioName = "pccx",
               udmabuf = "udmabuf0", dmaWindow = "auto";
+  unsigned threads = 0;
   bool hasPrompt = false, noBos = false, asJson = false, hasStop = false,
        chat = false, hasMaxNew = false;
   std::string chatFile, systemPrompt;
@@ -270,6 +281,11 @@ static int run(int argc, char **argv) {
       numerics = cl.value();
       if (numerics != "reference" && numerics != "hardware")
         return fail("--numerics must be reference or hardware");
+    } else if (cl.is("--threads")) {
+      const int64_t n = cl.count();
+      if (n > 1024)
+        return fail("--threads must be at most 1024");
+      threads = unsigned(n);
     } else if (cl.is("--uio-name")) {
       uioName = cl.value();
     } else if (cl.is("--udmabuf")) {
@@ -288,6 +304,12 @@ static int run(int argc, char **argv) {
       gen.sampling.topK = cl.count();
     } else if (cl.is("--top-p")) {
       gen.sampling.topP = cl.number();
+    } else if (cl.is("--min-p")) {
+      gen.sampling.minP = cl.number();
+    } else if (cl.is("--presence-penalty")) {
+      gen.sampling.presencePenalty = cl.number();
+    } else if (cl.is("--frequency-penalty")) {
+      gen.sampling.frequencyPenalty = cl.number();
     } else if (cl.is("--repetition-penalty")) {
       gen.sampling.repetitionPenalty = cl.number();
     } else if (cl.is("--seed")) {
@@ -392,6 +414,7 @@ static int run(int argc, char **argv) {
   // Device.
   pccx::device::DeviceOptions devOptions;
   devOptions.numerics = numerics;
+  devOptions.threads = threads;
   devOptions.target = model->target();
   devOptions.uioName = uioName;
   devOptions.udmabuf = udmabuf;

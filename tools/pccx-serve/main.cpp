@@ -43,6 +43,9 @@ OPTIONS:
   --device sim|kv260       the functional simulator (default) or the board
   --numerics MODE          simulator numerics: hardware (default) or
                            reference
+  --threads N              sim: threads that share each GEMV/GEMM (default
+                           0: one per hardware thread; results do not
+                           depend on it)
   --uio-name NAME          kv260: UIO device name of the overlay (pccx)
   --udmabuf NAME           kv260: u-dma-buf buffer (udmabuf0)
 
@@ -53,8 +56,8 @@ LIMITS:
                            bundle's context (400 context_length_exceeded)
   --max-queue N            generation requests that may wait behind the
                            one being served; more get 503 (default 16)
-  --threads N              connection threads beyond the max-queue + 1 that
-                           generation requests may hold; these answer
+  --connection-threads N   connection threads beyond the max-queue + 1
+                           that generation requests may hold; these answer
                            /health and refusals while the model is busy
                            (default 8)
   --request-timeout S      a request (line, headers, body) must arrive
@@ -69,6 +72,7 @@ LIMITS:
   --quiet                  no line per request on stderr (by default:
                            "pccx-serve: CLIENT METHOD PATH STATUS")
   -h, --help               show this help
+  --version                print the version and exit
 )";
 
 } // namespace
@@ -103,6 +107,11 @@ static int run(int argc, char **argv) {
       numerics = cl.value();
       if (numerics != "reference" && numerics != "hardware")
         return cl.fail("--numerics must be reference or hardware");
+    } else if (cl.is("--threads")) {
+      const int64_t n = cl.count();
+      if (n > 1024)
+        return cl.fail("--threads must be at most 1024");
+      devOptions.threads = unsigned(n);
     } else if (cl.is("--uio-name")) {
       devOptions.uioName = cl.value();
     } else if (cl.is("--udmabuf")) {
@@ -122,10 +131,10 @@ static int run(int argc, char **argv) {
       if (n > 4096)
         return cl.fail("--max-queue must be at most 4096");
       options.maxQueue = int(n);
-    } else if (cl.is("--threads")) {
+    } else if (cl.is("--connection-threads")) {
       int64_t n = cl.count();
       if (n < 1 || n > 1024)
-        return cl.fail("--threads must be between 1 and 1024");
+        return cl.fail("--connection-threads must be between 1 and 1024");
       options.threads = int(n);
     } else if (cl.is("--request-timeout")) {
       int64_t n = cl.count();

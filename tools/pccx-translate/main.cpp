@@ -5,11 +5,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/emit/EmitBundle.h"
+#include "tools/common/LlvmHelp.h"
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 
 int main(int argc, char **argv) {
   pccx::registerBundleTranslation();
+  pccx::tools::setVersionPrinter("pccx-translate");
   return mlir::failed(
       mlir::mlirTranslateMain(argc, argv, "pccx-compiler translations\n"));
 }

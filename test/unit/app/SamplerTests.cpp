@@ -2,9 +2,14 @@
 
 #include "runtime/app/Sampler.h"
 
+#include "hw/numerics/Elementary.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <random>
 #include <vector>
 
 using namespace pccx::app;
@@ -155,6 +160,123 @@ TEST(Sampler, TinyTemperatureIsGreedy) {
     std::vector<float> logits = {2.0f, 1.0f, -1.0f};
     EXPECT_EQ(s.next(logits, {}), 0) << t;
   }
+}
+
+TEST(Sampler, OptionChecksOfMinPAndOpenAiPenalties) {
+  SamplingOptions o;
+  o.minP = 1.5;
+  EXPECT_EQ(checkSamplingOptions(o), "min-p must be in [0, 1]");
+  o.minP = 0.1;
+  o.presencePenalty = 2.5;
+  EXPECT_EQ(checkSamplingOptions(o), "presence penalty must be in [-2, 2]");
+  o.presencePenalty = 0;
+  o.frequencyPenalty = -3;
+  EXPECT_EQ(checkSamplingOptions(o), "frequency penalty must be in [-2, 2]");
+  o.frequencyPenalty = NAN;
+  EXPECT_EQ(checkSamplingOptions(o), "frequency penalty must be in [-2, 2]");
+}
+
+TEST(Sampler, PresenceOncePerIdFrequencyPerOccurrence) {
+  SamplingOptions o;
+  o.presencePenalty = 0.5;
+  o.frequencyPenalty = 0.25;
+  Sampler s(o);
+  std::vector<float> logits = {1.0f, 2.0f, 3.0f, 0.0f};
+  // id 2 three times, id 0 once; 9 is outside the vocabulary.
+  EXPECT_EQ(s.next(logits, {2, 0, 2, 9, 2}), 1);
+  EXPECT_EQ(logits, (std::vector<float>{0.25f, 2.0f, 1.75f, 0.0f}));
+}
+
+/// The kept ids the warpers of Hugging Face's generate() leave, computed the
+/// plain way: sort every id, then top-k, top-p, min-p.
+std::vector<int32_t> keptByFullSort(const std::vector<float> &logits,
+                                    const SamplingOptions &o) {
+  std::vector<int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return logits[size_t(a)] > logits[size_t(b)];
+  });
+  size_t keep = order.size();
+  if (o.topK > 0)
+    keep = std::min(keep, size_t(o.topK));
+  std::vector<double> w(keep);
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i)
+    total += w[i] = pccx::hw::exp((double(logits[size_t(order[i])]) -
+                              logits[size_t(order[0])]) /
+                             o.temperature);
+  if (o.topP < 1) {
+    double mass = 0;
+    size_t n = 0;
+    while (n < keep && mass < o.topP * total)
+      mass += w[n++];
+    keep = std::max<size_t>(n, 1);
+  }
+  if (o.minP > 0) {
+    size_t n = 1;
+    while (n < keep && w[n] >= o.minP)
+      ++n;
+    keep = n;
+  }
+  order.resize(keep);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+// Partial selection keeps exactly the ids a full sort keeps, over peaked
+// and flat distributions (the flat ones make top-p sort almost everything)
+// and a vocabulary as large as Gemma's.
+TEST(Sampler, PartialSelectionKeepsWhatAFullSortKeeps) {
+  std::mt19937 rng(11);
+  for (size_t vocab : {size_t(7), size_t(1000), size_t(262144)})
+    for (double spread : {0.05, 3.0, 12.0})
+      for (int setting = 0; setting < 6; ++setting) {
+        if (vocab > 1000 && spread < 1) // as flat as the small ones; slow
+          continue;
+        std::normal_distribution<float> normal(0.0f, float(spread));
+        std::vector<float> logits(vocab);
+        for (float &z : logits)
+          z = normal(rng);
+        logits[vocab / 3] = logits[vocab / 2]; // a tie
+        SamplingOptions o;
+        o.temperature = setting % 2 ? 0.7 : 1.3;
+        o.topK = setting == 1 || setting == 5 ? 50 : 0;
+        o.topP = setting >= 2 && setting != 3 ? 0.9 : 1.0;
+        o.minP = setting == 3 || setting == 5 ? 0.05 : 0.0;
+        o.seed = uint64_t(setting);
+        std::vector<int32_t> expected = keptByFullSort(logits, o);
+        std::vector<float> warped = logits;
+        Sampler s(o);
+        int32_t id = s.next(warped, {});
+        std::vector<int32_t> kept;
+        for (size_t i = 0; i < vocab; ++i)
+          if (!std::isinf(warped[i])) {
+            kept.push_back(int32_t(i));
+            EXPECT_EQ(warped[i], float(double(logits[i]) / o.temperature));
+          }
+        EXPECT_EQ(kept, expected)
+            << "vocab " << vocab << " spread " << spread << " setting "
+            << setting;
+        EXPECT_TRUE(std::binary_search(kept.begin(), kept.end(), id));
+      }
+}
+
+TEST(Sampler, MinPKeepsIdsNearTheBest) {
+  // Weights at T = 1: 1, e^-1 = 0.37, e^-3 = 0.05, e^-5 = 0.0067.
+  SamplingOptions o = sampling(1.0);
+  o.minP = 0.1;
+  std::vector<float> logits = {5.0f, 4.0f, 2.0f, 0.0f};
+  Sampler s(o);
+  s.next(logits, {});
+  EXPECT_FALSE(std::isinf(logits[0]) || std::isinf(logits[1]));
+  EXPECT_TRUE(std::isinf(logits[2]) && std::isinf(logits[3]));
+}
+
+TEST(Sampler, NaNLogitsRankLast) {
+  std::vector<float> logits = {NAN, 1.0f, NAN, 0.5f};
+  Sampler s(sampling(1.0, 2, 1.0, 1.0, 3));
+  int32_t id = s.next(logits, {});
+  EXPECT_TRUE(id == 1 || id == 3) << id;
 }
 
 } // namespace

@@ -82,6 +82,31 @@ struct Memory {
   std::vector<uint8_t> bytes;
   /// (offset, bytes) of every flush / invalidate, in order.
   std::vector<std::pair<size_t, size_t>> flushes, invalidates;
+  /// The driver's bulk writes (DmaBuffer::write / fill): (offset, bytes),
+  /// and the stores they made that arm64 Device memory would fault on.
+  std::vector<std::pair<size_t, size_t>> writes;
+  std::vector<std::string> badStores;
+};
+
+/// Stores into the fake buffer that check what arm64 Device memory (the
+/// driver's uncached mapping) accepts: 1, 4 or 8 bytes, naturally aligned.
+Memory *checkedMemory = nullptr;
+struct CheckingStores {
+  static void check(uint8_t *at, size_t size) {
+    if (reinterpret_cast<uintptr_t>(at) % size)
+      checkedMemory->badStores.push_back(
+          std::to_string(size) + "-byte store at buffer offset " +
+          std::to_string(at - checkedMemory->bytes.data()));
+  }
+  static void store8(uint8_t *at, uint8_t v) { *at = v; }
+  static void store32(uint8_t *at, uint32_t v) {
+    check(at, 4);
+    std::memcpy(at, &v, 4);
+  }
+  static void store64(uint8_t *at, uint64_t v) {
+    check(at, 8);
+    std::memcpy(at, &v, 8);
+  }
 };
 
 struct FakeChannel {
@@ -323,6 +348,16 @@ public:
   bool invalidate(size_t offset, size_t bytes, std::string *) override {
     m_.invalidates.push_back({offset, bytes});
     return true;
+  }
+  void write(size_t offset, const uint8_t *src, size_t bytes) override {
+    m_.writes.push_back({offset, bytes});
+    checkedMemory = &m_;
+    hw::copyToDeviceMemory<CheckingStores>(data() + offset, src, bytes);
+  }
+  void fill(size_t offset, uint8_t value, size_t bytes) override {
+    m_.writes.push_back({offset, bytes});
+    checkedMemory = &m_;
+    hw::fillDeviceMemory<CheckingStores>(data() + offset, value, bytes);
   }
 
 private:
@@ -752,6 +787,44 @@ TEST(Kv260Device, RecordsInTheBufferStreamFromWhereTheyLie) {
             command(Channel::Hp1, kPhys + offset + 64, 36, 0));
   EXPECT_EQ(f.memory.bytes[4096], 0); // not staged
   ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+}
+
+// Everything the driver writes into the buffer in bulk (the resident
+// section, staged records, zeroed KV records) goes through DmaBuffer::write
+// and fill, whose stores are aligned words: memcpy and memset would fault on
+// the uncached mapping (Device memory on arm64). Odd sizes and addresses.
+TEST(Kv260Device, BulkWritesUseAlignedStoresOnly) {
+  Fixture f(20480);
+  ASSERT_NE(f.device, nullptr);
+  std::vector<uint8_t> section(8191 + 3), record(1001 + 5);
+  for (size_t i = 0; i < section.size(); ++i)
+    section[i] = uint8_t(i * 29 + 3);
+  for (size_t i = 0; i < record.size(); ++i)
+    record[i] = uint8_t(i * 31 + 7);
+  // Sources at odd addresses too.
+  ASSERT_TRUE(f.device->keepWeightsResident(section.data() + 3, 8191,
+                                            &f.error))
+      << f.error;
+  uint8_t *kv = f.device->allocateStreamable(37, &f.error);
+  ASSERT_NE(kv, nullptr) << f.error;
+  f.device->pushWeights(record.data() + 5, 1001);
+  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+
+  EXPECT_TRUE(f.memory.badStores.empty()) << f.memory.badStores[0];
+  // The section, the zeroed KV record and the staged record, in order.
+  ASSERT_EQ(f.memory.writes.size(), 3u);
+  const size_t resident = f.memory.writes[0].first;
+  EXPECT_EQ(f.memory.writes[0].second, 8191u);
+  EXPECT_EQ(std::memcmp(f.memory.bytes.data() + resident, section.data() + 3,
+                        8191),
+            0);
+  EXPECT_EQ(f.memory.writes[1], (std::pair<size_t, size_t>{
+                                    size_t(kv - f.memory.bytes.data()), 37}));
+  EXPECT_EQ(f.memory.writes[2].second, 1001u);
+  EXPECT_EQ(std::memcmp(f.memory.bytes.data() + f.memory.writes[2].first,
+                        record.data() + 5, 1001),
+            0);
 }
 
 TEST(Kv260Device, ASectionTooBigForTheBufferIsRefusedAtOpen) {

@@ -7,6 +7,7 @@
 
 #include "runtime/host/HostKernels.h"
 
+#include "hw/numerics/Elementary.h"
 #include "hw/numerics/HalfFloat.h"
 #include "hw/numerics/Quantize.h"
 
@@ -98,14 +99,19 @@ TEST(HostKernels, SoftCapAndMul) {
 }
 
 TEST(HostKernels, SoftCapOfBf16ValuesIsTheFormulaBitForBit) {
-  // Every BF16 pattern (NaNs, infinities, subnormals included), 4096 per
-  // call, against tanh(x / cap) * cap in float; then values that are not
-  // BF16 (reference numerics) and a second cap (the table is rebuilt).
+  // Every BF16 pattern (NaNs, infinities, subnormals included), 2048 per
+  // call, against hw::tanhf(x / cap) * cap in float; then values that are
+  // not BF16 (reference numerics) and a second cap (the table is rebuilt).
+  // The outputs over every pattern are pinned by a checksum (FNV-1a over
+  // their bits): a platform on which one bit differs fails.
   Host h;
   h.window.assign(1024 * 8, 0.0f);
   h.ctx.window = h.window.data();
   h.ctx.windowWords = 1024;
+  const std::map<float, uint64_t> pinned = {{30.0f, 0xf3fc25aa96319705ull},
+                                             {7.5f, 0x5707fe7cbfeefad5ull}};
   for (float cap : {30.0f, 7.5f}) {
+    uint64_t checksum = 0xcbf29ce484222325ull;
     for (uint32_t base = 0; base < 65536; base += 2048) {
       for (uint32_t i = 0; i < 2048; ++i)
         h.word(0)[i] = hw::bf16ToFloat(uint16_t(base + i));
@@ -115,13 +121,18 @@ TEST(HostKernels, SoftCapOfBf16ValuesIsTheFormulaBitForBit) {
           << h.error;
       for (uint32_t i = 0; i < 2048; ++i) {
         const float x = hw::bf16ToFloat(uint16_t(base + i)),
-                    want = std::tanh(x / cap) * cap, got = h.word(256)[i];
-        if (std::isnan(want))
-          EXPECT_TRUE(std::isnan(got)) << base + i;
-        else
-          ASSERT_EQ(got, want) << "bf16 0x" << std::hex << base + i;
+                    want = hw::tanhf(x / cap) * cap, got = h.word(256)[i];
+        ASSERT_EQ(hw::floatBits(got), hw::floatBits(want))
+            << "bf16 0x" << std::hex << base + i;
+        const uint32_t bits = hw::floatBits(got);
+        for (int b = 0; b < 4; ++b) {
+          checksum ^= (bits >> (8 * b)) & 0xffu;
+          checksum *= 0x100000001b3ull;
+        }
       }
     }
+    EXPECT_EQ(checksum, pinned.at(cap)) << "cap " << cap << ": 0x" << std::hex
+                                        << checksum;
     const float odd[3] = {0.1f, -12.3456789f, 1e-30f};
     std::copy(odd, odd + 3, h.word(0));
     ASSERT_TRUE(h.run("softcap", {{"in", {0, 3, 1, 1}},
@@ -129,7 +140,7 @@ TEST(HostKernels, SoftCapOfBf16ValuesIsTheFormulaBitForBit) {
                                   {"cap", cap}}))
         << h.error;
     for (int i = 0; i < 3; ++i)
-      EXPECT_EQ(h.word(1)[i], std::tanh(odd[i] / cap) * cap);
+      EXPECT_EQ(h.word(1)[i], hw::tanhf(odd[i] / cap) * cap);
   }
 }
 
@@ -370,6 +381,14 @@ TEST(HostKernels, EmitLogitsFillsItsRows) {
   EXPECT_EQ(logits[0], -1.0f);
   EXPECT_EQ(logits[5 + 4], 4.0f);
   EXPECT_EQ(h.ctx.emittedRows, 1);
+  // A NaN leaves as the canonical one, whatever its sign and payload.
+  h.word(0)[1] = hw::bitsFloat(0xffc00000u); // x86-64's default NaN
+  h.word(0)[2] = hw::bitsFloat(0x7f800123u); // signalling, with a payload
+  ASSERT_TRUE(h.run("emit_logits", {{"in", {0, 5, 1, 1}}, {"first_row", 0}}))
+      << h.error;
+  EXPECT_EQ(hw::floatBits(logits[1]), 0x7fc00000u);
+  EXPECT_EQ(hw::floatBits(logits[2]), 0x7fc00000u);
+  EXPECT_EQ(logits[3], 3.0f);
   EXPECT_FALSE(h.run("emit_logits", {{"in", {0, 4, 1, 1}}, {"first_row", 0}}));
   EXPECT_EQ(h.error, "host kernel 'emit_logits': parameter 'in' has 4 logits "
                      "per row, the vocabulary has 5");

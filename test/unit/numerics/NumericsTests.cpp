@@ -32,6 +32,34 @@ TEST(HalfFloat, Bf16KnownEncodings) {
             std::numeric_limits<float>::infinity());
 }
 
+TEST(HalfFloat, EveryNaNNarrowsToTheCanonicalBf16NaN) {
+  // Both signs, quiet and signalling, every payload (a stride through the
+  // 2^23 - 1 of each sign, and the ends).
+  std::vector<uint16_t> row;
+  std::vector<float> in;
+  for (uint32_t sign : {0u, 0x80000000u})
+    for (uint32_t payload = 1; payload < 0x800000u; payload += 4093)
+      in.push_back(bitsFloat(sign | 0x7f800000u | payload));
+  in.push_back(bitsFloat(0xffffffffu));
+  in.push_back(bitsFloat(0x7fffffffu));
+  in.push_back(bitsFloat(0xffc00000u)); // x86-64's default NaN
+  for (float nan : in) {
+    EXPECT_EQ(floatToBf16(nan), 0x7FC0) << std::hex << floatBits(nan);
+    EXPECT_EQ(floatBits(canonicalizeNan(nan)), 0x7FC00000u);
+  }
+  row.resize(in.size());
+  floatToBf16Row(in.data(), row.data(), in.size());
+  for (uint16_t b : row)
+    EXPECT_EQ(b, 0x7FC0);
+  // Everything else keeps its bits, infinities included.
+  for (float v : {0.0f, -0.0f, 1.5f, -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::denorm_min()})
+    EXPECT_EQ(floatBits(canonicalizeNan(v)), floatBits(v));
+  EXPECT_EQ(floatToBf16(std::numeric_limits<float>::infinity()), 0x7F80);
+  EXPECT_EQ(floatToBf16(-std::numeric_limits<float>::infinity()), 0xFF80);
+}
+
 TEST(HalfFloat, F16KnownEncodings) {
   EXPECT_EQ(floatToF16(1.0f), 0x3C00);
   EXPECT_EQ(floatToF16(-2.0f), 0xC000);

@@ -89,8 +89,17 @@ TEST(OpenAiApi, RefusedRequests) {
       {R"({"prompt": "x", "n": 2})", false, "n", "unsupported_parameter"},
       {R"({"prompt": "x", "echo": true})", false, "echo",
        "unsupported_parameter"},
-      {R"({"prompt": "x", "presence_penalty": 0.5})", false, "presence_penalty",
-       "unsupported_parameter"},
+      {R"({"prompt": "x", "presence_penalty": 2.5})", false, "presence_penalty",
+       "invalid_value"},
+      {R"({"prompt": "x", "frequency_penalty": -3})", false,
+       "frequency_penalty", "invalid_value"},
+      {R"({"prompt": "x", "top_k": -1})", false, "top_k", "invalid_value"},
+      {R"({"prompt": "x", "top_k": 1.5})", false, "top_k", ""},
+      {R"({"prompt": "x", "min_p": 2})", false, "min_p", "invalid_value"},
+      {R"({"prompt": "x", "repeat_penalty": 0})", false, "repeat_penalty",
+       "invalid_value"},
+      {R"({"prompt": "x", "repeat_penalty": 1.1, "repetition_penalty": 1.2})",
+       false, "repeat_penalty", ""},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{}]})",
        true, "tools", "unsupported_parameter"},
       {R"({"prompt": "x", "stream": 1})", false, "stream", ""},
@@ -110,6 +119,27 @@ TEST(OpenAiApi, RefusedRequests) {
                         "logprobs": null, "echo": false})",
                     false, &error))
       << error.message;
+}
+
+TEST(OpenAiApi, SamplingFieldsOfOpenAiAndLlamaCpp) {
+  ApiError error;
+  auto req = parse(R"({"prompt": "x", "temperature": 0.7, "top_p": 0.9,
+                       "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1,
+                       "presence_penalty": 0.5, "frequency_penalty": -0.25,
+                       "seed": 3})",
+                   false, &error);
+  ASSERT_TRUE(req) << error.message;
+  EXPECT_EQ(req->sampling.temperature, 0.7);
+  EXPECT_EQ(req->sampling.topP, 0.9);
+  EXPECT_EQ(req->sampling.topK, 40);
+  EXPECT_EQ(req->sampling.minP, 0.05);
+  EXPECT_EQ(req->sampling.repetitionPenalty, 1.1);
+  EXPECT_EQ(req->sampling.presencePenalty, 0.5);
+  EXPECT_EQ(req->sampling.frequencyPenalty, -0.25);
+  auto hf = parse(R"({"prompt": "x", "repetition_penalty": 1.3})", false,
+                  &error);
+  ASSERT_TRUE(hf) << error.message;
+  EXPECT_EQ(hf->sampling.repetitionPenalty, 1.3);
 }
 
 TEST(OpenAiApi, ErrorBody) {

@@ -136,7 +136,7 @@ std::string describe(const Case &c) {
 
 std::vector<MatmulIsa> availableIsas() {
   std::vector<MatmulIsa> isas;
-  for (MatmulIsa isa : {MatmulIsa::Scalar, MatmulIsa::Avx2})
+  for (MatmulIsa isa : {MatmulIsa::Scalar, MatmulIsa::Avx2, MatmulIsa::Neon})
     if (sim::matmulIsaAvailable(isa))
       isas.push_back(isa);
   return isas;
@@ -162,6 +162,16 @@ TEST(MatmulKernels, EveryKernelFollowsTheDocumentedOrder) {
 TEST(MatmulKernels, ScalarIsAlwaysAvailable) {
   EXPECT_TRUE(sim::matmulIsaAvailable(MatmulIsa::Scalar));
   EXPECT_TRUE(sim::matmulIsaAvailable(sim::bestMatmulIsa()));
+}
+
+// The board's cores always have NEON: the portable kernel is never what
+// an aarch64 build runs.
+TEST(MatmulKernels, Aarch64RunsNeon) {
+#if defined(__aarch64__)
+  EXPECT_EQ(sim::bestMatmulIsa(), MatmulIsa::Neon);
+#else
+  EXPECT_FALSE(sim::matmulIsaAvailable(MatmulIsa::Neon));
+#endif
 }
 
 /// Through the simulator: record decode, accm and both numerics; every

@@ -587,7 +587,8 @@ TEST_F(SimTest, CvoSqrt) {
   EXPECT_FLOAT_EQ(y[1], 1.4142135623730951f);
   EXPECT_EQ(y[2], 0.5f);
   EXPECT_EQ(y[3], 0.0f);
-  EXPECT_TRUE(std::isnan(y[4]));
+  // The canonical NaN, not the CPU's (x86-64 makes 0xFFC00000).
+  EXPECT_EQ(hw::floatBits(y[4]), 0x7fc00000u);
 }
 
 TEST_F(SimTest, CvoGeluTanhApproximation) {
@@ -615,6 +616,40 @@ TEST_F(SimTest, CvoSinCos) {
   EXPECT_FLOAT_EQ(c[1], 0.5403023058681398f);
   EXPECT_FLOAT_EQ(c[2], 0.8775825618903728f);
   EXPECT_NEAR(c[3], 0.0f, 1e-7);
+}
+
+// The SFU's exp, gelu, sin and cos over every BF16 input, in hardware
+// numerics, pinned by a checksum (FNV-1a over the stored bits): the
+// functions are the project's own (hw/numerics/Elementary.h), so every
+// platform must store exactly these values.
+TEST_F(HwSimTest, SfuOverEveryBf16InputGivesThePinnedBits) {
+  const uint32_t lanes = machine::kLanesPerWord, half = 32768;
+  std::vector<float> in(65536);
+  for (uint32_t bits = 0; bits < 65536; ++bits)
+    in[bits] = hw::bf16ToFloat(uint16_t(bits));
+  put(0x100, in);
+  const uint32_t src = 0x100, dst = src + 65536 / lanes;
+  const std::pair<const char *, uint64_t> pinned[] = {
+      {"exp", 0x38dbfe76df5f63d5ull},
+      {"gelu", 0x3493bdbd9d5c2a64ull},
+      {"sin", 0x487f393a7279ca55ull},
+      {"cos", 0x9398fc771c83e281ull}};
+  for (const auto &[func, want] : pinned) {
+    for (uint32_t part = 0; part < 2; ++part)
+      ok("cvo cvo_func=" + std::string(func) +
+         " src_addr=" + std::to_string(src + part * half / lanes) +
+         " dst_addr=" + std::to_string(dst + part * half / lanes) +
+         " length=" + std::to_string(half));
+    uint64_t checksum = 0xcbf29ce484222325ull;
+    for (float v : get(dst, 65536)) {
+      const uint32_t bits = hw::floatBits(v);
+      for (int b = 0; b < 4; ++b) {
+        checksum ^= (bits >> (8 * b)) & 0xffu;
+        checksum *= 0x100000001b3ull;
+      }
+    }
+    EXPECT_EQ(checksum, want) << func << ": 0x" << std::hex << checksum;
+  }
 }
 
 TEST_F(SimTest, CvoRecip) {
