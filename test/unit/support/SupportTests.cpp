@@ -173,6 +173,10 @@ TEST_F(OutputFileTest, AnIgnoredSigintLeavesTheOutputAlone) {
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
+  // Under a user-mode emulator /proc/self/exe is the emulator, and the
+  // test binary cannot be executed again from inside it.
+  if (WEXITSTATUS(status) == 5)
+    GTEST_SKIP() << "the test binary cannot re-execute itself here";
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_EQ(read(path), "whole");
   EXPECT_EQ(entries(), 1);
