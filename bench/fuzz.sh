@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 build=${2:-build-fuzz}
 out=${FUZZ_OUT:-$build/fuzz-out}
-targets=${FUZZ_TARGETS:-"safetensors shard-index config isa asm bundle ir"}
+targets=${FUZZ_TARGETS:-"safetensors shard-index config isa asm bundle ir http tokenizer"}
 mkdir -p "$out"
 status=0
 printf '%-12s %8s %12s %10s %8s %s\n' target seconds executions exec/s corpus findings

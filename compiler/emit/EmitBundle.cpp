@@ -8,12 +8,15 @@
 
 #include "compiler/emit/EmitBundle.h"
 
+#include "hw/support/InputFile.h"
+
 #include "compiler/emit/ConstantLayout.h"
 #include "compiler/emit/ProgramEncoder.h"
 #include "compiler/emit/WeightPlan.h"
 #include "compiler/model/ModelInfo.h"
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/ModelManifest.h"
+#include "runtime/exec/Model.h"
 
 #include <fstream>
 
@@ -62,6 +65,14 @@ bool emitBundle(ModuleOp module, const std::string &path,
   manifest.chatTemplate = options.chatTemplate;
 
   bundle::BundleWriter writer;
+  // What compiles must run: the runtime's own loader (manifest tables,
+  // caches, host-call parameters, session size) judges the complete file
+  // before it replaces the output. Its memory limit is the runtime's
+  // largest, not this machine's: the bundle may be for another.
+  writer.setVerifier([](const std::string &path, std::string *why) {
+    return exec::Model::load(path, why, exec::Model::kMaxSessionBytes) !=
+           nullptr;
+  });
   if (!writer.addManifest(bundle::toJson(manifest), error))
     return false;
   for (auto &[name, words] : sections)
@@ -110,13 +121,11 @@ bool emitBundle(ModuleOp module, const std::string &path,
     return false;
 
   if (!options.tokenizerPath.empty()) {
-    std::ifstream in(options.tokenizerPath, std::ios::binary);
-    if (!in) {
-      *error = options.tokenizerPath + ": cannot read the tokenizer model";
+    std::string text;
+    if (!support::readInputFile(options.tokenizerPath,
+                                support::kMaxTokenizerFileBytes, &text, error))
       return false;
-    }
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                               std::istreambuf_iterator<char>());
+    std::vector<uint8_t> bytes(text.begin(), text.end());
     if (!writer.addSection("tokenizer", bundle::SectionKind::Tokenizer,
                            std::move(bytes), error))
       return false;

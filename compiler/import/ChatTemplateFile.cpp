@@ -3,24 +3,22 @@
 
 #include "compiler/import/ChatTemplateFile.h"
 
+#include "hw/support/InputFile.h"
+
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
+#include <cerrno>
+#include <sys/stat.h>
 
 namespace pccx::import {
 
 namespace {
 
-/// The file's bytes; false when it does not exist.
-bool slurp(const std::string &path, std::string *bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return false;
-  std::ostringstream all;
-  all << in.rdbuf();
-  *bytes = all.str();
-  return true;
+/// Whether `path` names anything (a dangling symlink counts: reading it
+/// then fails with an error naming it).
+bool exists(const std::string &path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 || errno != ENOENT;
 }
 
 /// A template field: a string, or a list of named templates.
@@ -32,7 +30,8 @@ bool templateOf(const nlohmann::json &field, const std::string &where,
   }
   if (field.is_array()) {
     for (const nlohmann::json &entry : field)
-      if (entry.is_object() && entry.value("name", "") == "default" &&
+      if (entry.is_object() && entry.contains("name") &&
+          entry["name"].is_string() && entry["name"] == "default" &&
           entry.contains("template") && entry["template"].is_string()) {
         *text = entry["template"].get<std::string>();
         return true;
@@ -53,15 +52,22 @@ bool readChatTemplate(const std::string &dir, std::string *text,
   source->clear();
   std::string bytes;
   std::string path = dir + "/chat_template.jinja";
-  if (slurp(path, &bytes)) {
+  // The template is embedded in the bundle and parsed at every open.
+  if (exists(path)) {
+    if (!support::readInputFile(path, support::kMaxTemplateFileBytes, &bytes,
+                                error))
+      return false;
     *text = bytes;
     *source = path;
     return true;
   }
   for (const char *name : {"chat_template.json", "tokenizer_config.json"}) {
     path = dir + "/" + name;
-    if (!slurp(path, &bytes))
+    if (!exists(path))
       continue;
+    if (!support::readInputFile(path, support::kMaxJsonFileBytes, &bytes,
+                                error))
+      return false;
     nlohmann::json config =
         nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
     if (config.is_discarded() || !config.is_object()) {
@@ -71,7 +77,14 @@ bool readChatTemplate(const std::string &dir, std::string *text,
     if (!config.contains("chat_template"))
       continue;
     *source = path;
-    return templateOf(config["chat_template"], path, text, error);
+    if (!templateOf(config["chat_template"], path, text, error))
+      return false;
+    if (text->size() > support::kMaxTemplateFileBytes) {
+      *error = path + ": 'chat_template' is larger than " +
+               std::to_string(support::kMaxTemplateFileBytes) + " bytes";
+      return false;
+    }
+    return true;
   }
   return true;
 }

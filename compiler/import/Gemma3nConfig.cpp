@@ -8,6 +8,8 @@
 
 #include "compiler/import/Gemma3nConfig.h"
 
+#include "hw/support/InputFile.h"
+
 #include "compiler/import/Safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -729,13 +731,9 @@ bool parseGemma3nConfig(const std::string &jsonText, Gemma3nTextConfig *config,
 
 bool loadGemma3nConfig(const std::string &path, Gemma3nTextConfig *config,
                        std::string *error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path + ": cannot read";
+  std::string text;
+  if (!support::readInputFile(path, support::kMaxJsonFileBytes, &text, error))
     return false;
-  }
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
   return parseGemma3nConfig(text, config, error, path);
 }
 

@@ -7,6 +7,8 @@
 
 #include "compiler/import/Safetensors.h"
 
+#include "hw/support/InputFile.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -368,14 +370,12 @@ struct SafetensorsParser {
 
 std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string &path,
                                                        std::string *error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = path + ": cannot open: " + std::strerror(errno);
+  int fd = support::openRegularFile(path, error);
+  if (fd < 0)
     return nullptr;
-  }
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *error = path + ": not a regular file";
+  if (::fstat(fd, &st) != 0) {
+    *error = path + ": cannot stat: " + std::strerror(errno);
     ::close(fd);
     return nullptr;
   }
@@ -445,11 +445,10 @@ struct CheckpointLoader {
       *error = indexPath + ": " + message;
       return false;
     };
-    std::ifstream in(indexPath, std::ios::binary);
-    if (!in)
-      return fail("cannot read");
-    std::string text((std::istreambuf_iterator<char>(in)),
-                     std::istreambuf_iterator<char>());
+    std::string text;
+    if (!support::readInputFile(indexPath, support::kMaxJsonFileBytes, &text,
+                                error))
+      return false;
 
     // A tensor named twice in weight_map would otherwise be dropped.
     std::string topKey, duplicate;

@@ -1,6 +1,8 @@
 //===- ExportEffective.cpp - a bundle's weights as a checkpoint -----------===//
 
 #include "compiler/reference/ExportEffective.h"
+
+#include <dirent.h>
 #include "hw/support/OutputFile.h"
 
 #include "runtime/bundle/ModelManifest.h"
@@ -46,8 +48,38 @@ bool writeText(const std::string &path, const std::string &text,
 
 } // namespace
 
+bool checkExportDirectory(const std::string &dir, bool overwrite,
+                          std::string *error) {
+  if (overwrite)
+    return true;
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return true; // created by the export (or an error it reports)
+  std::string found;
+  while (dirent *e = ::readdir(d)) {
+    std::string name = e->d_name;
+    bool weights = name.size() > 12 &&
+                   (name.compare(name.size() - 12, 12, ".safetensors") == 0 ||
+                    name.find(".safetensors.index.json") != std::string::npos);
+    if (name == "config.json" || weights) {
+      found = name;
+      break;
+    }
+  }
+  ::closedir(d);
+  if (found.empty())
+    return true;
+  *error = dir + " already holds a checkpoint (" + found +
+           "); the export would replace its weights (remove it first, or "
+           "pass --export-overwrite)";
+  return false;
+}
+
 bool exportEffectiveWeights(const bundle::Bundle &bundle,
-                            const std::string &dir, std::string *error) {
+                            const std::string &dir, std::string *error,
+                            bool overwrite) {
+  if (!checkExportDirectory(dir, overwrite, error))
+    return false;
   bundle::ModelManifest m;
   if (!bundle::readModelManifest(bundle, &m, error))
     return false;

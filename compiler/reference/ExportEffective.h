@@ -20,8 +20,15 @@
 
 namespace pccx::reference {
 
+/// Refuses a `dir` that already holds a checkpoint (config.json or
+/// safetensors files) unless `overwrite`: an export must not silently
+/// replace the weights of a checkpoint, such as the one compiled.
+bool checkExportDirectory(const std::string &dir, bool overwrite,
+                          std::string *error);
+
 bool exportEffectiveWeights(const bundle::Bundle &bundle,
-                            const std::string &dir, std::string *error);
+                            const std::string &dir, std::string *error,
+                            bool overwrite = false);
 
 } // namespace pccx::reference
 

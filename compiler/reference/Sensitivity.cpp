@@ -2,6 +2,8 @@
 
 #include "compiler/reference/Sensitivity.h"
 
+#include "hw/support/InputFile.h"
+
 #include "runtime/app/Perplexity.h"
 #include "runtime/app/Tokenizer.h"
 
@@ -136,15 +138,8 @@ bool calibrationWindows(const std::string &textPath,
                         std::vector<std::vector<int32_t>> *windows,
                         std::string *error) {
   auto readFile = [&](const std::string &path, std::string *out) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      *error = path + ": cannot read: " + std::strerror(errno);
-      return false;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    *out = text.str();
-    return true;
+    return support::readInputFile(path, support::kMaxDataFileBytes, out,
+                                  error);
   };
   std::string text, model;
   if (!readFile(textPath, &text) || !readFile(tokenizerPath, &model))

@@ -44,8 +44,14 @@ int registerTemp(const std::string &path) {
     std::memset(&action, 0, sizeof action);
     action.sa_handler = removeTempsAndReraise;
     sigemptyset(&action.sa_mask);
-    for (int i = 0; i < 3; ++i)
-      ::sigaction(kCleanupSignals[i], &action, &previousActions[i]);
+    for (int i = 0; i < 3; ++i) {
+      // A signal the parent made us ignore (nohup, a background job) stays
+      // ignored: removing the temp file and carrying on would only turn
+      // it into a failure at the end.
+      ::sigaction(kCleanupSignals[i], nullptr, &previousActions[i]);
+      if (previousActions[i].sa_handler != SIG_IGN)
+        ::sigaction(kCleanupSignals[i], &action, nullptr);
+    }
     // A file over RLIMIT_FSIZE is then a failed write with EFBIG, reported
     // as an error, rather than a signal that looks like a crash.
     std::signal(SIGXFSZ, SIG_IGN);
@@ -108,13 +114,15 @@ bool OutputFile::open(const std::string &path, std::string *error) {
   }
   target_ = resolveLinks(path);
   struct stat st;
-  if (::stat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+  // stat() of the path itself: the kernel follows /dev/stdout's magic link
+  // to a pipe, which has no name resolveLinks could reopen.
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     if (S_ISDIR(st.st_mode)) {
       *error = path + ": is a directory";
       return false;
     }
     // A device, FIFO or socket: written in place, never replaced.
-    stream_ = std::fopen(target_.c_str(), "wb");
+    stream_ = std::fopen(path.c_str(), "wb");
     if (!stream_) {
       *error = path + ": cannot open: " + errnoText();
       return false;

@@ -34,6 +34,8 @@ public:
   int fd() const { return stream_ ? fileno(stream_) : -1; }
   /// Whether the output is a temp file that commit() renames into place.
   bool replaces() const { return !tmp_.empty(); }
+  /// That temp file's path (empty when written directly).
+  const std::string &tempPath() const { return tmp_; }
   /// Flushes, syncs and closes; renames the temp file into place.
   bool commit(std::string *error);
   /// Closes and removes the temp file (a direct output is left as is).

@@ -69,6 +69,43 @@ bool ChatFormat::appendText(const std::string &text, std::vector<int32_t> *ids,
   return true;
 }
 
+bool ChatFormat::appendMessage(const std::string &prefix,
+                               const std::string &text,
+                               std::vector<int32_t> *ids,
+                               std::string *error) const {
+  const std::string *markers[] = {&template_.markers.startOfTurn,
+                                  &template_.markers.endOfTurn};
+  // The first marker in `text` at or after `from`, and which one.
+  auto nextMarker = [&](size_t from, const std::string **which) {
+    size_t at = std::string::npos;
+    for (const std::string *m : markers) {
+      size_t found = m->empty() ? std::string::npos : text.find(*m, from);
+      if (found < at) {
+        at = found;
+        *which = m;
+      }
+    }
+    return at;
+  };
+  const std::string *marker = nullptr;
+  size_t at = nextMarker(0, &marker);
+  if (markersInText_ || at == std::string::npos)
+    return appendText(prefix + text, ids, error); // one piece, as before
+  // Each marker is encoded in two parts, "<" and the rest, which no piece
+  // of the vocabulary spans as the marker: the ids spell the text.
+  std::string pending = prefix;
+  size_t from = 0;
+  while (at != std::string::npos) {
+    if (!appendText(pending + text.substr(from, at - from), ids, error) ||
+        !appendText(marker->substr(0, 1), ids, error))
+      return false;
+    pending = marker->substr(1);
+    from = at + marker->size();
+    at = nextMarker(from, &marker);
+  }
+  return appendText(pending + text.substr(from), ids, error);
+}
+
 bool ChatFormat::appendTurnEnd(std::vector<int32_t> *ids,
                                std::string *error) const {
   ids->push_back(endOfTurn_);
@@ -79,7 +116,7 @@ bool ChatFormat::appendTurn(const std::string &role, const std::string &text,
                             std::vector<int32_t> *ids,
                             std::string *error) const {
   ids->push_back(startOfTurn_);
-  return appendText(role + "\n" + trimmed(text), ids, error) &&
+  return appendMessage(role + "\n", trimmed(text), ids, error) &&
          appendTurnEnd(ids, error);
 }
 
@@ -114,7 +151,7 @@ bool ChatFormat::render(const std::vector<ChatMessage> &messages,
     if (i == first)
       text = systemPrefix + text;
     ids->push_back(startOfTurn_);
-    if (!appendText(role + "\n" + text, ids, error) ||
+    if (!appendMessage(role + "\n", text, ids, error) ||
         !appendTurnEnd(ids, error))
       return false;
   }

@@ -56,6 +56,13 @@ public:
   /// Appends the end of a turn, "<end_of_turn>\n".
   bool appendTurnEnd(std::vector<int32_t> *ids, std::string *error) const;
 
+  /// Whether message text may contain the turn markers as control tokens.
+  /// Off (the default): "<start_of_turn>" typed in a message is encoded as
+  /// the text it is, so a user cannot forge or close turns. On: it becomes
+  /// the marker, as Hugging Face transformers' chat templates do.
+  void setMarkersInText(bool on) { markersInText_ = on; }
+  bool markersInText() const { return markersInText_; }
+
   int32_t bos() const { return bos_; }
   int32_t startOfTurn() const { return startOfTurn_; }
   int32_t endOfTurn() const { return endOfTurn_; }
@@ -65,9 +72,14 @@ private:
   ChatFormat(const Tokenizer &tokenizer) : tokenizer_(tokenizer) {}
   bool appendText(const std::string &text, std::vector<int32_t> *ids,
                   std::string *error) const;
+  /// `prefix` (ours) then a message's `text` (the user's), honouring
+  /// markersInText().
+  bool appendMessage(const std::string &prefix, const std::string &text,
+                     std::vector<int32_t> *ids, std::string *error) const;
   const Tokenizer &tokenizer_;
   bundle::ChatTemplate template_;
   int32_t bos_ = -1, startOfTurn_ = -1, endOfTurn_ = -1;
+  bool markersInText_ = false;
 };
 
 /// Why a reply ended.

@@ -4,6 +4,8 @@
 #include "runtime/app/ChatConsole.h"
 #include "runtime/app/Generate.h"
 
+#include "hw/support/JsonText.h"
+
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -196,7 +198,7 @@ int runChatConsole(ChatSession &chat, int input,
                                {"position_after", result.positionAfter},
                                {"prompt_seconds", result.promptSeconds},
                                {"reply_seconds", result.replySeconds}};
-      out << record.dump() << "\n" << std::flush;
+      out << support::jsonText(record) << "\n" << std::flush;
     } else {
       out << "\n";
       if (result.end == ReplyEnd::Interrupted)

@@ -4,6 +4,8 @@
 
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
+
 namespace pccx::app {
 
 Tokenizer::Tokenizer()
@@ -13,19 +15,36 @@ Tokenizer::~Tokenizer() = default;
 std::unique_ptr<Tokenizer> Tokenizer::load(const uint8_t *data, size_t bytes,
                                            std::string *error) {
   std::unique_ptr<Tokenizer> t(new Tokenizer());
-  auto status = t->sp_->LoadFromSerializedProto(
-      std::string_view(reinterpret_cast<const char *>(data), bytes));
+  sentencepiece::util::Status status;
+  // SentencePiece throws on some malformed models (a zero-length piece
+  // fails its trie builder): a hostile bundle's tokenizer section is an
+  // error, not an exception through every caller.
+  try {
+    status = t->sp_->LoadFromSerializedProto(
+        std::string_view(reinterpret_cast<const char *>(data), bytes));
+  } catch (const std::exception &e) {
+    *error = std::string("tokenizer: malformed model: ") + e.what();
+    return nullptr;
+  }
   if (!status.ok()) {
     *error = "tokenizer: " + status.ToString();
     return nullptr;
   }
+  for (int id = 0, n = t->sp_->GetPieceSize(); id < n; ++id)
+    t->maxPieceBytes_ = std::max(t->maxPieceBytes_, t->sp_->IdToPiece(id).size());
   return t;
 }
 
 bool Tokenizer::encode(const std::string &text, std::vector<int32_t> *ids,
                        std::string *error) const {
   std::vector<int> out;
-  auto status = sp_->Encode(text, &out);
+  sentencepiece::util::Status status;
+  try {
+    status = sp_->Encode(text, &out);
+  } catch (const std::exception &e) {
+    *error = std::string("tokenizer: ") + e.what();
+    return false;
+  }
   if (!status.ok()) {
     *error = "tokenizer: " + status.ToString();
     return false;
@@ -37,7 +56,11 @@ bool Tokenizer::encode(const std::string &text, std::vector<int32_t> *ids,
 std::string Tokenizer::decode(const std::vector<int32_t> &ids) const {
   std::vector<int> in(ids.begin(), ids.end());
   std::string text;
-  (void)sp_->Decode(in, &text);
+  try {
+    (void)sp_->Decode(in, &text);
+  } catch (const std::exception &) {
+    text.clear(); // ids a malformed model cannot decode: no text
+  }
   return text;
 }
 

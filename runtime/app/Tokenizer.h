@@ -27,10 +27,14 @@ public:
   /// The id of a piece of the vocabulary (e.g. "<start_of_turn>"), -1 when
   /// the vocabulary has no such piece.
   int32_t pieceId(const std::string &piece) const;
+  /// The longest piece's bytes: a token never spells more text than this
+  /// (before normalization), which bounds a text's token count from below.
+  size_t maxPieceBytes() const { return maxPieceBytes_; }
 
 private:
   Tokenizer();
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  size_t maxPieceBytes_ = 1;
 };
 
 /// Turns ids into text as they arrive: each push returns the text the new

@@ -2,6 +2,10 @@
 
 #include "runtime/bundle/Assembler.h"
 
+#include "hw/support/InputFile.h"
+
+#include <unordered_map>
+
 #include "hw/isa/Isa.h"
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/Manifest.h"
@@ -58,19 +62,8 @@ bool parseWordValue(std::string_view text, uint64_t &value) {
 
 bool readFile(const std::string &path, std::string &contents,
               std::string *error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path + ": cannot read: " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    *error = path + ": read failed";
-    return false;
-  }
-  contents = ss.str();
-  return true;
+  return support::readInputFile(path, support::kMaxDataFileBytes, &contents,
+                                error);
 }
 
 } // namespace
@@ -96,6 +89,9 @@ bool assembleText(std::string_view text, const std::string &defaultProgram,
   std::string why = checkSectionName(first.name);
   if (!why.empty())
     error(0, "default program: " + why);
+  // Names seen, for duplicates in one lookup each (a file may hold many
+  // thousands of programs).
+  std::unordered_map<std::string, unsigned> defined{{first.name, 0}};
   programs.push_back(std::move(first));
 
   unsigned lineNo = 0;
@@ -129,15 +125,13 @@ bool assembleText(std::string_view text, const std::string &defaultProgram,
           error(lineNo, bad);
           continue;
         }
-        bool duplicate = false;
-        for (const AssembledProgram &p : programs)
-          if (p.name == next.name) {
-            duplicate = true;
-            error(lineNo, "program '" + next.name + "' is already defined" +
-                              (p.line ? " at line " + std::to_string(p.line)
-                                      : std::string(" (the default program)")));
-          }
-        if (!duplicate)
+        auto [it, added] = defined.emplace(next.name, lineNo);
+        if (!added)
+          error(lineNo, "program '" + next.name + "' is already defined" +
+                            (it->second
+                                 ? " at line " + std::to_string(it->second)
+                                 : std::string(" (the default program)")));
+        else
           programs.push_back(std::move(next));
       } else if (words[0] == ".word") {
         uint64_t value;
@@ -206,13 +200,15 @@ bool addAssembledSections(const std::vector<AssembledProgram> &programs,
   std::vector<PatchPoint> patches;
   if (!parsePatchPoints(manifest, patches, error))
     return false;
+  std::unordered_map<std::string, const AssembledProgram *> byName;
+  for (const AssembledProgram &p : programs)
+    byName[p.name] = &p;
   for (size_t i = 0; i < patches.size(); ++i) {
     const PatchPoint &pp = patches[i];
     std::string where = "patch_points[" + std::to_string(i) + "]: ";
-    const AssembledProgram *prog = nullptr;
-    for (const AssembledProgram &p : programs)
-      if (p.name == pp.program)
-        prog = &p;
+    auto found = byName.find(pp.program);
+    const AssembledProgram *prog =
+        found == byName.end() ? nullptr : found->second;
     if (!prog) {
       *error = where + "no program '" + pp.program + "'";
       return false;

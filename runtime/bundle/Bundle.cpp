@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -448,7 +449,9 @@ std::unique_ptr<Bundle> Bundle::open(const std::string &path,
                                      const OpenOptions &options) {
   std::unique_ptr<Bundle> b(new Bundle());
   b->path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO without a writer must not hang the open (it is
+  // refused below as not a regular file); mapping ignores the flag.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     setError(error, path + ": cannot open: " + std::strerror(errno));
     return nullptr;
@@ -629,14 +632,13 @@ bool BundleWriter::checkNew(const std::string &name, SectionKind kind,
   if (!kindName(kind))
     return setError(error, "section '" + name + "': unknown kind " +
                                std::to_string(uint32_t(kind)));
-  for (const Pending &p : pending_) {
-    if (p.name == name)
-      return setError(error, "duplicate section name '" + name + "'");
-    if (kind == SectionKind::Manifest && p.kind == SectionKind::Manifest)
-      return setError(error, "section '" + name +
-                                 "': the bundle already has a manifest ('" +
-                                 p.name + "')");
-  }
+  // Sets, not a scan of the sections: a bundle may have many thousands.
+  if (names_.count(name))
+    return setError(error, "duplicate section name '" + name + "'");
+  if (kind == SectionKind::Manifest && !manifestName_.empty())
+    return setError(error, "section '" + name +
+                               "': the bundle already has a manifest ('" +
+                               manifestName_ + "')");
   if (pending_.size() >= kMaxSections)
     return setError(error, formatString("more than %u sections", kMaxSections));
   return true;
@@ -651,6 +653,7 @@ bool BundleWriter::addSection(const std::string &name, SectionKind kind,
                                   "a multiple of 8",
                                   name.c_str(), bytes.size()));
   pending_.push_back({name, kind, std::move(bytes), nullptr});
+  noteAdded(name, kind);
   return true;
 }
 
@@ -669,6 +672,7 @@ bool BundleWriter::addStreamedSection(const std::string &name, SectionKind kind,
   if (!checkNew(name, kind, error))
     return false;
   pending_.push_back({name, kind, {}, std::move(producer)});
+  noteAdded(name, kind);
   return true;
 }
 
@@ -703,11 +707,33 @@ bool BundleWriter::write(const std::string &path, std::string *error) {
   OutputFile file;
   if (!file.open(path, error))
     return false;
-  const int fd = file.fd();
   auto abandon = [&](const std::string &message) {
     file.abandon();
     return setError(error, path + ": " + message);
   };
+  int fd = file.fd();
+  // A pipe or FIFO cannot seek back to write the header: the bundle is
+  // built in an unlinked scratch file (nothing left behind on a signal)
+  // and copied in order once complete.
+  struct Scratch {
+    int fd = -1;
+    ~Scratch() {
+      if (fd >= 0)
+        ::close(fd);
+    }
+  } scratch;
+  if (!file.replaces() && ::lseek(fd, 0, SEEK_CUR) < 0 && errno == ESPIPE) {
+    const char *tmp = std::getenv("TMPDIR");
+    std::string scratchPath =
+        std::string(tmp && *tmp ? tmp : "/tmp") + "/pccx-bundle.XXXXXX";
+    scratch.fd = ::mkstemp(&scratchPath[0]);
+    if (scratch.fd < 0)
+      return abandon("cannot create a scratch file in " +
+                     scratchPath.substr(0, scratchPath.rfind('/')) + ": " +
+                     std::strerror(errno));
+    ::unlink(scratchPath.c_str());
+    fd = scratch.fd;
+  }
 
   FileOutput out(fd);
   uint32_t count = uint32_t(pending_.size());
@@ -779,6 +805,38 @@ bool BundleWriter::write(const std::string &path, std::string *error) {
   if (!out.writeAt(0, header.data(), header.size()))
     return abandon("write failed: " + out.failure());
 
+  std::string written = scratch.fd >= 0
+                            ? "/proc/self/fd/" + std::to_string(scratch.fd)
+                            : file.tempPath();
+  if (verifier_ && !written.empty()) {
+    std::string why;
+    if (!verifier_(written, &why)) {
+      // The message names the temp file; the user knows the output.
+      for (size_t at; (at = why.find(written)) != std::string::npos;)
+        why.replace(at, written.size(), path);
+      return abandon("the runtime would refuse this bundle: " + why);
+    }
+  }
+  if (scratch.fd >= 0) {
+    std::vector<char> buf(1 << 20);
+    for (uint64_t at = 0; at < out.position();) {
+      ssize_t n = ::pread(scratch.fd, buf.data(), buf.size(), off_t(at));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return abandon("cannot read back the scratch file: " +
+                       std::string(n < 0 ? std::strerror(errno) : "short"));
+      for (ssize_t done = 0; done < n;) {
+        ssize_t w = ::write(file.fd(), buf.data() + done, size_t(n - done));
+        if (w < 0 && errno == EINTR)
+          continue;
+        if (w < 0)
+          return abandon(std::string("write failed: ") + std::strerror(errno));
+        done += w;
+      }
+      at += uint64_t(n);
+    }
+  }
   return file.commit(error);
 }
 

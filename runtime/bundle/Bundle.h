@@ -27,6 +27,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace pccx::bundle {
@@ -220,9 +221,17 @@ public:
   /// Serialised with sorted keys and two-space indentation.
   bool addManifest(const nlohmann::json &manifest, std::string *error);
 
+  /// Checks a complete bundle file before it replaces the output: false
+  /// with a message refuses it (the output is left as it was).
+  using Verifier =
+      std::function<bool(const std::string &path, std::string *error)>;
+  void setVerifier(Verifier verifier) { verifier_ = std::move(verifier); }
+
   /// Writes `<path>.tmp.<pid>`, fsyncs it and renames it over `path`. On any
   /// failure the temporary file is removed, `path` is left as it was, and
-  /// `*error` names the path (and the section, when one is at fault).
+  /// `*error` names the path (and the section, when one is at fault). A
+  /// pipe or FIFO (which cannot seek back to the header) gets the complete
+  /// file, in order, from an unlinked scratch file.
   bool write(const std::string &path, std::string *error);
 
   size_t sectionCount() const { return pending_.size(); }
@@ -234,8 +243,16 @@ private:
     std::vector<uint8_t> bytes; ///< Used when producer is empty.
     SectionProducer producer;
   };
+  Verifier verifier_;
   bool checkNew(const std::string &name, SectionKind kind,
                 std::string *error) const;
+  void noteAdded(const std::string &name, SectionKind kind) {
+    names_.insert(name);
+    if (kind == SectionKind::Manifest)
+      manifestName_ = name;
+  }
+  std::unordered_set<std::string> names_;
+  std::string manifestName_;
   uint64_t machineDigest_;
   std::vector<Pending> pending_;
 };

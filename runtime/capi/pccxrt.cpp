@@ -8,8 +8,10 @@
 #include "runtime/exec/Session.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
@@ -20,14 +22,18 @@ struct pccxrt_model {
   std::unique_ptr<pccx::app::Sampler> sampler;
   pccx::app::SamplingOptions samplerOptions;
   std::unique_ptr<pccx::app::Tokenizer> tokenizer; // loaded on first use
-  std::string error;
+  /// Calls on one handle from several threads take turns: the session,
+  /// the sampler and the lazily loaded tokenizer are not thread safe.
+  std::mutex mutex;
 };
 
 namespace {
-thread_local std::string openError;
+/// The calling thread's last error: another thread's failure on the same
+/// handle cannot change a message this thread is reading.
+thread_local std::string lastError;
 
-int failWith(pccxrt_model *m, const std::string &message) {
-  m->error = message;
+int failWith(pccxrt_model *, const std::string &message) {
+  lastError = message;
   return -1;
 }
 
@@ -37,21 +43,26 @@ const pccx::app::Tokenizer *tokenizerOf(pccxrt_model *m) {
     size_t bytes = 0;
     const uint8_t *data = m->model->tokenizer(&bytes);
     if (!data) {
-      m->error = m->model->bundle().path() + " carries no tokenizer";
+      lastError = m->model->bundle().path() + " carries no tokenizer";
       return nullptr;
     }
-    m->tokenizer = pccx::app::Tokenizer::load(data, bytes, &m->error);
+    m->tokenizer = pccx::app::Tokenizer::load(data, bytes, &lastError);
   }
   return m->tokenizer.get();
 }
 /// Runs an entry point's body: an exception (an allocation that fails, a
 /// library bug) becomes the function's error result instead of unwinding
 /// into the host application's C frames.
+/// With a handle, the body runs holding the handle's lock.
 template <typename Fn>
 auto guarded(const pccxrt_model *m, decltype(std::declval<Fn>()()) failure,
              Fn body) -> decltype(body()) {
   std::string message;
   try {
+    if (!m)
+      return body();
+    // The handle is always a heap object of ours, const only in the API.
+    std::lock_guard<std::mutex> lock(const_cast<pccxrt_model *>(m)->mutex);
     return body();
   } catch (const std::bad_alloc &) {
     message = "out of memory";
@@ -61,8 +72,7 @@ auto guarded(const pccxrt_model *m, decltype(std::declval<Fn>()()) failure,
     message = "internal error";
   }
   try {
-    // The handle is always a heap object of ours, const only in the API.
-    (m ? const_cast<pccxrt_model *>(m)->error : openError) = message;
+    lastError = message;
   } catch (...) {
   }
   return failure;
@@ -75,23 +85,23 @@ pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
                           pccxrt_numerics numerics) {
   return guarded(nullptr, (pccxrt_model *)nullptr, [&]() -> pccxrt_model * {
     if (!path) {
-      openError = "no bundle path";
+      lastError = "no bundle path";
       return nullptr;
     }
     auto m = std::make_unique<pccxrt_model>();
-    m->model = pccx::exec::Model::load(path, &openError);
+    m->model = pccx::exec::Model::load(path, &lastError);
     if (!m->model)
       return nullptr;
     bool reference = numerics == PCCXRT_NUMERICS_REFERENCE;
     if (device != PCCXRT_DEVICE_SIM && device != PCCXRT_DEVICE_KV260) {
-      openError = "unknown device " + std::to_string(int(device));
+      lastError = "unknown device " + std::to_string(int(device));
       return nullptr;
     }
     pccx::device::DeviceOptions options;
     options.numerics = reference ? "reference" : "hardware";
     options.target = m->model->target();
     auto dev = pccx::device::openDevice(
-        device == PCCXRT_DEVICE_SIM ? "sim" : "kv260", options, &openError);
+        device == PCCXRT_DEVICE_SIM ? "sim" : "kv260", options, &lastError);
     if (!dev)
       return nullptr;
     m->session = std::make_unique<pccx::exec::Session>(
@@ -102,8 +112,8 @@ pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
 
 void pccxrt_close(pccxrt_model *model) { delete model; }
 
-const char *pccxrt_last_error(const pccxrt_model *model) {
-  return model ? model->error.c_str() : openError.c_str();
+const char *pccxrt_last_error(const pccxrt_model *) {
+  return lastError.c_str();
 }
 
 int64_t pccxrt_vocab_size(const pccxrt_model *m) {
@@ -111,7 +121,8 @@ int64_t pccxrt_vocab_size(const pccxrt_model *m) {
 }
 
 int64_t pccxrt_position(const pccxrt_model *m) {
-  return m ? m->session->position() : -1;
+  return guarded(m, int64_t(-1),
+                 [&] { return m ? m->session->position() : int64_t(-1); });
 }
 
 int64_t pccxrt_capacity(const pccxrt_model *m) {
@@ -170,6 +181,23 @@ int pccxrt_sample(pccxrt_model *m, const pccxrt_sampling *options,
       m->samplerOptions = o;
     }
     std::vector<float> row(logits, logits + m->model->vocabSize());
+    // NaN or +inf leaves nothing meaningful to draw from; -inf masks a
+    // token, but one finite value at least must remain.
+    bool finite = false;
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (std::isnan(row[i]) || row[i] == INFINITY)
+        return failWith(m, "logits[" + std::to_string(i) + "] is " +
+                               (std::isnan(row[i]) ? "NaN" : "+inf") +
+                               "; sampling needs finite logits");
+      finite |= std::isfinite(row[i]);
+    }
+    if (!finite)
+      return failWith(m, "every logit is -inf; there is no token to sample");
+    for (size_t i = 0; i < seen_count; ++i)
+      if (seen[i] < 0)
+        return failWith(m, "seen[" + std::to_string(i) + "] is " +
+                               std::to_string(seen[i]) +
+                               ", not a token id");
     *token =
         m->sampler->next(row, std::vector<int32_t>(seen, seen + seen_count));
     std::memcpy(logits, row.data(), row.size() * sizeof(float));
@@ -210,7 +238,7 @@ int pccxrt_tokenize(pccxrt_model *m, const char *text, int add_bos,
     if (add_bos && m->model->bosToken() >= 0)
       out.push_back(m->model->bosToken());
     std::vector<int32_t> encoded;
-    if (!tokenizer->encode(text, &encoded, &m->error))
+    if (!tokenizer->encode(text, &encoded, &lastError))
       return -1;
     out.insert(out.end(), encoded.begin(), encoded.end());
     *count = out.size();
@@ -232,6 +260,12 @@ int pccxrt_detokenize(pccxrt_model *m, const int32_t *ids, size_t count,
       return -1;
     if (!length || (count && !ids) || (capacity && !text))
       return failWith(m, "null argument");
+    for (size_t i = 0; i < count; ++i)
+      if (ids[i] < 0 || ids[i] >= m->model->vocabSize())
+        return failWith(m, "ids[" + std::to_string(i) + "] is " +
+                               std::to_string(ids[i]) +
+                               ", outside the vocabulary of " +
+                               std::to_string(m->model->vocabSize()));
     const pccx::app::Tokenizer *tokenizer = tokenizerOf(m);
     if (!tokenizer)
       return -1;

@@ -2,8 +2,10 @@
  *
  * Load a .pccx bundle, run token steps on the simulator or the KV260, read
  * logits, sample. Every function returns 0 on success and a negative value
- * on failure; pccxrt_last_error() then describes the failure. A handle is
- * not thread safe; separate handles are independent.
+ * on failure; pccxrt_last_error() then describes the calling thread's last
+ * failure. Calls on one handle from several threads take turns (a lock per
+ * handle); pccxrt_close must not overlap another call on the same handle.
+ * Separate handles are independent.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -42,7 +44,8 @@ pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
                           pccxrt_numerics numerics);
 void pccxrt_close(pccxrt_model *model);
 
-/* The last error of `model` (or of the last failed pccxrt_open for NULL). */
+/* The calling thread's last error (on `model`, or of a failed pccxrt_open;
+ * the argument is kept for compatibility). */
 const char *pccxrt_last_error(const pccxrt_model *model);
 
 int64_t pccxrt_vocab_size(const pccxrt_model *model);

@@ -9,6 +9,8 @@
 
 #include "runtime/conformance/Conformance.h"
 
+#include "hw/support/InputFile.h"
+
 #include "hw/isa/Isa.h"
 #include "hw/numerics/HalfFloat.h"
 #include "hw/support/Format.h"
@@ -225,15 +227,10 @@ bool writeVector(const std::string &dir, const std::string &target,
 //===----------------------------------------------------------------------===//
 
 bool readFile(const std::string &path, std::string &text, std::string *error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = "cannot read '" + path + "': " + std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  text = ss.str();
-  return true;
+  // A directory or FIFO in place of a result file is an error, never an
+  // empty (and so passing) result.
+  return support::readInputFile(path, support::kMaxDataFileBytes, &text,
+                                error);
 }
 
 std::vector<std::string> lines(const std::string &text) {

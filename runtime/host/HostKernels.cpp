@@ -1101,11 +1101,27 @@ bool bindCall(const std::string &kernel, const json &params,
         a.regions.push_back(region);
       }
       break;
-    case abi::ParamKind::Int:
+    case abi::ParamKind::Int: {
       if (!v.is_number_integer())
         return fail(p.key, expected);
+      // Every integer parameter is a count or an index of a model's shape
+      // (heads, head_dim, window, layers, inputs, rows). Bounding it here,
+      // where every tool binds, keeps the profiler's and the kernels' loops
+      // over it finite whatever the bundle says; the kernels check exact
+      // consistency when they run.
+      const int64_t limit = std::strcmp(p.key, "heads") == 0 ||
+                                    std::strcmp(p.key, "kv_heads") == 0
+                                ? 4096
+                            : std::strcmp(p.key, "head_dim") == 0
+                                ? 65536
+                                : int64_t(1) << 24;
+      if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+        return fail(p.key, expected + " from 0 to " + std::to_string(limit));
       a.integer = v.get<int64_t>();
+      if (a.integer < 0 || a.integer > limit)
+        return fail(p.key, expected + " from 0 to " + std::to_string(limit));
       break;
+    }
     case abi::ParamKind::Float:
       // Kernels compute in float: a value float cannot hold would be
       // undefined to convert.

@@ -2,6 +2,10 @@
 
 #include "runtime/prof/Params.h"
 
+#include "hw/support/InputFile.h"
+
+#include <sstream>
+
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -26,6 +30,10 @@ bool Params::set(const std::string &assignment, std::string *error) {
   *error = (error->compare(0, 3, "no ") == 0 ? "--set: " : "--set ") + *error;
   return false;
 }
+
+namespace {
+constexpr double kMaxValue = 1e12, kMinDivisor = 1e-3;
+} // namespace
 
 bool Params::assign(const std::string &assignment, std::string *error) {
   size_t eq = assignment.find('=');
@@ -54,6 +62,27 @@ bool Params::assign(const std::string &assignment, std::string *error) {
       *error = name + ": must be positive";
       return false;
     }
+    // Bounds far beyond any machine keep the model's products and
+    // quotients finite and its conversions to integers defined.
+    if (v > kMaxValue || (divides && v < kMinDivisor)) {
+      *error = name + ": '" + text + "' is outside [" +
+               (divides ? "0.001" : "0") + ", 1e12]";
+      return false;
+    }
+    // Counts (words, bits, banks, cores, ...) are whole; a flag is 0 or 1.
+    std::string unit = p.unit;
+    bool whole = unit != "MHz" && unit != "MB/s" && unit != "ns" &&
+                 unit.find('/') == std::string::npos && unit != "x" &&
+                 unit != "cycle";
+    if (whole && v != std::floor(v)) {
+      *error = name + ": '" + text + "' is not a whole number of " + unit;
+      return false;
+    }
+    if ((unit == "bool" && v > 1) || (unit == "bit" && v > 63)) {
+      *error = name + ": '" + text + "' is outside [0, " +
+               (unit == "bool" ? "1" : "63") + "]";
+      return false;
+    }
     this->*(p.field) = v;
     return true;
   }
@@ -63,11 +92,13 @@ bool Params::assign(const std::string &assignment, std::string *error) {
 }
 
 bool Params::load(const std::string &path, std::string *error) {
-  std::ifstream in(path);
-  if (!in) {
-    *error = "--params: cannot read '" + path + "'";
+  std::string text;
+  if (!support::readInputFile(path, support::kMaxJsonFileBytes, &text,
+                              error)) {
+    *error = "--params: " + *error;
     return false;
   }
+  std::istringstream in(text);
   auto trim = [](const std::string &text) {
     const size_t first = text.find_first_not_of(" \t\r");
     if (first == std::string::npos)

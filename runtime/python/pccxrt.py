@@ -15,7 +15,10 @@ linker's search path (libpccxrt.so).
 """
 
 import ctypes
+import functools
+import operator
 import os
+import threading
 
 import numpy as np
 
@@ -72,17 +75,62 @@ _DEVICES = {"sim": 0, "kv260": 1}
 _NUMERICS = {"hardware": 0, "reference": 1}
 
 
+_INT32_MAX = 2**31 - 1
+
+
 def _ids(tokens):
-    array = np.ascontiguousarray(tokens, dtype=np.int32)
-    if array.ndim != 1:
-        raise ValueError("token ids must be a flat sequence")
+    """A flat int32 array of token ids; ids that do not fit 0..2**31-1 are
+    refused (a cast would silently wrap 2**32 + 7 to 7)."""
+    if isinstance(tokens, np.ndarray) and np.issubdtype(tokens.dtype, np.integer):
+        if tokens.ndim != 1:
+            raise ValueError("token ids must be a flat sequence")
+        if tokens.size and (int(tokens.min()) < 0 or int(tokens.max()) > _INT32_MAX):
+            raise ValueError("token ids must be within 0..2**31-1")
+        array = np.ascontiguousarray(tokens, dtype=np.int32)
+    else:
+        values = []
+        for t in tokens:
+            if isinstance(t, (list, tuple, np.ndarray)):
+                raise ValueError("token ids must be a flat sequence")
+            try:
+                v = operator.index(t)
+            except TypeError:
+                raise TypeError("token ids must be integers, got %r" % (t,)) from None
+            if v < 0 or v > _INT32_MAX:
+                raise ValueError("token id %d is outside 0..2**31-1" % v)
+            values.append(v)
+        array = np.array(values, dtype=np.int32)
     return array, array.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
 
 
+def _text(text):
+    """UTF-8 bytes for the C API, which ends strings at NUL: text holding
+    one would be silently cut there."""
+    if not isinstance(text, str):
+        raise TypeError("text must be a str")
+    if "\0" in text:
+        raise ValueError("text contains a NUL character, which the runtime cannot take")
+    return text.encode("utf-8")
+
+
+def _locked(method):
+    """Runs a method holding the model's lock: the C calls of one method
+    (a size, then a fill) cannot interleave with another thread's, and
+    close() cannot free the handle under a running call."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
 class Model:
-    """One bundle on one device, with its KV cache (a session)."""
+    """One bundle on one device, with its KV cache (a session). Threads may
+    share a model: its calls take turns (one lock per model)."""
 
     def __init__(self, path, device="sim", numerics="hardware"):
+        self._lock = threading.RLock()
+        self._handle = None
         if device not in _DEVICES:
             raise ValueError("device must be one of %s" % ", ".join(_DEVICES))
         if numerics not in _NUMERICS:
@@ -92,6 +140,12 @@ class Model:
             raise PccxrtError(_lib.pccxrt_last_error(None).decode())
 
     def close(self):
+        if getattr(self, "_lock", None) is None:  # __init__ failed early
+            return
+        with self._lock:
+            self._close()
+
+    def _close(self):
         if self._handle:
             _lib.pccxrt_close(self._handle)
             self._handle = None
@@ -115,26 +169,31 @@ class Model:
         return self._handle
 
     @property
+    @_locked
     def vocab_size(self):
         return _lib.pccxrt_vocab_size(self._open_handle())
 
     @property
+    @_locked
     def position(self):
         """Positions consumed so far (the KV cache's fill)."""
         return _lib.pccxrt_position(self._open_handle())
 
     @property
+    @_locked
     def capacity(self):
         """Positions the KV cache holds (the bundle's --max-seq-len)."""
         return _lib.pccxrt_capacity(self._open_handle())
 
     @property
+    @_locked
     def bos_token(self):
         """The BOS id, or None."""
         bos = _lib.pccxrt_bos_token(self._open_handle())
         return None if bos < 0 else bos
 
     @property
+    @_locked
     def eos_tokens(self):
         count = ctypes.c_size_t()
         self._check(_lib.pccxrt_eos_tokens(self._open_handle(), None, 0, ctypes.byref(count)))
@@ -142,10 +201,12 @@ class Model:
         self._check(_lib.pccxrt_eos_tokens(self._handle, ids, count.value, ctypes.byref(count)))
         return list(ids)
 
+    @_locked
     def reset(self):
         """Forgets every cached position."""
         self._check(_lib.pccxrt_reset(self._open_handle()))
 
+    @_locked
     def consume(self, tokens, decode_only=False, logits=True):
         """Feeds token ids at the next positions; returns their logits as a
         (len(tokens), vocab_size) float32 array (None with logits=False)."""
@@ -157,6 +218,7 @@ class Model:
         self._check(_lib.pccxrt_consume(self._handle, pointer, array.size, int(decode_only), target))
         return out
 
+    @_locked
     def sample(self, logits, seen=(), temperature=0.0, top_k=0, top_p=1.0,
                repetition_penalty=1.0, seed=0):
         """Picks a token from one row of logits (greedy at temperature 0) as
@@ -172,12 +234,13 @@ class Model:
             seen_pointer, seen_array.size, ctypes.byref(token)))
         return token.value
 
+    @_locked
     def generate(self, prompt, max_new_tokens=32, stop_tokens=None, on_token=None, **sampling):
         """Consumes `prompt` (text or token ids) and samples up to
         max_new_tokens ids, stopping after one of stop_tokens (default: the
         EOS ids); returns the generated ids (a stop id included). Calls
         on_token(id) as each one is chosen. Sampling keywords as in sample()."""
-        ids = self.tokenize(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+        ids = self.tokenize(prompt) if isinstance(prompt, str) else _ids(prompt)[0].tolist()
         stops = set(self.eos_tokens if stop_tokens is None else stop_tokens)
         last = self.consume(ids)[-1]
         seen, generated = list(ids), []
@@ -192,15 +255,17 @@ class Model:
             last = self.consume([token])[-1]
         return generated
 
+    @_locked
     def tokenize(self, text, add_bos=True):
         """Text to ids with the bundle's SentencePiece model."""
-        data = text.encode("utf-8")
+        data = _text(text)
         count = ctypes.c_size_t()
         self._check(_lib.pccxrt_tokenize(self._open_handle(), data, int(add_bos), None, 0, ctypes.byref(count)))
         ids = (ctypes.c_int32 * count.value)()
         self._check(_lib.pccxrt_tokenize(self._handle, data, int(add_bos), ids, count.value, ctypes.byref(count)))
         return list(ids)
 
+    @_locked
     def detokenize(self, ids):
         array, pointer = _ids(list(ids))
         length = ctypes.c_size_t()

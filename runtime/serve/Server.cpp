@@ -1,24 +1,51 @@
-//===- Server.cpp - the OpenAI-compatible HTTP server
-//----------------------===//
+//===- Server.cpp - the OpenAI-compatible HTTP server ---------------------===//
 
 #include "runtime/serve/Server.h"
 
+#include "hw/support/JsonText.h"
+
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <mutex>
+#include <thread>
 
 namespace pccx::serve {
 
 using nlohmann::json;
+using support::jsonText;
+using support::logSafe;
+using Clock = std::chrono::steady_clock;
 
 namespace {
 
+/// A request's line and headers may take this much besides the body.
+constexpr size_t kMaxHeadBytes = 64 << 10;
+/// Requests served on one kept-alive connection before it is closed.
+constexpr int kMaxRequestsPerConnection = 100;
+/// A write that makes no progress for this long fails (a client that
+/// stopped reading); once the server is stopping, after one second.
+constexpr int kWriteTimeoutSeconds = 30;
+/// Waits are cut into slices this long to notice the stop flag.
+constexpr int kSliceMs = 100;
+
 void sendJson(httplib::Response &res, int status, const json &body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  res.set_content(jsonText(body), "application/json");
 }
 
 void sendError(httplib::Response &res, const ApiError &error) {
@@ -27,8 +54,374 @@ void sendError(httplib::Response &res, const ApiError &error) {
 
 /// "data: {...}\n\n", one server-sent event.
 std::string event(const json &chunk) {
-  return "data: " + chunk.dump() + "\n\n";
+  return "data: " + jsonText(chunk) + "\n\n";
 }
+
+ApiError apiError(int status, const std::string &code,
+                  const std::string &message) {
+  ApiError e;
+  e.status = status;
+  e.code = code;
+  e.message = message;
+  if (status >= 500)
+    e.type = "server_error";
+  return e;
+}
+
+/// One client connection, read and written by the server itself rather
+/// than by httplib's socket stream, so that every limit holds while the
+/// bytes arrive: a budget for the bytes of one request (whatever its
+/// framing), a deadline for reading it, and the server's stop flag. The
+/// same class serves bytes from memory (Server::serveBytes).
+class Connection : public httplib::Stream {
+public:
+  Connection(int fd, const std::atomic<bool> &stopping)
+      : fd_(fd), stopping_(stopping) {}
+  Connection(const std::string &input, const std::atomic<bool> &stopping)
+      : input_(&input), stopping_(stopping) {}
+
+  /// Limits for reading the next request.
+  void beginRequest(size_t budget, Clock::time_point deadline) {
+    reading_ = true;
+    budget_ = budget;
+    used_ = 0;
+    deadline_ = deadline;
+  }
+  /// The request is read: what follows (generation, the response) is not
+  /// bound by its reading limits.
+  void endRequest() { reading_ = false; }
+  bool overLimit() const { return overLimit_; }
+  bool timedOut() const { return timedOut_; }
+  /// The rest of the connection cannot be trusted (a body left unread, a
+  /// limit hit): close it after the response.
+  void closeAfterResponse() { close_ = true; }
+  bool mustClose() const { return close_ || overLimit_ || timedOut_; }
+
+  /// Waits for the first byte of a request; false on EOF, error, stop or
+  /// when nothing came before `until`.
+  bool waitForRequest(Clock::time_point until) {
+    if (pos_ < len_)
+      return true; // pipelined: already buffered
+    reading_ = true;
+    budget_ = SIZE_MAX;
+    used_ = 0;
+    deadline_ = until;
+    bool ok = fill();
+    timedOut_ = false; // an idle connection is closed without a reply
+    return ok;
+  }
+
+  /// The client closed the connection (or it broke); reads nothing.
+  bool clientGone() const {
+    if (fd_ < 0)
+      return false;
+    pollfd p{fd_, short(POLLIN | POLLRDHUP), 0};
+    if (::poll(&p, 1, 0) <= 0)
+      return false;
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+      return true;
+    char c;
+    return ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+  }
+
+  const std::string &output() const { return output_; }
+
+  bool is_readable() const override { return pos_ < len_ || fd_ >= 0; }
+
+  bool is_writable() const override {
+    if (fd_ < 0)
+      return true;
+    return waitWritable();
+  }
+
+  ssize_t read(char *ptr, size_t size) override {
+    if (size == 0)
+      return 0;
+    if (reading_ && used_ >= budget_) {
+      overLimit_ = true;
+      return -1;
+    }
+    if (pos_ == len_ && !fill())
+      return eof_ ? 0 : -1; // 0: the client closed its side cleanly
+    size_t n = std::min(size, len_ - pos_);
+    if (reading_)
+      n = std::min(n, budget_ - used_);
+    std::memcpy(ptr, buf_ + pos_, n);
+    pos_ += n;
+    if (reading_)
+      used_ += n;
+    return ssize_t(n);
+  }
+
+  ssize_t write(const char *ptr, size_t size) override {
+    if (fd_ < 0) {
+      output_.append(ptr, size);
+      return ssize_t(size);
+    }
+    if (!waitWritable())
+      return -1;
+    ssize_t n;
+    do
+      n = ::send(fd_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return 0; // httplib's write loop tries again
+    return n;
+  }
+
+  void get_remote_ip_and_port(std::string &ip, int &port) const override {
+    address(&getpeername, ip, port);
+  }
+  void get_local_ip_and_port(std::string &ip, int &port) const override {
+    address(&getsockname, ip, port);
+  }
+  // httplib uses the socket only to refuse descriptors beyond select()'s
+  // FD_SETSIZE; this stream waits with poll(), so it reports none.
+  socket_t socket() const override { return INVALID_SOCKET; }
+
+private:
+  /// Reads more bytes into the buffer, within the deadline.
+  bool fill() {
+    pos_ = len_ = 0;
+    eof_ = false;
+    if (fd_ < 0) {
+      if (inputPos_ >= input_->size()) {
+        eof_ = true;
+        return false;
+      }
+      len_ = std::min(sizeof buf_, input_->size() - inputPos_);
+      std::memcpy(buf_, input_->data() + inputPos_, len_);
+      inputPos_ += len_;
+      return true;
+    }
+    Clock::time_point until =
+        reading_ ? deadline_
+                 : Clock::now() + std::chrono::seconds(kWriteTimeoutSeconds);
+    for (;;) {
+      if (stopping_.load())
+        return false;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      until - Clock::now())
+                      .count();
+      if (left <= 0) {
+        timedOut_ = true;
+        return false;
+      }
+      pollfd p{fd_, POLLIN, 0};
+      int ready = ::poll(&p, 1, int(std::min<long long>(left, kSliceMs)));
+      if (ready < 0 && errno != EINTR)
+        return false;
+      if (ready <= 0)
+        continue;
+      ssize_t n = ::recv(fd_, buf_, sizeof buf_, MSG_DONTWAIT);
+      if (n > 0) {
+        len_ = size_t(n);
+        return true;
+      }
+      if (n == 0) {
+        eof_ = true;
+        return false;
+      }
+      if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
+        return false;
+    }
+  }
+
+  bool waitWritable() const {
+    auto start = Clock::now();
+    for (;;) {
+      pollfd p{fd_, POLLOUT, 0};
+      int ready = ::poll(&p, 1, kSliceMs);
+      if (ready > 0)
+        return !(p.revents & (POLLERR | POLLHUP | POLLNVAL));
+      if (ready < 0 && errno != EINTR)
+        return false;
+      auto waited = Clock::now() - start;
+      if (waited > std::chrono::seconds(kWriteTimeoutSeconds) ||
+          (stopping_.load() && waited > std::chrono::seconds(1)))
+        return false;
+    }
+  }
+
+  void address(int (*get)(int, sockaddr *, socklen_t *), std::string &ip,
+               int &port) const {
+    ip = "-";
+    port = 0;
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (fd_ < 0 || get(fd_, reinterpret_cast<sockaddr *>(&addr), &len) != 0)
+      return;
+    char text[INET6_ADDRSTRLEN] = "";
+    if (addr.ss_family == AF_INET) {
+      auto *a = reinterpret_cast<sockaddr_in *>(&addr);
+      inet_ntop(AF_INET, &a->sin_addr, text, sizeof text);
+      port = ntohs(a->sin_port);
+    } else if (addr.ss_family == AF_INET6) {
+      auto *a = reinterpret_cast<sockaddr_in6 *>(&addr);
+      inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text);
+      port = ntohs(a->sin6_port);
+    }
+    ip = text;
+  }
+
+  int fd_ = -1;
+  const std::string *input_ = nullptr;
+  size_t inputPos_ = 0;
+  const std::atomic<bool> &stopping_;
+  std::string output_;
+  char buf_[4096];
+  size_t pos_ = 0, len_ = 0;
+  bool reading_ = false;
+  size_t budget_ = SIZE_MAX, used_ = 0;
+  Clock::time_point deadline_;
+  bool overLimit_ = false, timedOut_ = false, close_ = false, eof_ = false;
+};
+
+/// The connection whose request this thread is handling (handlers get
+/// only httplib's Request; the limits live on the connection).
+thread_local Connection *tlConnection = nullptr;
+
+bool equalsIgnoringCase(const std::string &a, const char *b) {
+  size_t n = std::strlen(b);
+  if (a.size() != n)
+    return false;
+  for (size_t i = 0; i < n; ++i)
+    if (std::tolower((unsigned char)a[i]) != std::tolower((unsigned char)b[i]))
+      return false;
+  return true;
+}
+
+/// Why a request's framing is refused before its body is read, or empty:
+/// conflicting or malformed Content-Length, Content-Length together with
+/// Transfer-Encoding (request smuggling), a coding other than chunked, a
+/// declared body over the limit, multipart bodies.
+std::optional<ApiError> framingError(const httplib::Request &req,
+                                     size_t maxBody) {
+  auto range = req.headers.equal_range("Content-Length");
+  std::optional<uint64_t> length;
+  for (auto it = range.first; it != range.second; ++it) {
+    const std::string &v = it->second;
+    uint64_t n = 0;
+    bool digits = !v.empty() && v.size() <= 19 &&
+                  std::all_of(v.begin(), v.end(),
+                              [](char c) { return c >= '0' && c <= '9'; });
+    if (digits)
+      n = std::stoull(v);
+    if (!digits || (length && *length != n))
+      return apiError(400, "invalid_content_length",
+                      "the request has a malformed or conflicting "
+                      "Content-Length");
+    length = n;
+  }
+  if (req.has_header("Transfer-Encoding")) {
+    if (length)
+      return apiError(400, "invalid_content_length",
+                      "the request has both Content-Length and "
+                      "Transfer-Encoding");
+    if (req.get_header_value_count("Transfer-Encoding") != 1 ||
+        !equalsIgnoringCase(req.get_header_value("Transfer-Encoding"),
+                            "chunked"))
+      return apiError(501, "unsupported_transfer_encoding",
+                      "only Transfer-Encoding: chunked is supported");
+  }
+  if (length && *length > maxBody)
+    return apiError(413, "request_too_large",
+                    "the request body is larger than " +
+                        std::to_string(maxBody) + " bytes");
+  if (req.is_multipart_form_data())
+    return apiError(415, "unsupported_media_type",
+                    "multipart bodies are not accepted; send JSON");
+  return std::nullopt;
+}
+
+/// The backend over a real model and session.
+class ModelBackend : public Backend {
+public:
+  ModelBackend(exec::Session &session, const exec::Model &model,
+               const app::Tokenizer &tokenizer, const app::ChatFormat &format)
+      : session_(session), tokenizer_(tokenizer), format_(format),
+        bos_(model.bosToken()), vocab_(model.vocabSize()),
+        chat_(session, tokenizer, format) {
+    for (int32_t id : model.eosTokens())
+      stop_.insert(id);
+    // A token spells at most its piece's bytes (with slack for the
+    // normalizer): longer text cannot fit the context, and is refused
+    // before it is tokenized.
+    maxTextBytes_ = uint64_t(std::max<int64_t>(1, session.capacity())) *
+                    uint64_t(std::max<size_t>(1, tokenizer.maxPieceBytes())) *
+                    4;
+  }
+
+  int64_t capacity() const override { return session_.capacity(); }
+  std::set<int32_t> stopTokens() const override { return stop_; }
+
+  bool promptIds(const GenerationRequest &request, std::vector<int32_t> *ids,
+                 ApiError *error) override {
+    std::string why;
+    if (!request.promptIsTokens && !fits(request, error))
+      return false;
+    if (request.chat) {
+      if (!format_.render(request.messages, true, ids, &why)) {
+        error->message = why;
+        error->param = "messages";
+        return false;
+      }
+      return true;
+    }
+    if (request.promptIsTokens) {
+      for (int32_t id : request.promptTokens)
+        if (id >= vocab_) {
+          error->message = "token id " + std::to_string(id) +
+                           " is outside the vocabulary of " +
+                           std::to_string(vocab_);
+          error->param = "prompt";
+          return false;
+        }
+      *ids = request.promptTokens;
+      return true;
+    }
+    if (bos_ >= 0)
+      ids->push_back(bos_);
+    std::vector<int32_t> text;
+    if (!tokenizer_.encode(request.prompt, &text, &why)) {
+      error->message = why;
+      error->param = "prompt";
+      return false;
+    }
+    ids->insert(ids->end(), text.begin(), text.end());
+    return true;
+  }
+
+  bool complete(const std::vector<int32_t> &prompt,
+                const app::ReplyOptions &options, app::Reply *reply,
+                std::string *error) override {
+    return chat_.complete(prompt, options, reply, error);
+  }
+
+private:
+  bool fits(const GenerationRequest &request, ApiError *error) const {
+    uint64_t bytes = request.prompt.size();
+    for (const app::ChatMessage &m : request.messages)
+      bytes += m.content.size() + m.role.size();
+    if (bytes <= maxTextBytes_)
+      return true;
+    error->message = "the prompt's " + std::to_string(bytes) +
+                     " bytes cannot fit this model's context of " +
+                     std::to_string(session_.capacity()) + " tokens";
+    error->param = request.chat ? "messages" : "prompt";
+    error->code = "context_length_exceeded";
+    return false;
+  }
+
+  exec::Session &session_;
+  const app::Tokenizer &tokenizer_;
+  const app::ChatFormat &format_;
+  int32_t bos_;
+  int64_t vocab_;
+  std::set<int32_t> stop_;
+  uint64_t maxTextBytes_;
+  app::ChatSession chat_;
+};
 
 } // namespace
 
@@ -37,34 +430,100 @@ void logLine(const std::string &line) {
 }
 
 struct Server::Impl {
-  Impl(exec::Session &session, const exec::Model &model,
-       const app::Tokenizer &tokenizer, const app::ChatFormat &format,
-       const ServeOptions &options)
-      : session(session), tokenizer(tokenizer), format(format),
-        bos(model.bosToken()), vocab(model.vocabSize()), options(options),
-        chat(session, tokenizer, format) {
-    for (int32_t id : model.eosTokens())
-      stopTokens.insert(id);
-  }
+  /// httplib's server with the connection handling replaced: each
+  /// accepted socket is served by a Connection (the limits above).
+  class Http : public httplib::Server {
+  public:
+    explicit Http(Impl &impl) : impl_(impl) {}
 
-  exec::Session &session;
-  const app::Tokenizer &tokenizer;
-  const app::ChatFormat &format;
-  int32_t bos;
-  int64_t vocab;
-  std::set<int32_t> stopTokens;
+    /// Serves requests from `conn` until it closes, breaks, idles, hits a
+    /// limit, or the server stops.
+    void serve(Connection &conn) {
+      tlConnection = &conn;
+      for (int n = 0; n < kMaxRequestsPerConnection; ++n) {
+        int wait = n == 0 ? impl_.options.requestTimeoutSeconds
+                          : impl_.options.idleTimeoutSeconds;
+        if (impl_.stopping.load() ||
+            !conn.waitForRequest(Clock::now() + std::chrono::seconds(wait)))
+          break;
+        // Chunk framing may add a few bytes per body byte; the body itself
+        // is counted exactly by the handlers.
+        size_t body = impl_.options.maxBodyBytes;
+        size_t budget = body > (SIZE_MAX - kMaxHeadBytes) / 8
+                            ? SIZE_MAX
+                            : kMaxHeadBytes + 8 * body;
+        conn.beginRequest(budget,
+                          Clock::now() + std::chrono::seconds(
+                                             impl_.options.requestTimeoutSeconds));
+        bool closed = false, ok = false;
+        try {
+          ok = process_request(conn,
+                               n + 1 == kMaxRequestsPerConnection ||
+                                   impl_.stopping.load(),
+                               closed, nullptr);
+        } catch (const std::exception &e) {
+          // httplib calls the error handler and the logger outside its own
+          // protection; nothing a request does may end the process.
+          logLine("pccx-serve: error: " + logSafe(e.what()) + "\n");
+        } catch (...) {
+          logLine("pccx-serve: error: unknown exception\n");
+        }
+        if (!ok || closed || conn.mustClose())
+          break;
+      }
+      tlConnection = nullptr;
+    }
+
+    /// Stops listening, at most once per listen: httplib's stop() asserts
+    /// that the socket is still open, and both stop() and the watcher call
+    /// this.
+    void stopListener() {
+      std::lock_guard<std::mutex> lock(stopMutex_);
+      if (is_running() && svr_sock_ != INVALID_SOCKET)
+        stop();
+    }
+
+    /// Lets serveBytes stream responses without a listening socket
+    /// (httplib stops streaming when it has none).
+    void pretendListening(bool on) {
+      if (!is_running())
+        svr_sock_ = on ? INT_MAX : INVALID_SOCKET;
+    }
+
+  private:
+    bool process_and_close_socket(socket_t sock) override {
+      {
+        Connection conn(sock, impl_.stopping);
+        serve(conn);
+      }
+      ::shutdown(sock, SHUT_RDWR);
+      ::close(sock);
+      return true;
+    }
+    Impl &impl_;
+    std::mutex stopMutex_;
+  };
+
+  Impl(Backend &backend, const ServeOptions &options)
+      : backend(backend), options(options), stopTokens(backend.stopTokens()),
+        http(*this) {}
+
+  std::unique_ptr<Backend> owned;
+  Backend &backend;
   ServeOptions options;
-  app::ChatSession chat;
-  httplib::Server http;
-  std::atomic<bool> stopping{false};
+  std::set<int32_t> stopTokens;
+  Http http;
+  std::atomic<bool> stopping{false}, listenEnded{false};
   std::atomic<uint64_t> requests{0};
 
   // The arrival-order queue: a ticket per generation request.
   std::mutex queueMutex;
   std::condition_variable queueChanged;
   uint64_t nextTicket = 0, serving = 0;
-  /// Cancels the reply being generated (set by stop()).
+  /// Cancels the reply being generated (set by stop(), or by the watcher
+  /// when `currentGone` says its client left).
   std::atomic<bool> *current = nullptr;
+  std::function<bool()> currentGone;
 
   /// Holds the model for one request, in arrival order; releases it when
   /// destroyed.
@@ -74,6 +533,7 @@ struct Server::Impl {
     ~Turn() {
       std::lock_guard<std::mutex> lock(impl_.queueMutex);
       impl_.current = nullptr;
+      impl_.currentGone = nullptr;
       ++impl_.serving;
       impl_.queueChanged.notify_all();
     }
@@ -84,32 +544,51 @@ struct Server::Impl {
   };
 
   /// Waits for the request's turn; null (with `*error`) when the queue is
-  /// full or the server is stopping.
-  std::shared_ptr<Turn> waitForTurn(ApiError *error) {
+  /// full or the server is stopping. `gone`, when set, is polled while the
+  /// reply generates: true ends it (a client that left).
+  std::shared_ptr<Turn> waitForTurn(ApiError *error,
+                                    std::function<bool()> gone) {
     std::unique_lock<std::mutex> lock(queueMutex);
+    if (stopping.load()) {
+      *error = apiError(503, "shutting_down", "the server is shutting down");
+      return nullptr;
+    }
     if (nextTicket - serving > uint64_t(options.maxQueue)) {
-      error->status = 503;
-      error->type = "server_error";
-      error->code = "queue_full";
-      error->message =
+      *error = apiError(
+          503, "queue_full",
           "the server is busy: " + std::to_string(nextTicket - serving) +
-          " requests are ahead of this one (at most " +
-          std::to_string(options.maxQueue) + " may wait); retry later";
+              " requests are ahead of this one (at most " +
+              std::to_string(options.maxQueue) + " may wait); retry later");
       return nullptr;
     }
     uint64_t ticket = nextTicket++;
     queueChanged.wait(lock, [&] { return serving == ticket; });
     auto turn = std::make_shared<Turn>(*this);
     if (stopping.load()) {
-      error->status = 503;
-      error->type = "server_error";
-      error->code = "shutting_down";
-      error->message = "the server is shutting down";
+      *error = apiError(503, "shutting_down", "the server is shutting down");
       lock.unlock(); // the Turn's destructor takes it to pass the model on
       return nullptr;
     }
     current = &turn->cancel;
+    currentGone = std::move(gone);
     return turn;
+  }
+
+  /// While run() listens: every 100 ms, ends the reply whose client left;
+  /// once stopping, stops the listener again until it has ended (a stop()
+  /// that came before httplib began listening would otherwise be lost).
+  void watchClients() {
+    std::unique_lock<std::mutex> lock(queueMutex);
+    while (!listenEnded.load()) {
+      if (stopping.load()) {
+        lock.unlock();
+        http.stopListener();
+        lock.lock();
+      } else if (current && currentGone && currentGone()) {
+        current->store(true);
+      }
+      queueChanged.wait_for(lock, std::chrono::milliseconds(kSliceMs));
+    }
   }
 
   void modelRoutes() {
@@ -124,7 +603,7 @@ struct Server::Impl {
                         {{"status", "ok"},
                          {"model", options.modelName},
                          {"requests_in_queue", queued},
-                         {"context_length", session.capacity()}});
+                         {"context_length", backend.capacity()}});
              });
     http.Get("/v1/models", [this](const httplib::Request &,
                                   httplib::Response &res) {
@@ -140,42 +619,122 @@ struct Server::Impl {
     for (const char *path : {"/v1/completions", "/v1/chat/completions"}) {
       bool isChat = std::string(path) == "/v1/chat/completions";
       http.Post(path, [this, isChat](const httplib::Request &req,
-                                     httplib::Response &res) {
-        generate(req, res, isChat);
+                                     httplib::Response &res,
+                                     const httplib::ContentReader &reader) {
+        std::string body;
+        if (readBody(reader, &body, res))
+          generate(req, body, res, isChat);
       });
       http.Get(path, [path](const httplib::Request &, httplib::Response &res) {
-        ApiError e;
-        e.status = 405;
-        e.message = std::string("use POST for ") + path;
-        e.code = "method_not_allowed";
+        ApiError e = apiError(405, "method_not_allowed",
+                              std::string("use POST for ") + path);
         res.set_header("Allow", "POST");
         sendError(res, e);
       });
     }
-    // Errors httplib raises itself (no route, body too large, ...) get an
-    // OpenAI error body too; bodies the handlers wrote are kept.
+    // Framing is checked before any body byte is read.
+    http.set_pre_routing_handler(
+        [this](const httplib::Request &req, httplib::Response &res) {
+          if (std::optional<ApiError> e =
+                  framingError(req, options.maxBodyBytes)) {
+            if (tlConnection) // the body is left unread
+              tlConnection->closeAfterResponse();
+            res.set_header("Connection", "close");
+            sendError(res, *e);
+            return httplib::Server::HandlerResponse::Handled;
+          }
+          return httplib::Server::HandlerResponse::Unhandled;
+        });
+    // An exception in a handler is a 500 whose text goes to the log, not
+    // to the client (httplib's default puts it in a header).
+    http.set_exception_handler([](const httplib::Request &,
+                                  httplib::Response &res,
+                                  std::exception_ptr error) {
+      std::string what = "unknown exception";
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception &e) {
+        what = e.what();
+      } catch (...) {
+      }
+      logLine("pccx-serve: error: " + logSafe(what) + "\n");
+      sendError(res, apiError(500, "internal_error",
+                              "the server failed to handle the request"));
+    });
+    // Errors httplib raises itself (no route, a body it could not read,
+    // ...) get an OpenAI error body too; bodies the handlers wrote are
+    // kept. This runs outside httplib's exception protection.
     http.set_error_handler(httplib::Server::HandlerWithResponse(
         [this](const httplib::Request &req, httplib::Response &res) {
           if (!res.body.empty())
             return httplib::Server::HandlerResponse::Unhandled;
+          if (tlConnection && tlConnection->overLimit())
+            res.status = 413;
+          else if (tlConnection && tlConnection->timedOut())
+            res.status = 408;
           ApiError e;
           e.status = res.status;
           if (res.status == 404) {
             e.message = "no route " + req.method + " " + req.path +
                         " (see docs/serving.md)";
             e.code = "unknown_url";
-          } else if (res.status == 413) {
-            e.message = "the request body is larger than " +
-                        std::to_string(options.maxBodyBytes) + " bytes";
-            e.code = "request_too_large";
           } else {
-            e.message = "HTTP " + std::to_string(res.status);
-            if (res.status >= 500)
-              e.type = "server_error";
+            e = statusError(res.status);
           }
           sendError(res, e);
           return httplib::Server::HandlerResponse::Handled;
         }));
+  }
+
+  ApiError statusError(int status) const {
+    switch (status) {
+    case 408:
+      return apiError(408, "request_timeout",
+                      "the request was not received within " +
+                          std::to_string(options.requestTimeoutSeconds) +
+                          " seconds");
+    case 413:
+      return apiError(413, "request_too_large",
+                      "the request body is larger than " +
+                          std::to_string(options.maxBodyBytes) + " bytes");
+    case 414:
+      return apiError(414, "uri_too_long", "the request's URL is too long");
+    default:
+      return apiError(status, "", "HTTP " + std::to_string(status));
+    }
+  }
+
+  /// Reads a generation request's body, counting its bytes whatever the
+  /// framing; false after writing the refusal.
+  bool readBody(const httplib::ContentReader &reader, std::string *body,
+                httplib::Response &res) {
+    bool tooLarge = false;
+    bool ok = reader([&](const char *data, size_t n) {
+      if (n > options.maxBodyBytes - body->size()) {
+        tooLarge = true;
+        return false;
+      }
+      body->append(data, n);
+      return true;
+    });
+    Connection *conn = tlConnection;
+    if (conn)
+      conn->endRequest();
+    if (ok && !tooLarge)
+      return true;
+    if (conn) // the rest of the body is unread
+      conn->closeAfterResponse();
+    res.set_header("Connection", "close");
+    int status = tooLarge || (conn && conn->overLimit()) ? 413
+                 : conn && conn->timedOut()              ? 408
+                                                         : 400;
+    ApiError e = status == 400
+                     ? apiError(400, "invalid_body",
+                                "the request body could not be read (broken "
+                                "chunked framing, or the connection closed)")
+                     : statusError(status);
+    sendError(res, e);
+    return false;
   }
 
   json modelObject() const {
@@ -183,7 +742,7 @@ struct Server::Impl {
             {"object", "model"},
             {"created", 0},
             {"owned_by", "pccx"},
-            {"context_length", session.capacity()}};
+            {"context_length", backend.capacity()}};
   }
 
   ApiError unknownModel(const std::string &name) const {
@@ -200,40 +759,14 @@ struct Server::Impl {
   /// The prompt's token ids, and the reply budget.
   bool prepare(const GenerationRequest &request, std::vector<int32_t> *ids,
                int64_t *maxTokens, ApiError *error) {
-    std::string why;
-    if (request.chat) {
-      if (!format.render(request.messages, true, ids, &why)) {
-        error->message = why;
-        error->param = "messages";
-        return false;
-      }
-    } else if (request.promptIsTokens) {
-      for (int32_t id : request.promptTokens)
-        if (id >= vocab) {
-          error->message = "token id " + std::to_string(id) +
-                           " is outside the vocabulary of " +
-                           std::to_string(vocab);
-          error->param = "prompt";
-          return false;
-        }
-      *ids = request.promptTokens;
-    } else {
-      if (bos >= 0)
-        ids->push_back(bos);
-      std::vector<int32_t> text;
-      if (!tokenizer.encode(request.prompt, &text, &why)) {
-        error->message = why;
-        error->param = "prompt";
-        return false;
-      }
-      ids->insert(ids->end(), text.begin(), text.end());
-    }
+    if (!backend.promptIds(request, ids, error))
+      return false;
     if (ids->empty()) {
       error->message = "the prompt is empty";
       error->param = "prompt";
       return false;
     }
-    const int64_t context = session.capacity();
+    const int64_t context = backend.capacity();
     const int64_t promptTokens = int64_t(ids->size());
     *maxTokens = request.maxTokens ? *request.maxTokens
                  : request.chat
@@ -256,11 +789,11 @@ struct Server::Impl {
     return true;
   }
 
-  void generate(const httplib::Request &req, httplib::Response &res,
-                bool isChat) {
+  void generate(const httplib::Request &, const std::string &body,
+                httplib::Response &res, bool isChat) {
     ApiError error;
     std::optional<GenerationRequest> request =
-        parseRequest(req.body, isChat, options.limits, &error);
+        parseRequest(body, isChat, options.limits, &error);
     if (!request)
       return sendError(res, error);
     if (!request->model.empty() && request->model != options.modelName)
@@ -283,7 +816,12 @@ struct Server::Impl {
     reply.stopTokens = stopTokens;
     reply.stopStrings = request->stop;
 
-    std::shared_ptr<Turn> turn = waitForTurn(&error);
+    // A streamed reply notices a client that left when a write fails; a
+    // complete one is watched while it generates.
+    std::function<bool()> gone;
+    if (Connection *conn = tlConnection; conn && !request->stream)
+      gone = [conn] { return conn->clientGone(); };
+    std::shared_ptr<Turn> turn = waitForTurn(&error, std::move(gone));
     if (!turn)
       return sendError(res, error);
     reply.interrupt = &turn->cancel;
@@ -291,12 +829,8 @@ struct Server::Impl {
     if (!request->stream) {
       app::Reply result;
       std::string why;
-      if (!chat.complete(prompt, reply, &result, &why)) {
-        error.status = 500;
-        error.type = "server_error";
-        error.message = why;
-        return sendError(res, error);
-      }
+      if (!backend.complete(prompt, reply, &result, &why))
+        return sendError(res, apiError(500, "", why));
       return sendJson(res, 200, completionResponse(*request, ids, result));
     }
 
@@ -322,14 +856,10 @@ struct Server::Impl {
           };
           app::Reply result;
           std::string why;
-          bool ok = chat.complete(prompt, options, &result, &why);
+          bool ok = backend.complete(prompt, options, &result, &why);
           std::string tail;
           if (!ok) {
-            ApiError e;
-            e.status = 500;
-            e.type = "server_error";
-            e.message = why;
-            tail = event(errorBody(e));
+            tail = event(errorBody(apiError(500, "", why)));
           } else {
             if (first) // no text at all: the role still comes first
               tail += event(streamChunk(*shared, ids, "", true, nullptr));
@@ -349,10 +879,22 @@ struct Server::Impl {
 
 Server::Server(exec::Session &session, const exec::Model &model,
                const app::Tokenizer &tokenizer, const app::ChatFormat &format,
-               const ServeOptions &options)
-    : impl_(
-          std::make_unique<Impl>(session, model, tokenizer, format, options)) {
+               const ServeOptions &options) {
+  auto backend =
+      std::make_unique<ModelBackend>(session, model, tokenizer, format);
+  impl_ = std::make_unique<Impl>(*backend, options);
+  impl_->owned = std::move(backend);
+  init();
+}
+
+Server::Server(Backend &backend, const ServeOptions &options)
+    : impl_(std::make_unique<Impl>(backend, options)) {
+  init();
+}
+
+void Server::init() {
   Impl &s = *impl_;
+  const ServeOptions &options = s.options;
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a
   // second server on the same port would silently share its connections.
   s.http.set_socket_options([](socket_t sock) {
@@ -360,17 +902,17 @@ Server::Server(exec::Session &session, const exec::Model &model,
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
   s.http.set_payload_max_length(options.maxBodyBytes);
-  s.http.set_read_timeout(30, 0);
-  s.http.set_write_timeout(30, 0);
-  int threads = std::max(2, options.threads);
-  s.http.new_task_queue = [threads] {
-    return new httplib::ThreadPool(size_t(threads));
-  };
+  // Generation requests hold at most maxQueue + 1 threads (one generating,
+  // the others waiting their turn); the rest answer everything else.
+  size_t threads = size_t(std::max(0, options.maxQueue)) + 1 +
+                   size_t(std::max(2, options.threads));
+  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   if (options.logRequests)
     s.http.set_logger(
         [](const httplib::Request &req, const httplib::Response &res) {
-          logLine("pccx-serve: " + req.remote_addr + " " + req.method + " " +
-                  req.path + " " + std::to_string(res.status) + "\n");
+          logLine("pccx-serve: " + logSafe(req.remote_addr) + " " +
+                  logSafe(req.method) + " " + logSafe(req.path) + " " +
+                  std::to_string(res.status) + "\n");
         });
   s.modelRoutes();
 }
@@ -391,18 +933,40 @@ int Server::bind(std::string *error) {
   return port;
 }
 
-bool Server::run() { return impl_->http.listen_after_bind(); }
+bool Server::run() {
+  Impl &s = *impl_;
+  s.listenEnded.store(false);
+  std::thread watcher([&s] { s.watchClients(); });
+  bool ok = s.http.listen_after_bind();
+  {
+    std::lock_guard<std::mutex> lock(s.queueMutex);
+    s.stopping.store(true);
+    s.listenEnded.store(true);
+    s.queueChanged.notify_all();
+  }
+  watcher.join();
+  return ok;
+}
+
+std::string Server::serveBytes(const std::string &input) {
+  Impl &s = *impl_;
+  Connection conn(input, s.stopping);
+  s.http.pretendListening(true);
+  s.http.serve(conn);
+  s.http.pretendListening(false);
+  return conn.output();
+}
 
 void Server::stop() {
   Impl &s = *impl_;
-  s.stopping.store(true);
   {
     std::lock_guard<std::mutex> lock(s.queueMutex);
+    s.stopping.store(true);
     if (s.current)
       s.current->store(true);
     s.queueChanged.notify_all();
   }
-  s.http.stop();
+  s.http.stopListener();
 }
 
 } // namespace pccx::serve

@@ -6,6 +6,13 @@
 // ticket queue); /health and /v1/models answer at once even while a request
 // is generating. The routes, limits and errors: docs/serving.md.
 //
+// Each connection is read by the server's own stream (Server.cpp), which
+// enforces the limits while reading: a byte budget for a request's head and
+// body whatever its framing (Content-Length, chunked, none), a deadline for
+// reading a whole request, an idle timeout between requests, and the stop
+// flag. Connection threads outnumber the generation queue, so /health and
+// the 503 of a full queue are answered while every slot is busy.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PCCX_RUNTIME_SERVE_SERVER_H
@@ -15,6 +22,7 @@
 #include "runtime/serve/OpenAiApi.h"
 
 #include <memory>
+#include <set>
 #include <string>
 
 namespace pccx::serve {
@@ -30,8 +38,15 @@ struct ServeOptions {
   /// Generation requests waiting beyond the one being served; more are
   /// refused with 503.
   int maxQueue = 16;
-  /// Connection threads (each request is read by one).
+  /// Connection threads beyond the maxQueue + 1 that generation requests
+  /// may hold: these answer /health, /v1/models and refusals while the
+  /// queue is full (pccx-serve --connection-threads).
   int threads = 8;
+  /// Reading one request (head and body) must end within this many
+  /// seconds; a slower client gets 408 and is disconnected.
+  int requestTimeoutSeconds = 10;
+  /// A kept-alive connection with no new request for this long is closed.
+  int idleTimeoutSeconds = 5;
   /// One line per request on stderr: client, method, path, status.
   bool logRequests = true;
 };
@@ -40,6 +55,25 @@ struct ServeOptions {
 /// threads, and the tool from its own, so lines must not interleave.
 void logLine(const std::string &line);
 
+/// What the server asks of the model. The HTTP layer talks to the model
+/// only through this, so that it can be tested and fuzzed without a device.
+class Backend {
+public:
+  virtual ~Backend() = default;
+  /// Positions of the context (prompt and reply).
+  virtual int64_t capacity() const = 0;
+  /// The prompt's ids: the chat template over the messages, BOS and the
+  /// text, or the request's ids checked against the vocabulary. False with
+  /// `*error` (its message and param) when the request cannot be encoded.
+  virtual bool promptIds(const GenerationRequest &request,
+                         std::vector<int32_t> *ids, ApiError *error) = 0;
+  /// Ids that end a reply besides <end_of_turn>.
+  virtual std::set<int32_t> stopTokens() const = 0;
+  virtual bool complete(const std::vector<int32_t> &prompt,
+                        const app::ReplyOptions &options, app::Reply *reply,
+                        std::string *error) = 0;
+};
+
 class Server {
 public:
   /// Replies stop at <end_of_turn> and at the model's EOS ids; plain
@@ -47,7 +81,13 @@ public:
   Server(exec::Session &session, const exec::Model &model,
          const app::Tokenizer &tokenizer, const app::ChatFormat &format,
          const ServeOptions &options);
+  /// Over any backend (tests, fuzzing); `backend` must outlive the server.
+  Server(Backend &backend, const ServeOptions &options);
   ~Server();
+  /// Answers the bytes a client sent on one connection, without a socket
+  /// (the same reading, limits, routing and JSON as a real connection);
+  /// returns what the server wrote back. For tests and fuzzing.
+  std::string serveBytes(const std::string &input);
   /// Binds the listening socket; returns the port, or -1 with `*error`.
   int bind(std::string *error);
   /// Serves until stop(); returns false if the server could not run.
@@ -58,6 +98,7 @@ public:
   void stop();
 
 private:
+  void init();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

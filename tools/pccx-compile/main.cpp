@@ -153,6 +153,11 @@ cl::opt<std::string> exportDir(
              "checkpoint (float32, original tensor names) holding exactly "
              "the weights the bundle computes with"),
     cl::value_desc("dir"), cl::init(""), cl::cat(category));
+cl::opt<bool> exportOverwrite(
+    "export-overwrite",
+    cl::desc("Let --export-effective-weights replace a checkpoint already "
+             "in DIR (refused by default)"),
+    cl::init(false), cl::cat(category));
 cl::opt<std::string> tokenizer(
     "tokenizer",
     cl::desc("SentencePiece model to embed (default: CKPT_DIR/tokenizer.model "
@@ -431,6 +436,11 @@ int main(int argc, char **argv) {
   }
   if (!exportDir.empty() && emit != Emit::Bundle)
     return fail("--export-effective-weights needs --emit=bundle");
+  // Before the compile, not after it: the refusal costs nothing then.
+  if (!exportDir.empty() &&
+      !pccx::reference::checkExportDirectory(exportDir, exportOverwrite,
+                                             &error))
+    return fail(error);
   if (emit == Emit::Bundle && (outputFile.empty() || outputFile == "-"))
     return fail("--emit=bundle needs an output file (-o model.pccx)");
   pccx::PipelineOptions pipeline;
@@ -543,7 +553,7 @@ int main(int argc, char **argv) {
     if (!exportDir.empty()) {
       auto bundle = pccx::bundle::Bundle::open(outputFile, &error);
       if (!bundle || !pccx::reference::exportEffectiveWeights(
-                         *bundle, exportDir, &error))
+                         *bundle, exportDir, &error, exportOverwrite))
         return fail(error);
     }
     return 0;

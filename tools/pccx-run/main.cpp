@@ -8,6 +8,8 @@
 
 #include "compiler/import/Gemma3nConfig.h"
 #include "compiler/reference/BundleWeights.h"
+#include "hw/support/InputFile.h"
+#include "hw/support/JsonText.h"
 #include "hw/support/OutputFile.h"
 #include "runtime/app/ChatConsole.h"
 #include "compiler/reference/ReferenceCheckpoint.h"
@@ -382,15 +384,15 @@ static int run(int argc, char **argv) {
                              "(compile with a tokenizer.model)");
   std::vector<int32_t> ids;
   if (!perplexityPath.empty()) {
-    std::ifstream in(perplexityPath, std::ios::binary);
-    if (!in)
-      return fail(perplexityPath + ": cannot read: " + std::strerror(errno));
-    std::stringstream text;
-    text << in.rdbuf(); // an empty file is refused below, for its length
+    std::string text; // an empty file is refused below, for its length
+    if (!pccx::support::readInputFile(perplexityPath,
+                                      pccx::support::kMaxDataFileBytes, &text,
+                                      &error))
+      return fail(error);
     if (!tokenizer)
       return fail(bundlePath + " carries no tokenizer; --perplexity needs "
                                "one (compile with a tokenizer.model)");
-    if (!tokenizer->encode(text.str(), &ids, &error))
+    if (!tokenizer->encode(text, &ids, &error))
       return fail(perplexityPath + ": " + error);
   } else if (hasPrompt) {
     if (!tokenizer)
@@ -590,7 +592,7 @@ static int run(int argc, char **argv) {
       out["generated_text"] = tokenizer->decode(result.generated);
     if (!figures.is_null())
       out["compare_reference"] = figures;
-    std::cout << out.dump() << "\n";
+    std::cout << pccx::support::jsonText(out) << "\n";
   }
   return 0;
 }

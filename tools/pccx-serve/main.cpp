@@ -56,6 +56,19 @@ LIMITS:
                            bundle's context (400 context_length_exceeded)
   --max-queue N            generation requests that may wait behind the
                            one being served; more get 503 (default 16)
+  --connection-threads N   connection threads beyond the max-queue + 1
+                           that generation requests may hold; these answer
+                           /health and refusals while the model is busy
+                           (default 8)
+  --request-timeout S      a request (line, headers, body) must arrive
+                           within S seconds, else 408 and the connection
+                           closes (default 10)
+  --idle-timeout S         a kept-alive connection idle this long is closed
+                           (default 5)
+  --markers-in-text        "<start_of_turn>" and "<end_of_turn>" typed in a
+                           message become the turn markers, as Hugging Face
+                           transformers does (by default they stay text, so
+                           a client cannot forge turns; docs/serving.md)
   --quiet                  no line per request on stderr (by default:
                            "pccx-serve: CLIENT METHOD PATH STATUS")
   -h, --help               show this help
@@ -66,6 +79,7 @@ LIMITS:
 
 static int run(int argc, char **argv) {
   std::string bundlePath, device = "sim", numerics = "hardware";
+  bool markersInText = false;
   pccx::device::DeviceOptions devOptions;
   pccx::serve::ServeOptions options;
   pccx::tools::CommandLine cl("pccx-serve", argc, argv);
@@ -108,10 +122,30 @@ static int run(int argc, char **argv) {
       options.limits.maxTokens = cl.count();
       if (options.limits.maxTokens < 1)
         return cl.fail("--max-tokens must be at least 1");
+    } else if (a == "--markers-in-text") {
+      markersInText = true;
     } else if (a == "--quiet") {
       options.logRequests = false;
     } else if (cl.is("--max-queue")) {
-      options.maxQueue = int(cl.count());
+      int64_t n = cl.count();
+      if (n > 4096)
+        return cl.fail("--max-queue must be at most 4096");
+      options.maxQueue = int(n);
+    } else if (cl.is("--connection-threads")) {
+      int64_t n = cl.count();
+      if (n < 1 || n > 1024)
+        return cl.fail("--connection-threads must be between 1 and 1024");
+      options.threads = int(n);
+    } else if (cl.is("--request-timeout")) {
+      int64_t n = cl.count();
+      if (n < 1 || n > 3600)
+        return cl.fail("--request-timeout must be between 1 and 3600 seconds");
+      options.requestTimeoutSeconds = int(n);
+    } else if (cl.is("--idle-timeout")) {
+      int64_t n = cl.count();
+      if (n < 1 || n > 3600)
+        return cl.fail("--idle-timeout must be between 1 and 3600 seconds");
+      options.idleTimeoutSeconds = int(n);
     } else if (!cl.positional(&bundlePath, "bundle")) {
       return 1;
     }
@@ -142,6 +176,7 @@ static int run(int argc, char **argv) {
       model->bosToken(), &error);
   if (!format)
     return cl.fail(error);
+  format->setMarkersInText(markersInText);
   devOptions.numerics = numerics;
   devOptions.target = model->target();
   auto dev = pccx::device::openDevice(device, devOptions, &error);

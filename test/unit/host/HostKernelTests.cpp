@@ -503,9 +503,41 @@ TEST(HostKernels, HugeHeadCountsAreRefusedBeforeUse) {
                                           {"theta", 10000.0},
                                           {"eps", 1e-6},
                                           {"window", 8}}));
-  EXPECT_NE(h.error.find("parameter 'heads' exceed 4096 heads"),
+  // Refused where the call is bound, before any kernel computes with it.
+  EXPECT_NE(h.error.find("parameter 'heads' must be an integer from 0 to 4096"),
             std::string::npos)
       << h.error;
 }
 
 } // namespace
+
+TEST(HostKernels, BindingBoundsIntegerParameters) {
+  // Every tool binds calls the same way (the runtime and the profiler), so
+  // a shape count no model has is refused before any loop runs over it.
+  std::map<std::string, HostTensor> tensors;
+  std::map<std::string, GatherTable> gathers;
+  std::map<std::string, int> caches;
+  const float gain[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  tensors["n"] = {1, 8, gain};
+  BindTables tables{&tensors, &gathers, &caches};
+  nlohmann::json params = {{"q", {0, 8, 1, 1}},   {"out", {2, 8, 1, 1}},
+                           {"q_norm", "n"},       {"heads", 1},
+                           {"head_dim", 8},       {"theta", 10000.0},
+                           {"eps", 1e-6}};
+  BoundCall call;
+  std::string error;
+  ASSERT_TRUE(bindCall("query_norm_rope", params, tables, &call, &error))
+      << error;
+  for (auto [key, value] : {std::pair<const char *, int64_t>{"heads", 1ll << 40},
+                            {"heads", 4097},
+                            {"head_dim", -2},
+                            {"head_dim", 65538}}) {
+    nlohmann::json bad = params;
+    bad[key] = value;
+    EXPECT_FALSE(bindCall("query_norm_rope", bad, tables, &call, &error))
+        << key << "=" << value;
+    EXPECT_NE(error.find(std::string("'") + key + "' must be"),
+              std::string::npos)
+        << error;
+  }
+}

@@ -437,7 +437,7 @@ TEST(SafetensorsRead, MalformedFiles) {
 TEST(SafetensorsRead, MissingFileAndDirectory) {
   TempDir tmp;
   std::string missing = tmp.file("nope.safetensors");
-  EXPECT_TRUE(contains(openError(missing), missing + ": cannot open"));
+  EXPECT_TRUE(contains(openError(missing), missing + ": cannot read"));
   EXPECT_TRUE(contains(openError(tmp.path()), "not a regular file"));
 }
 

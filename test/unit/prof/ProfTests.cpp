@@ -119,6 +119,16 @@ TEST(Params, SetOverridesAndRejects) {
   EXPECT_NE(error.find("must be positive"), std::string::npos);
   EXPECT_FALSE(p.set("nope=1", &error));
   EXPECT_FALSE(p.set("axil_read_ns=-1", &error));
+  // Values that would overflow the model, divide by almost nothing, or
+  // make a count fractional or a shift undefined.
+  EXPECT_FALSE(p.set("ddr_effective_mb_per_s=1e300", &error));
+  EXPECT_NE(error.find("outside"), std::string::npos) << error;
+  EXPECT_FALSE(p.set("host_cpu_mhz=1e-300", &error));
+  EXPECT_FALSE(p.set("gemv_cores=2.5", &error));
+  EXPECT_NE(error.find("whole number"), std::string::npos) << error;
+  EXPECT_FALSE(p.set("l2_address_bits=64", &error));
+  EXPECT_FALSE(p.set("dma_window_cached=2", &error));
+  EXPECT_TRUE(p.set("gemv_cores=8", &error)) << error;
   for (const Params::Info &i : Params::all())
     EXPECT_GT(std::string(i.source).size(), 3u) << i.name;
 }

@@ -144,6 +144,44 @@ TEST_F(OutputFileTest, ADirectoryIsRefusedByName) {
   EXPECT_EQ(error, dir_ + ": is a directory");
 }
 
+// Run in a fresh process (below) whose SIGINT its parent ignores: the
+// signal must neither stop the write nor remove its temp file.
+TEST(OutputFileIgnoredSignal, Helper) {
+  const char *path = std::getenv("PCCX_OUTPUT_IGNORED_SIGINT");
+  if (!path)
+    return; // only meaningful in the process the next test starts
+  OutputFile out;
+  std::string error;
+  if (!out.open(path, &error))
+    _exit(3);
+  std::fputs("whole", out.stream());
+  raise(SIGINT);
+  _exit(out.commit(&error) ? 0 : 4);
+}
+
+TEST_F(OutputFileTest, AnIgnoredSigintLeavesTheOutputAlone) {
+  std::string path = dir_ + "/out.bin";
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGINT, SIG_IGN); // inherited by the program it runs
+    setenv("PCCX_OUTPUT_IGNORED_SIGINT", path.c_str(), 1);
+    execl("/proc/self/exe", "PccxSupportTests",
+          "--gtest_filter=OutputFileIgnoredSignal.Helper", (char *)nullptr);
+    _exit(5);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  // Under a user-mode emulator /proc/self/exe is the emulator, and the
+  // test binary cannot be executed again from inside it.
+  if (WEXITSTATUS(status) == 5)
+    GTEST_SKIP() << "the test binary cannot re-execute itself here";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(read(path), "whole");
+  EXPECT_EQ(entries(), 1);
+}
+
 TEST_F(OutputFileTest, SigtermRemovesTheTempFile) {
   std::string path = dir_ + "/out.bin";
   pid_t child = fork();

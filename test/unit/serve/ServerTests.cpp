@@ -1,0 +1,386 @@
+//===- ServerTests.cpp - the HTTP layer of pccx-serve, hostile clients ----===//
+//
+// The server over a scripted backend: raw request bytes through
+// Server::serveBytes (no socket), and real sockets for the load-related
+// guarantees (/health while every slot is busy, 503 at a full queue,
+// timeouts, stop, cancellation of a reply whose client left).
+//
+//===----------------------------------------------------------------------===//
+
+#include "hw/support/JsonText.h"
+#include "runtime/serve/Server.h"
+
+#include <httplib.h>
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+using namespace pccx;
+using namespace pccx::serve;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// Replies with `text` one byte at a time, each after `delay`, until the
+/// interrupt is raised or max_tokens bytes are out.
+class ScriptedBackend : public Backend {
+public:
+  std::string text = "hello";
+  std::chrono::milliseconds delay{0};
+  bool throwInComplete = false;
+  std::atomic<int> started{0}, interrupted{0};
+
+  int64_t capacity() const override { return 4096; }
+  std::set<int32_t> stopTokens() const override { return {}; }
+  bool promptIds(const GenerationRequest &request, std::vector<int32_t> *ids,
+                 ApiError *) override {
+    size_t n = request.chat ? request.messages.size() : request.prompt.size();
+    ids->assign(std::max<size_t>(1, n), 1);
+    return true;
+  }
+  bool complete(const std::vector<int32_t> &, const app::ReplyOptions &options,
+                app::Reply *reply, std::string *) override {
+    ++started;
+    if (throwInComplete)
+      throw std::runtime_error("secret internal detail\r\nX-Forged: 1");
+    *reply = app::Reply();
+    reply->end = app::ReplyEnd::MaxTokens;
+    for (int64_t i = 0; i < options.maxTokens; ++i) {
+      std::this_thread::sleep_for(delay);
+      std::string piece(1, text[size_t(i) % text.size()]);
+      reply->tokens.push_back(1);
+      reply->text += piece;
+      if (options.onText)
+        options.onText(piece);
+      if (options.interrupt && options.interrupt->load()) {
+        ++interrupted;
+        reply->end = app::ReplyEnd::Interrupted;
+        break;
+      }
+    }
+    return true;
+  }
+};
+
+ServeOptions quietOptions() {
+  ServeOptions o;
+  o.modelName = "m";
+  o.port = 0;
+  o.logRequests = false;
+  o.maxBodyBytes = 1024;
+  return o;
+}
+
+/// The status of each response in `out`, in order.
+std::vector<int> statuses(const std::string &out) {
+  std::vector<int> s;
+  for (size_t at = out.find("HTTP/1.1 "); at != std::string::npos;
+       at = out.find("HTTP/1.1 ", at + 1))
+    s.push_back(std::atoi(out.c_str() + at + 9));
+  return s;
+}
+
+/// The body after the first response's headers.
+std::string bodyOf(const std::string &out) {
+  size_t at = out.find("\r\n\r\n");
+  return at == std::string::npos ? "" : out.substr(at + 4);
+}
+
+std::string post(const std::string &path, const std::string &body,
+                 const std::string &extraHeaders = "") {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\n" + extraHeaders +
+         "Content-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+} // namespace
+
+TEST(ServeJson, InvalidUtf8IsReplacedNotThrown) {
+  json j = {{"s", std::string("a\xff\xfe" "b")}};
+  EXPECT_THROW((void)j.dump(), json::type_error); // what used to abort
+  EXPECT_EQ(support::jsonText(j), "{\"s\":\"a\xef\xbf\xbd\xef\xbf\xbd" "b\"}");
+}
+
+TEST(ServeJson, LogLinesCannotBeForged) {
+  EXPECT_EQ(support::logSafe("/a\nb\\c\x1b[0m\xc3\xa9"),
+            "/a\\x0ab\\x5cc\\x1b[0m\\xc3\\xa9");
+}
+
+TEST(ServeHttp, PathWithInvalidUtf8Is404Json) {
+  ScriptedBackend backend;
+  Server server(backend, quietOptions());
+  std::string out = server.serveBytes("GET /%FF%FE HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_EQ(statuses(out), std::vector<int>{404}) << out;
+  json body = json::parse(bodyOf(out));
+  EXPECT_EQ(body["error"]["code"], "unknown_url");
+}
+
+TEST(ServeHttp, NonUtf8ModelNameAndReplyText) {
+  ScriptedBackend backend;
+  backend.text = "\xff\xc3";
+  ServeOptions o = quietOptions();
+  o.modelName = "bad\xfename";
+  Server server(backend, o);
+  std::string out = server.serveBytes(
+      "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n" +
+      post("/v1/completions",
+           R"({"prompt": "hi", "max_tokens": 3, "stream": true})") +
+      post("/v1/completions", R"({"prompt": "hi", "max_tokens": 3})"));
+  EXPECT_EQ(statuses(out), (std::vector<int>{200, 200, 200})) << out;
+  EXPECT_NE(out.find("bad\xef\xbf\xbdname"), std::string::npos);
+  EXPECT_NE(out.find("data: [DONE]"), std::string::npos);
+  EXPECT_EQ(out.find('\xff'), std::string::npos);
+}
+
+TEST(ServeHttp, ExceptionTextStaysOutOfTheResponse) {
+  ScriptedBackend backend;
+  backend.throwInComplete = true;
+  Server server(backend, quietOptions());
+  std::string out = server.serveBytes(
+      post("/v1/completions", R"({"prompt": "hi", "max_tokens": 2})"));
+  ASSERT_EQ(statuses(out), std::vector<int>{500}) << out;
+  EXPECT_EQ(out.find("secret"), std::string::npos) << out;
+  EXPECT_EQ(out.find("X-Forged"), std::string::npos) << out;
+  EXPECT_EQ(out.find("EXCEPTION_WHAT"), std::string::npos) << out;
+}
+
+TEST(ServeHttp, ChunkedBodyOverTheLimitIs413) {
+  ScriptedBackend backend;
+  Server server(backend, quietOptions()); // 1024 bytes at most
+  std::string chunk(1000, 'x');
+  std::string req =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n";
+  for (int i = 0; i < 100; ++i)
+    req += "3e8\r\n" + chunk + "\r\n";
+  req += "0\r\n\r\n";
+  std::string out = server.serveBytes(req);
+  EXPECT_EQ(statuses(out), std::vector<int>{413}) << out.substr(0, 400);
+  EXPECT_EQ(backend.started.load(), 0);
+}
+
+TEST(ServeHttp, ChunkedBodyWithinTheLimitIsServed) {
+  ScriptedBackend backend;
+  Server server(backend, quietOptions());
+  std::string body = R"({"prompt": "hi", "max_tokens": 2})";
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", body.size());
+  std::string out = server.serveBytes(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n" +
+      std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n");
+  EXPECT_EQ(statuses(out), std::vector<int>{200}) << out;
+}
+
+TEST(ServeHttp, BodyWithoutLengthOverTheLimitIs413) {
+  ScriptedBackend backend;
+  Server server(backend, quietOptions());
+  std::string out = server.serveBytes(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n" +
+      std::string(1 << 20, ' '));
+  EXPECT_EQ(statuses(out), std::vector<int>{413}) << out.substr(0, 400);
+  // Not a route: httplib reads the body itself, within the same budget.
+  out = server.serveBytes("POST /nope HTTP/1.1\r\nHost: x\r\n"
+                          "Transfer-Encoding: chunked\r\n\r\n" +
+                          std::string(20000, '1'));
+  ASSERT_FALSE(statuses(out).empty());
+  EXPECT_NE(statuses(out)[0], 200);
+}
+
+TEST(ServeHttp, ConflictingFramingIsRefused) {
+  ScriptedBackend backend;
+  Server server(backend, quietOptions());
+  std::string body = R"({"prompt": "hi", "max_tokens": 2})";
+  std::string out = server.serveBytes(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(statuses(out), std::vector<int>{400}) << out;
+  EXPECT_NE(out.find("invalid_content_length"), std::string::npos);
+  out = server.serveBytes(post("/v1/completions", body,
+                               "Transfer-Encoding: chunked\r\n"));
+  EXPECT_EQ(statuses(out), std::vector<int>{400}) << out;
+  out = server.serveBytes(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "
+      "99999999999\r\n\r\n");
+  EXPECT_EQ(statuses(out), std::vector<int>{413}) << out;
+  EXPECT_EQ(backend.started.load(), 0);
+}
+
+TEST(ServeHttp, PipelinedRequestsAreAllAnswered) {
+  ScriptedBackend backend;
+  Server server(backend, quietOptions());
+  std::string health = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::string out = server.serveBytes(
+      health + post("/v1/completions", R"({"prompt": "hi", "max_tokens": 2})") +
+      health);
+  EXPECT_EQ(statuses(out), (std::vector<int>{200, 200, 200})) << out;
+}
+
+namespace {
+
+/// A server on a free loopback port, run on its own thread.
+class LiveServer {
+public:
+  LiveServer(Backend &backend, ServeOptions options)
+      : server_(backend, options) {
+    std::string error;
+    port_ = server_.bind(&error);
+    EXPECT_GT(port_, 0) << error;
+    thread_ = std::thread([this] { ran_ = server_.run(); });
+  }
+  ~LiveServer() {
+    server_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  Server &server() { return server_; }
+  httplib::Client client(int timeoutSeconds = 30) {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(timeoutSeconds, 0);
+    c.set_connection_timeout(5, 0);
+    return c;
+  }
+
+private:
+  Server server_;
+  int port_ = -1;
+  bool ran_ = false;
+  std::thread thread_;
+};
+
+int connectTo(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(uint16_t(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0);
+  return fd;
+}
+
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+} // namespace
+
+TEST(ServeLoad, HealthAnswersAndQueueRefusesWhileEverySlotIsBusy) {
+  ScriptedBackend backend;
+  // 40 tokens of 200 ms: the first reply outlasts the checks below even on
+  // a loaded machine or under sanitizers.
+  backend.delay = std::chrono::milliseconds(200);
+  ServeOptions o = quietOptions();
+  o.maxQueue = 7; // 8 generation requests: one served, seven waiting
+  LiveServer live(backend, o);
+  std::vector<std::future<int>> busy;
+  for (int i = 0; i < 8; ++i)
+    busy.push_back(std::async(std::launch::async, [&] {
+      auto c = live.client();
+      auto r = c.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 40})",
+                      "application/json");
+      return r ? r->status : -1;
+    }));
+  // Wait until all eight hold the queue.
+  for (int i = 0; i < 100; ++i) {
+    auto r = live.client().Get("/health");
+    if (r && json::parse(r->body)["requests_in_queue"] == 8)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto t0 = Clock::now();
+  auto health = live.client(2).Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_LT(secondsSince(t0), 1.0);
+  EXPECT_EQ(json::parse(health->body)["requests_in_queue"], 8);
+  auto refused = live.client(2).Post(
+      "/v1/completions", R"({"prompt": "x", "max_tokens": 1})",
+      "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_NE(refused->body.find("queue_full"), std::string::npos);
+  live.server().stop(); // ends the one generating, refuses the waiting
+  for (auto &f : busy) {
+    int status = f.get();
+    EXPECT_TRUE(status == 200 || status == 503) << status;
+  }
+}
+
+TEST(ServeLoad, SlowClientsTimeOutAndStopIsPrompt) {
+  ScriptedBackend backend;
+  ServeOptions o = quietOptions();
+  o.requestTimeoutSeconds = 1;
+  o.threads = 2;
+  o.maxQueue = 0;
+  auto live = std::make_unique<LiveServer>(backend, o);
+  // More trickling clients than connection threads: each sends a byte of
+  // its request line every 300 ms, never finishing it.
+  std::vector<int> slow;
+  for (int i = 0; i < 5; ++i)
+    slow.push_back(connectTo(live->port()));
+  auto t0 = Clock::now();
+  bool healthy = false;
+  std::thread trickle([&] {
+    for (int round = 0; round < 10; ++round) {
+      for (int fd : slow)
+        (void)::send(fd, "G", 1, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  });
+  // Within a few request timeouts /health is answered again.
+  while (secondsSince(t0) < 8 && !healthy) {
+    auto r = live->client(1).Get("/health");
+    healthy = r && r->status == 200;
+  }
+  EXPECT_TRUE(healthy);
+  trickle.join();
+  // Stop with a trickling client connected ends within seconds.
+  int again = connectTo(live->port());
+  (void)::send(again, "GET /he", 7, MSG_NOSIGNAL);
+  auto t1 = Clock::now();
+  live.reset();
+  EXPECT_LT(secondsSince(t1), 3.0);
+  for (int fd : slow)
+    ::close(fd);
+  ::close(again);
+}
+
+TEST(ServeLoad, CompleteReplyOfAClientThatLeftIsCancelled) {
+  ScriptedBackend backend;
+  backend.delay = std::chrono::milliseconds(20);
+  LiveServer live(backend, quietOptions());
+  {
+    auto c = live.client(1); // gives up after 1 s, closing the connection
+    auto r = c.Post("/v1/completions",
+                    R"({"prompt": "x", "max_tokens": 1000})",
+                    "application/json");
+    EXPECT_FALSE(r);
+  }
+  auto t0 = Clock::now();
+  while (backend.interrupted.load() == 0 && secondsSince(t0) < 5)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // 1000 tokens take 20 s; the reply ends soon after the client left.
+  EXPECT_EQ(backend.interrupted.load(), 1);
+  EXPECT_LT(secondsSince(t0), 5.0);
+}
+
+TEST(ServeLoad, StopBeforeRunStillEndsIt) {
+  // A SIGTERM can arrive between bind() and run(): run() must still return.
+  ScriptedBackend backend;
+  Server server(backend, quietOptions());
+  std::string error;
+  ASSERT_GT(server.bind(&error), 0) << error;
+  server.stop();
+  auto done = std::async(std::launch::async, [&] { return server.run(); });
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+}
