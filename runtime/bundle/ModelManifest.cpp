@@ -4,6 +4,7 @@
 
 #include "hw/numerics/Quantize.h"
 #include "hw/support/CheckedMath.h"
+#include "hw/support/InputFile.h"
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/ChatTemplate.h"
 
@@ -667,6 +668,15 @@ static bool readModelManifestUnguarded(const Bundle &bundle, ModelManifest *out,
   if (const json *chat = rd.member(j, kChatTemplateKey)) {
     if (!chat->is_string())
       return rd.fail("'chat_template'", "must be a string");
+    // The compiler embeds at most what it reads from a checkpoint; a larger
+    // one is a crafted bundle, refused rather than kept and scanned at
+    // every open.
+    if (chat->get_ref<const std::string &>().size() >
+        support::kMaxTemplateFileBytes)
+      return rd.fail("'chat_template'",
+                     "is larger than " +
+                         std::to_string(support::kMaxTemplateFileBytes) +
+                         " bytes, the most pccx-compile embeds");
     m.chatTemplate = chat->get<std::string>();
   }
   *out = std::move(m);

@@ -153,6 +153,13 @@ TEST_F(ModelManifestTest, RoundTripsEveryTable) {
   EXPECT_EQ(out.program("program.prefill"), nullptr);
 }
 
+TEST_F(ModelManifestTest, RefusesAChatTemplateLargerThanTheCompilerEmbeds) {
+  EXPECT_NE(errorOf([](json &j) {
+              j["chat_template"] = std::string((1 << 20) + 1, 'x');
+            }).find("manifest 'chat_template': is larger than 1048576 bytes"),
+            std::string::npos);
+}
+
 TEST_F(ModelManifestTest, RefusesEntriesOutsideTheirSections) {
   EXPECT_NE(errorOf([](json &j) { j["weight_table"][0]["offset"] = 16; })
                 .find("weight_table[0]: bytes [16, +48) lie outside the "
