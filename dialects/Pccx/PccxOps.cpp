@@ -502,7 +502,8 @@ LogicalResult HostKernelOp::verify() {
     }
     SmallVector<HostRegionAttr> regions;
     if (!matchesKind(p, value, regions))
-      return emitOpError() << "parameter '" << p.key << "' must be "
+      return emitOpError() << "host kernel '" << getKernel() << "': parameter '"
+                           << p.key << "' must be "
                            << (p.kind == abi::ParamKind::Region
                                    ? "a #pccx.region"
                                : p.kind == abi::ParamKind::RegionList
