@@ -30,7 +30,8 @@
 
 namespace pccx::dialect::hostcall {
 
-/// The value a parameter of kind K holds, and the values it accepts.
+/// The value a parameter of kind K holds, the values it accepts, and how
+/// it makes the one from the other.
 template <abi::ParamKind K> struct KindTraits;
 template <> struct KindTraits<abi::ParamKind::Region> {
   using Value = HostRegionAttr;
@@ -39,7 +40,11 @@ template <> struct KindTraits<abi::ParamKind::Region> {
 template <> struct KindTraits<abi::ParamKind::RegionList> {
   using Value = llvm::SmallVector<HostRegionAttr, 4>;
   template <typename U>
-  static constexpr bool accepts = std::is_constructible_v<Value, U>;
+  static constexpr bool accepts =
+      std::is_convertible_v<U, llvm::ArrayRef<HostRegionAttr>>;
+  static Value make(llvm::ArrayRef<HostRegionAttr> regions) {
+    return Value(regions.begin(), regions.end());
+  }
 };
 template <> struct KindTraits<abi::ParamKind::Int> {
   using Value = int64_t;
@@ -77,7 +82,10 @@ public:
   template <typename U, typename = std::enable_if_t<
                             Traits::template accepts<std::decay_t<U>>>>
   Param &operator=(U &&value) {
-    value_ = Value(std::forward<U>(value));
+    if constexpr (abi::paramKind(P) == abi::ParamKind::RegionList)
+      value_ = Traits::make(value);
+    else
+      value_ = Value(std::forward<U>(value));
     return *this;
   }
   const std::optional<Value> &get() const { return value_; }
