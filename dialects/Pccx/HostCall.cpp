@@ -22,7 +22,9 @@ Attribute toAttr(Builder &b, double value) { return b.getF64FloatAttr(value); }
 Attribute toAttr(Builder &b, const std::string &name) {
   return b.getStringAttr(name);
 }
-Attribute toAttr(Builder &b, const std::vector<std::string> &names) {
+// No kernel takes a TensorList today; the table may add one.
+[[maybe_unused]] Attribute toAttr(Builder &b,
+                                  const std::vector<std::string> &names) {
   SmallVector<Attribute> list;
   for (const std::string &n : names)
     list.push_back(b.getStringAttr(n));
