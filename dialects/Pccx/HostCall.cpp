@@ -12,8 +12,7 @@ namespace {
 
 Attribute toAttr(Builder &, const HostRegionAttr &region) { return region; }
 Attribute toAttr(Builder &b, const llvm::SmallVector<HostRegionAttr, 4> &list) {
-  return b.getArrayAttr(
-      SmallVector<Attribute>(list.begin(), list.end()));
+  return b.getArrayAttr(SmallVector<Attribute>(list.begin(), list.end()));
 }
 Attribute toAttr(Builder &b, int64_t value) {
   return b.getI64IntegerAttr(value);
@@ -49,9 +48,8 @@ const Reader kReaders[] = {
 
 } // namespace
 
-FailureOr<DictionaryAttr> detail::buildParams(Location loc,
-                                              abi::HostKernel kernel,
-                                              const void *call) {
+FailureOr<DictionaryAttr>
+detail::buildParams(Location loc, abi::HostKernel kernel, const void *call) {
   Builder b(loc.getContext());
   const abi::KernelInfo &info = abi::kernelInfo(kernel);
   SmallVector<NamedAttribute> params;
@@ -60,9 +58,9 @@ FailureOr<DictionaryAttr> detail::buildParams(Location loc,
     if (value)
       params.push_back(b.getNamedAttr(p.key, value));
     else if (p.required)
-      return emitError(loc) << "internal: host kernel '" << info.name
-                            << "' called without its required parameter '"
-                            << p.key << "'",
+      return emitError(loc)
+                 << "internal: host kernel '" << info.name
+                 << "' called without its required parameter '" << p.key << "'",
              failure();
   }
   return b.getDictionaryAttr(params);

@@ -35,7 +35,8 @@ namespace pccx::dialect::hostcall {
 template <abi::ParamKind K> struct KindTraits;
 template <> struct KindTraits<abi::ParamKind::Region> {
   using Value = HostRegionAttr;
-  template <typename U> static constexpr bool accepts = std::is_same_v<U, Value>;
+  template <typename U>
+  static constexpr bool accepts = std::is_same_v<U, Value>;
 };
 template <> struct KindTraits<abi::ParamKind::RegionList> {
   using Value = llvm::SmallVector<HostRegionAttr, 4>;

@@ -89,8 +89,7 @@ LogicalResult ProgramLowering::visit(AltUpCorrectOp a) {
   call.Predictions = region(place(a.getPredictions()));
   call.Output = region(place(a.getOutput()));
   altupStackParams(a, a.getPredictions(), call);
-  return hostKernel({a.getPredictions(), a.getOutput()}, {a.getResult()},
-                    call);
+  return hostKernel({a.getPredictions(), a.getOutput()}, {a.getResult()}, call);
 }
 
 LogicalResult ProgramLowering::visit(AltUpCollapseOp a) {

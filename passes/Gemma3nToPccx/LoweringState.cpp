@@ -172,10 +172,10 @@ void ProgramLowering::releaseDead(Operation *op) {
   }
 }
 
-LogicalResult ProgramLowering::emitHostKernel(abi::HostKernel kernel,
-                                              ArrayRef<Value> inputs,
-                                              ArrayRef<Value> outputs,
-                                              FailureOr<DictionaryAttr> params) {
+LogicalResult
+ProgramLowering::emitHostKernel(abi::HostKernel kernel, ArrayRef<Value> inputs,
+                                ArrayRef<Value> outputs,
+                                FailureOr<DictionaryAttr> params) {
   if (failed(params))
     return failure();
   for (Value v : inputs)

@@ -337,8 +337,7 @@ bool kernelRmsNorm(KernelArgs &c) {
   const HostTensor *gain = nullptr;
   bool hasGain;
   if (!c.region(K::In, &in) || !c.region(K::Out, &out, in.elems, in.rows) ||
-      !c.number(K::Eps, &eps) ||
-      !c.given(K::Gain, &hasGain) ||
+      !c.number(K::Eps, &eps) || !c.given(K::Gain, &hasGain) ||
       (hasGain && !c.tensor(K::Gain, &gain, 1, in.elems)))
     return false;
   for (int64_t r = 0; r < in.rows; ++r)
@@ -502,9 +501,8 @@ bool headParams(KernelArgs &c, HeadParams *p) {
   // overflowing before the regions are checked against it.
   if (p->kvHeads > kMaxHeads || p->headDim > kMaxHeadDim ||
       (kQueryHeads && p->heads > kMaxHeads))
-    return c.fail(named, "exceed " + std::to_string(kMaxHeads) +
-                               " heads or " + std::to_string(kMaxHeadDim) +
-                               " values per head");
+    return c.fail(named, "exceed " + std::to_string(kMaxHeads) + " heads or " +
+                             std::to_string(kMaxHeadDim) + " values per head");
   return true;
 }
 
@@ -548,7 +546,7 @@ bool kernelQueryNormRope(KernelArgs &c) {
   if (heads <= 0 || headDim <= 0 || headDim % 2 || heads > kMaxHeads ||
       headDim > kMaxHeadDim)
     return c.fail(K::Heads, "are inconsistent (positive heads, head_dim "
-                           "positive and even)");
+                            "positive and even)");
   if (!c.region(K::Q, &q, heads * headDim) || !c.stepRows(K::Q, q.rows) ||
       !c.region(K::Out, &out, heads * headDim, q.rows) ||
       !c.tensor(K::QNorm, &qNorm, 1, headDim))
@@ -576,8 +574,8 @@ bool kernelCacheWrite(KernelArgs &c) {
   // first rows still attend to.
   if (rows.rows > cache->slots())
     return c.fail(K::Cache, "holds " + std::to_string(cache->slots()) +
-                               " positions but this step writes " +
-                               std::to_string(rows.rows));
+                                " positions but this step writes " +
+                                std::to_string(rows.rows));
   for (int64_t r = 0; r < rows.rows; ++r)
     cache->write(c.ctx().position + r, rows.row(r));
   return true;
@@ -596,8 +594,8 @@ bool cacheCovers(KernelArgs &c, const KvCache &cache, int64_t q,
   int64_t span = q - firstVisible(q, window) + 1;
   if (span > cache.slots())
     return c.fail(K::Window, "needs " + std::to_string(span) +
-                                " cached positions but the cache has " +
-                                std::to_string(cache.slots()) + " slots");
+                                 " cached positions but the cache has " +
+                                 std::to_string(cache.slots()) + " slots");
   return true;
 }
 
@@ -675,8 +673,7 @@ bool kernelAttentionValues(KernelArgs &c) {
   if (!headParams<K, true>(c, &hp) || !c.integer(K::Window, &window) ||
       window < 0 || !c.region(K::Out, &out, hp.heads * hp.headDim) ||
       !c.stepRows(K::Out, out.rows) || !c.given(K::Row, &hasRow) ||
-      (hasRow && !c.integer(K::Row, &only)) ||
-      only >= out.rows ||
+      (hasRow && !c.integer(K::Row, &only)) || only >= out.rows ||
       !c.region(K::Probs, &probs, -1, (only >= 0 ? 1 : out.rows) * hp.heads) ||
       !c.cache(K::VCache, &values, hp.kvHeads * hp.headDim))
     return only >= out.rows ? c.fail(K::Row, "is past the step's rows") : false;
@@ -688,9 +685,9 @@ bool kernelAttentionValues(KernelArgs &c) {
     const int64_t first = firstVisible(pos, window), n = pos - first + 1;
     if (n > probs.elems)
       return c.fail(K::Probs, "holds " + std::to_string(probs.elems) +
-                                 " probabilities per row, position " +
-                                 std::to_string(pos) + " needs " +
-                                 std::to_string(n));
+                                  " probabilities per row, position " +
+                                  std::to_string(pos) + " needs " +
+                                  std::to_string(n));
     if (!cacheCovers<K>(c, *values, pos, window))
       return false;
     for (int64_t h = 0; h < hp.heads; ++h) {
@@ -713,7 +710,8 @@ bool kernelLaurelResidual(KernelArgs &c) {
   Region act, attn, xn, low, out;
   const HostTensor *attnGain, *laurelGain;
   double scale, eps;
-  if (!c.region(K::Act, &act) || !c.region(K::Attn, &attn, act.elems, act.rows) ||
+  if (!c.region(K::Act, &act) ||
+      !c.region(K::Attn, &attn, act.elems, act.rows) ||
       !c.region(K::Xn, &xn, act.elems, act.rows) ||
       !c.region(K::Low, &low, act.elems, act.rows) ||
       !c.region(K::Out, &out, act.elems, act.rows) ||
@@ -783,8 +781,8 @@ bool kernelEmitLogits(KernelArgs &c) {
   HostContext &ctx = c.ctx();
   if (!ctx.logits || in.elems != ctx.vocab)
     return c.fail(K::In, "has " + std::to_string(in.elems) +
-                            " logits per row, the vocabulary has " +
-                            std::to_string(ctx.vocab));
+                             " logits per row, the vocabulary has " +
+                             std::to_string(ctx.vocab));
   if (first < 0 || first > int64_t(ctx.tokens.size()) - in.rows)
     return c.fail(K::FirstRow, "names rows past the step's " +
                                    std::to_string(ctx.tokens.size()) +

@@ -151,8 +151,7 @@ void costAltUpRouter(const CostInput &in, HostWork &w) {
   abi::HostRegion streams =
       regionArg(in.call, pick(Predict::Streams, Correct::Predictions));
   double a = double(std::max<int64_t>(
-      integerArg(in.call, pick(Predict::NumInputs, Correct::NumInputs), 1),
-      1));
+      integerArg(in.call, pick(Predict::NumInputs, Correct::NumInputs), 1), 1));
   double h = double(streams.elems), t = double(streams.rows) / a;
   w.flops += 4 * h * t; // rms() of the router input per token
   w.transcendentals += t;
@@ -186,10 +185,9 @@ void costCombine(const CostInput &in, HostWork &w) {
 
 /// One operation per element of the output.
 void costElementwise(const CostInput &in, HostWork &w) {
-  w.flops += elements(
-      regionArg(in.call, in.is(HostKernel::Mul)
-                             ? abi::HostParam(abi::param::Mul::Out)
-                             : abi::param::MulTensor::Out));
+  w.flops += elements(regionArg(
+      in.call, in.is(HostKernel::Mul) ? abi::HostParam(abi::param::Mul::Out)
+                                      : abi::param::MulTensor::Out));
 }
 
 void costGaussianTopK(const CostInput &in, HostWork &w) {
@@ -209,8 +207,7 @@ void costHeadNormRope(const CostInput &in, HostWork &w) {
     return keys ? k : q;
   };
   const int64_t rows = regionArg(in.call, pick(Kv::K, Query::Q)).rows,
-                heads =
-                    integerArg(in.call, pick(Kv::KvHeads, Query::Heads), 1);
+                heads = integerArg(in.call, pick(Kv::KvHeads, Query::Heads), 1);
   const double d = double(
                    integerArg(in.call, pick(Kv::HeadDim, Query::HeadDim), 1)),
                theta = numberArg(in.call, pick(Kv::Theta, Query::Theta));
@@ -254,8 +251,7 @@ void costAttention(const CostInput &in, HostWork &w) {
   double d =
       double(integerArg(in.call, pick(Scores::HeadDim, Values::HeadDim), 1));
   int64_t heads = integerArg(in.call, pick(Scores::Heads, Values::Heads), 1);
-  int64_t window =
-      integerArg(in.call, pick(Scores::Window, Values::Window), 0);
+  int64_t window = integerArg(in.call, pick(Scores::Window, Values::Window), 0);
   abi::HostRegion rowsOf = regionArg(in.call, pick(Scores::Q, Values::Out));
   int64_t first = 0, last = rowsOf.rows;
   if (!scores && findArg(in.call, Values::Row)) {

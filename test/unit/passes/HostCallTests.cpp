@@ -32,8 +32,8 @@ protected:
     context_.loadAllAvailableDialects();
   }
   pd::HostRegionAttr region(int64_t offset) {
-    return pd::HostRegionAttr::get(&context_, FlatSymbolRefAttr(), offset, 8,
-                                   1, 1);
+    return pd::HostRegionAttr::get(&context_, FlatSymbolRefAttr(), offset, 8, 1,
+                                   1);
   }
   MLIRContext context_;
 };
@@ -99,9 +99,9 @@ TEST_F(HostCallTest, UnsetRequiredParameterIsAnError) {
 template <typename Field, typename Value, typename = void>
 struct Assignable : std::false_type {};
 template <typename Field, typename Value>
-struct Assignable<Field, Value,
-                  std::void_t<decltype(std::declval<Field &>() =
-                                           std::declval<Value>())>>
+struct Assignable<
+    Field, Value,
+    std::void_t<decltype(std::declval<Field &>() = std::declval<Value>())>>
     : std::true_type {};
 static_assert(Assignable<decltype(hc::Fill::Value), double>::value);
 static_assert(!Assignable<decltype(hc::Fill::Value), int>::value);
