@@ -500,31 +500,33 @@ LogicalResult HostKernelOp::verify() {
                              << "' needs parameter '" << p.key << "'";
       continue;
     }
+    auto paramError = [&] {
+      return emitOpError() << "host kernel '" << getKernel()
+                           << "': parameter '" << p.key << "' ";
+    };
     SmallVector<HostRegionAttr> regions;
     if (!matchesKind(p, value, regions))
-      return emitOpError() << "host kernel '" << getKernel() << "': parameter '"
-                           << p.key << "' must be "
-                           << (p.kind == abi::ParamKind::Region
-                                   ? "a #pccx.region"
-                               : p.kind == abi::ParamKind::RegionList
-                                   ? "a list of #pccx.region"
-                                   : abi::paramKindName(p.kind));
+      return paramError() << "must be "
+                          << (p.kind == abi::ParamKind::Region
+                                  ? "a #pccx.region"
+                              : p.kind == abi::ParamKind::RegionList
+                                  ? "a list of #pccx.region"
+                                  : abi::paramKindName(p.kind));
     // A symbolic region must lie inside the host buffer it names.
     for (HostRegionAttr r : regions) {
       if (!r.getBuffer())
         continue;
       HostBufferOp buffer = lookupHostBuffer(*this, r.getBuffer());
       if (!buffer)
-        return emitOpError()
-               << "parameter '" << p.key << "' names " << r.getBuffer()
-               << ", which is not a pccx.host.buffer of the "
-                  "program";
+        return paramError() << "names " << r.getBuffer()
+                            << ", which is not a pccx.host.buffer of the "
+                               "program";
       // The region's own verifier bounded offset and span by 2^40 each.
       if (uint64_t(r.getOffset() + r.getSpanWords()) > buffer.getWords())
-        return emitOpError()
-               << "parameter '" << p.key << "' reaches word "
-               << r.getOffset() + r.getSpanWords() << " of " << r.getBuffer()
-               << ", which has " << buffer.getWords() << " words";
+        return paramError()
+               << "reaches word " << r.getOffset() + r.getSpanWords() << " of "
+               << r.getBuffer() << ", which has " << buffer.getWords()
+               << " words";
     }
   }
   return success();

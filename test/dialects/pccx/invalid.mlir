@@ -287,7 +287,7 @@ pccx.program @p {
 
 pccx.program @p {
   pccx.segment @s {
-    // expected-error @+1 {{parameter 'out' names @h.9, which is not a pccx.host.buffer of the program}}
+    // expected-error @+1 {{host kernel 'fill': parameter 'out' names @h.9, which is not a pccx.host.buffer of the program}}
     pccx.host.kernel "fill" {params = {out = #pccx.region<buffer = @h.9, offset = 0, elems = 8, rows = 1, stride = 1>, value = 1.0}}
   }
 }
@@ -297,7 +297,7 @@ pccx.program @p {
 pccx.program @p {
   pccx.host.buffer @h.0 {words = 4, alloc = 0, free = 1}
   pccx.segment @s {
-    // expected-error @+1 {{parameter 'out' reaches word 5 of @h.0, which has 4 words}}
+    // expected-error @+1 {{host kernel 'fill': parameter 'out' reaches word 5 of @h.0, which has 4 words}}
     pccx.host.kernel "fill" {params = {out = #pccx.region<buffer = @h.0, offset = 4, elems = 8, rows = 1, stride = 1>, value = 1.0}}
   }
 }
