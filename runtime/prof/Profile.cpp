@@ -21,26 +21,19 @@ using isa::Field;
 
 namespace {
 
-/// The argument of `param` in `call`, or null (another kernel's parameter,
-/// or one the call omits).
-const host::BoundArg *findArg(const host::BoundCall &call,
-                              abi::HostParam param) {
-  return call.find(param);
-}
-
 int64_t integerArg(const host::BoundCall &call, abi::HostParam param,
                    int64_t fallback = 0) {
-  const host::BoundArg *a = findArg(call, param);
+  const host::BoundArg *a = call.find(param);
   return a ? a->integer : fallback;
 }
 
 double numberArg(const host::BoundCall &call, abi::HostParam param) {
-  const host::BoundArg *a = findArg(call, param);
+  const host::BoundArg *a = call.find(param);
   return a ? a->number : 0.0;
 }
 
 abi::HostRegion regionArg(const host::BoundCall &call, abi::HostParam param) {
-  const host::BoundArg *a = findArg(call, param);
+  const host::BoundArg *a = call.find(param);
   return a ? a->region : abi::HostRegion{};
 }
 
@@ -59,7 +52,7 @@ double cacheElementOps(host::KvDtype dtype) {
 const exec::CacheSpec *cacheArg(const host::BoundCall &call,
                                 const ReplayContext &context,
                                 abi::HostParam param) {
-  const host::BoundArg *a = findArg(call, param);
+  const host::BoundArg *a = call.find(param);
   if (!a || !context.caches || a->cache < 0 ||
       size_t(a->cache) >= context.caches->size())
     return nullptr;
@@ -110,7 +103,7 @@ struct CostInput {
 void costGatherRows(const CostInput &in, HostWork &w) {
   using K = abi::param::Embed;
   abi::HostRegion out = regionArg(in.call, K::Out);
-  const host::BoundArg *g = findArg(in.call, K::Table);
+  const host::BoundArg *g = in.call.find(K::Table);
   w.bytes +=
       double(out.rows) * gatherRowBytes(g ? g->gather : nullptr, out.elems);
   w.flops += 2 * elements(out); // dequantise and scale
@@ -120,7 +113,7 @@ void costPerLayerInputs(const CostInput &in, HostWork &w) {
   using K = abi::param::PerLayerInputs;
   abi::HostRegion proj = regionArg(in.call, K::Proj);
   int64_t layers = std::max<int64_t>(integerArg(in.call, K::NumLayers, 1), 1);
-  const host::BoundArg *g = findArg(in.call, K::Table);
+  const host::BoundArg *g = in.call.find(K::Table);
   w.bytes +=
       double(proj.rows) * gatherRowBytes(g ? g->gather : nullptr, proj.elems);
   w.flops += 9 * elements(proj); // dequantise, scale, rms, combine
@@ -133,8 +126,8 @@ void costAltUpStreams(const CostInput &in, HostWork &w) {
       regionArg(in.call, init ? abi::HostParam(abi::param::AltUpInit::X0)
                               : abi::param::AltUpCollapse::Out);
   const host::BoundArg *list =
-      findArg(in.call, init ? abi::HostParam(abi::param::AltUpInit::Projected)
-                            : abi::param::AltUpCollapse::Projected);
+      in.call.find(init ? abi::HostParam(abi::param::AltUpInit::Projected)
+                        : abi::param::AltUpCollapse::Projected);
   double h = double(tokens.elems), t = double(tokens.rows);
   double streams = list ? double(list->regions.size()) + 1 : 1;
   w.flops += t * (streams * 4 * h); // magnitudes and sums
@@ -156,7 +149,7 @@ void costAltUpRouter(const CostInput &in, HostWork &w) {
   w.flops += 4 * h * t; // rms() of the router input per token
   w.transcendentals += t;
   const host::BoundArg *router =
-      findArg(in.call, pick(Predict::Router, Correct::Router));
+      in.call.find(pick(Predict::Router, Correct::Router));
   if (router && !router->tensors.empty() && router->tensors[0]) {
     const host::HostTensor *r = router->tensors[0];
     w.flops += 2.0 * double(r->rows * r->cols) * t;
@@ -254,7 +247,7 @@ void costAttention(const CostInput &in, HostWork &w) {
   int64_t window = integerArg(in.call, pick(Scores::Window, Values::Window), 0);
   abi::HostRegion rowsOf = regionArg(in.call, pick(Scores::Q, Values::Out));
   int64_t first = 0, last = rowsOf.rows;
-  if (!scores && findArg(in.call, Values::Row)) {
+  if (!scores && in.call.find(Values::Row)) {
     first = integerArg(in.call, Values::Row);
     last = first + 1;
   }
