@@ -31,6 +31,7 @@ void buildLoweringPipeline(OpPassManager &pm, const PipelineOptions &o) {
   ConvertGemma3nToPccxOptions convert;
   convert.prefillRows = o.prefillRows;
   convert.attention = o.attention;
+  convert.target = o.target;
   pm.addPass(createConvertGemma3nToPccx(convert));
   pm.addPass(createPlaceHostBuffers());
   pm.addPass(createAllocateConstants());
@@ -48,6 +49,11 @@ struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
       *this, "attention",
       llvm::cl::desc("Where attention runs: npu (default) or host"),
       llvm::cl::init("npu")};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("Target profile recorded as pccx.target: v002 "
+                     "(default) or v002-rtl"),
+      llvm::cl::init("v002")};
   Option<bool> quantReport{
       *this, "quant-report",
       llvm::cl::desc("Report per-tensor INT4 quantization error"),
@@ -74,6 +80,7 @@ struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
     PipelineOptions o;
     o.prefillRows = prefillRows;
     o.attention = attention;
+    o.target = target;
     o.quantReport = quantReport;
     o.int8Tensors = int8Tensors;
     o.int4Scales = int4Scales;

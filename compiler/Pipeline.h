@@ -14,6 +14,8 @@ struct PipelineOptions {
   int64_t prefillRows = 16;
   /// Where attention runs: "npu" (KV caches as weight records) or "host".
   std::string attention = "npu";
+  /// Target profile name (hw/machine/Targets.def), recorded as pccx.target.
+  std::string target = "v002";
   bool foldNormGains = true;
   bool fuseLaurel = true;
   bool quantReport = false;

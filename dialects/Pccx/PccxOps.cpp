@@ -1,5 +1,4 @@
-//===- PccxOps.cpp - pccx v002 dialect ---------------------------*- C++
-//-*-===//
+//===- PccxOps.cpp - pccx v002 dialect -------------------------*- C++ -*-===//
 //
 // Verification and encoding are driven by the field table of
 // hw/isa/PccxIsa.def: an op attribute is found by the field's name, and
@@ -530,4 +529,53 @@ LogicalResult HostKernelOp::verify() {
     }
   }
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The target on the IR
+//===----------------------------------------------------------------------===//
+
+Attribute TargetAttr::parse(AsmParser &parser, Type) {
+  std::string name;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseString(&name) || parser.parseGreater())
+    return {};
+  machine::Target target;
+  if (!machine::lookupTarget(name, target)) {
+    parser.emitError(loc) << "unknown target \"" << name
+                          << "\" (known: " << machine::targetNames() << ")";
+    return {};
+  }
+  return TargetAttr::get(parser.getContext(), target);
+}
+
+void TargetAttr::print(AsmPrinter &printer) const {
+  printer << "<\"" << getProfile().name << "\">";
+}
+
+LogicalResult PccxDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != kTargetAttrName)
+    return success();
+  if (!llvm::isa<ModuleOp>(op))
+    return op->emitError() << "'" << kTargetAttrName
+                           << "' belongs on the module";
+  if (!llvm::isa<TargetAttr>(attr.getValue()))
+    return op->emitError() << "'" << kTargetAttrName
+                           << "' must be a #pccx.target, e.g. "
+                              "#pccx.target<\"v002\">";
+  return success();
+}
+
+machine::Target pccx::dialect::targetOf(Operation *op) {
+  for (; op; op = op->getParentOp())
+    if (auto module = dyn_cast<ModuleOp>(op))
+      if (auto target = module->getAttrOfType<TargetAttr>(kTargetAttrName))
+        return target.getTarget();
+  return machine::kDefaultTarget;
+}
+
+void pccx::dialect::setTarget(ModuleOp module, machine::Target target) {
+  module->setAttr(kTargetAttrName,
+                  TargetAttr::get(module.getContext(), target));
 }

@@ -446,6 +446,7 @@ int main(int argc, char **argv) {
   pccx::PipelineOptions pipeline;
   pipeline.prefillRows = prefillRows;
   pipeline.attention = attention;
+  pipeline.target = target;
   pipeline.quantReport = quantReport;
   pipeline.int8Tensors = int8Regex;
   pipeline.int4Scales = int4Scales;
