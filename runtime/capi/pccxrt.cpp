@@ -130,18 +130,23 @@ pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
 }
 
 size_t pccxrt_device_count(void) {
-  return pccx::device::registeredDevices().size();
+  return guarded(nullptr, size_t(0),
+                 [] { return pccx::device::registeredDevices().size(); });
 }
 
 const char *pccxrt_device_name(size_t index) {
-  const auto &devices = pccx::device::registeredDevices();
-  return index < devices.size() ? devices[index]->name.c_str() : nullptr;
+  return guarded(nullptr, (const char *)nullptr, [&]() -> const char * {
+    const auto &devices = pccx::device::registeredDevices();
+    return index < devices.size() ? devices[index]->name.c_str() : nullptr;
+  });
 }
 
 const char *pccxrt_device_description(size_t index) {
-  const auto &devices = pccx::device::registeredDevices();
-  return index < devices.size() ? devices[index]->description.c_str()
-                                : nullptr;
+  return guarded(nullptr, (const char *)nullptr, [&]() -> const char * {
+    const auto &devices = pccx::device::registeredDevices();
+    return index < devices.size() ? devices[index]->description.c_str()
+                                  : nullptr;
+  });
 }
 
 void pccxrt_close(pccxrt_model *model) { delete model; }

@@ -101,13 +101,14 @@ TEST(CApi, OpenErrors) {
 // Devices by name through the registry: the same session as the enum
 // opens, and an unknown device, option or value refused naming it.
 TEST(CApi, OpenDeviceByName) {
-  ASSERT_EQ(pccxrt_device_count(), 2u);
+  const size_t count = pccxrt_device_count();
+  ASSERT_GE(count, 2u);
   EXPECT_STREQ(pccxrt_device_name(0), "sim");
   EXPECT_STREQ(pccxrt_device_name(1), "kv260");
-  EXPECT_EQ(pccxrt_device_name(2), nullptr);
+  EXPECT_EQ(pccxrt_device_name(count), nullptr);
   EXPECT_NE(std::string(pccxrt_device_description(1)).find("KV260"),
             std::string::npos);
-  EXPECT_EQ(pccxrt_device_description(2), nullptr);
+  EXPECT_EQ(pccxrt_device_description(count), nullptr);
 
   pccxrt_model *byEnum = pccxrt_open(tinyBundle().c_str(), PCCXRT_DEVICE_SIM,
                                      PCCXRT_NUMERICS_REFERENCE);
@@ -133,7 +134,6 @@ TEST(CApi, OpenDeviceByName) {
   const struct {
     const char *device, *options, *error;
   } refused[] = {
-      {"gpu", "", "unknown device 'gpu' (known: sim or kv260)"},
       {"sim", "speed=9", "sim: unknown option 'speed' (its options: numerics "
                          "or threads)"},
       {"sim", "numerics=fast", "sim: option 'numerics' must be hardware or "
@@ -148,6 +148,11 @@ TEST(CApi, OpenDeviceByName) {
               nullptr);
     EXPECT_STREQ(pccxrt_last_error(nullptr), r.error);
   }
+  EXPECT_EQ(pccxrt_open_device(tinyBundle().c_str(), "gpu", ""), nullptr);
+  const std::string unknown = pccxrt_last_error(nullptr);
+  EXPECT_EQ(unknown.rfind("unknown device 'gpu' (known: sim", 0), 0u)
+      << unknown;
+  EXPECT_NE(unknown.find("kv260"), std::string::npos) << unknown;
   EXPECT_EQ(pccxrt_open_device(tinyBundle().c_str(), nullptr, ""), nullptr);
   EXPECT_STREQ(pccxrt_last_error(nullptr), "no device name");
   EXPECT_EQ(pccxrt_open(tinyBundle().c_str(), pccxrt_device(7),

@@ -14,7 +14,12 @@ bool contains(const std::string &text, const std::string &part) {
 }
 
 TEST(DeviceRegistry, ListsTheRegisteredDevicesInOrder) {
-  EXPECT_EQ(deviceNames(), (std::vector<std::string>{"sim", "kv260"}));
+  // The simulator first (every front end's default); devices registered
+  // after the board follow it.
+  const std::vector<std::string> names = deviceNames();
+  ASSERT_GE(names.size(), 2u);
+  EXPECT_EQ(names[0], "sim");
+  EXPECT_EQ(names[1], "kv260");
   ASSERT_NE(findDevice("kv260"), nullptr);
   EXPECT_EQ(findDevice("kv260")->name, "kv260");
   EXPECT_EQ(findDevice("gpu"), nullptr);
@@ -37,9 +42,12 @@ TEST(DeviceRegistry, ListsTheRegisteredDevicesInOrder) {
 TEST(DeviceRegistry, UnknownDeviceIsNamedWithTheKnownOnes) {
   std::string error;
   EXPECT_EQ(openDevice("gpu", {}, machine::kDefaultTarget, &error), nullptr);
-  EXPECT_EQ(error, "unknown device 'gpu' (known: sim or kv260)");
+  const std::string known = listAlternatives(deviceNames());
+  EXPECT_EQ(error, "unknown device 'gpu' (known: " + known + ")");
+  EXPECT_TRUE(contains(known, "sim, kv260") || known == "sim or kv260")
+      << known;
   EXPECT_FALSE(checkDeviceOptions("", {}, &error));
-  EXPECT_EQ(error, "unknown device '' (known: sim or kv260)");
+  EXPECT_EQ(error, "unknown device '' (known: " + known + ")");
 }
 
 TEST(DeviceRegistry, UnknownOptionIsNamedWithTheDevicesOptions) {
@@ -128,8 +136,8 @@ TEST(DeviceRegistry, OptionStrings) {
 
 TEST(DeviceRegistry, HelpListsEveryDeviceAndOption) {
   const std::string help = deviceHelp();
-  EXPECT_TRUE(contains(help, "  --device sim|kv260       the device that runs "
-                             "the bundle (default sim):"))
+  EXPECT_TRUE(contains(help, "  --device sim|kv260")) << help;
+  EXPECT_TRUE(contains(help, "the device that runs the bundle (default sim):"))
       << help;
   for (const DeviceSpec *d : registeredDevices()) {
     EXPECT_TRUE(contains(help, d->name + ": ")) << d->name << "\n" << help;
