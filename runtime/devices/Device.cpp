@@ -17,8 +17,8 @@ std::string describeBadHandle(const WeightHandle &record, size_t registered,
          " bytes";
 }
 
-bool Device::registerWeights(const uint8_t *section, size_t bytes,
-                             BufferId *id, std::string *) {
+bool Device::registerWeights(const uint8_t *section, size_t bytes, BufferId *id,
+                             std::string *) {
   *id = BufferId(hostBuffers_.size());
   hostBuffers_.push_back({section, section ? bytes : 0});
   return true;
@@ -37,10 +37,10 @@ const uint8_t *Device::hostBytes(const WeightHandle &record,
                                  std::string *error) const {
   if (record.buffer >= hostBuffers_.size() ||
       !fitsBuffer(record, hostBuffers_[record.buffer].bytes)) {
-    *error = describeBadHandle(
-        record, hostBuffers_.size(),
-        record.buffer < hostBuffers_.size() ? hostBuffers_[record.buffer].bytes
-                                            : 0);
+    *error = describeBadHandle(record, hostBuffers_.size(),
+                               record.buffer < hostBuffers_.size()
+                                   ? hostBuffers_[record.buffer].bytes
+                                   : 0);
     return nullptr;
   }
   return hostBuffers_[record.buffer].data + record.offset;

@@ -64,8 +64,7 @@ public:
   /// device's lifetime. Null data (with the reason) when the device has no
   /// room. The default is host memory, for devices that read the host's
   /// memory directly (the simulator).
-  virtual StreamableBuffer allocateStreamable(size_t bytes,
-                                              std::string *error);
+  virtual StreamableBuffer allocateStreamable(size_t bytes, std::string *error);
   /// Queues a record of a registered buffer for the next GEMV/GEMM. With
   /// `exact` (the record's N x K values, scales applied) a device computing
   /// in reference numerics may multiply by them instead of the codes (the
@@ -87,7 +86,8 @@ protected:
   /// The host bytes of a handle into a buffer the default registerWeights
   /// or allocateStreamable registered; null (with the reason) when it lies
   /// outside every one.
-  const uint8_t *hostBytes(const WeightHandle &record, std::string *error) const;
+  const uint8_t *hostBytes(const WeightHandle &record,
+                           std::string *error) const;
 
 private:
   struct HostBuffer {

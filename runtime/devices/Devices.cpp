@@ -124,8 +124,8 @@ std::string optionNames(const DeviceSpec &device) {
 }
 
 std::string unknownDevice(const std::string &name) {
-  return "unknown device '" + name + "' (known: " +
-         listAlternatives(deviceNames()) + ")";
+  return "unknown device '" + name +
+         "' (known: " + listAlternatives(deviceNames()) + ")";
 }
 
 } // namespace
@@ -140,8 +140,8 @@ bool resolveOptions(const DeviceSpec &device, const OptionList &options,
         device.options.begin(), device.options.end(),
         [&, &name = name](const OptionSpec &o) { return o.name == name; });
     if (spec == device.options.end()) {
-      *error = device.name + ": unknown option '" + name + "' (its options: " +
-               optionNames(device) + ")";
+      *error = device.name + ": unknown option '" + name +
+               "' (its options: " + optionNames(device) + ")";
       return false;
     }
     const std::string why = checkValue(*spec, value);

@@ -37,11 +37,11 @@ enum class OptionKind {
 };
 
 struct OptionSpec {
-  std::string name;       ///< NAME=VALUE, and a tool's --NAME
+  std::string name; ///< NAME=VALUE, and a tool's --NAME
   OptionKind kind = OptionKind::Text;
   std::string defaultValue;
-  std::string valueName;  ///< the value in --help: MODE, N, NAME
-  std::string help;       ///< what it does, without the default
+  std::string valueName;            ///< the value in --help: MODE, N, NAME
+  std::string help;                 ///< what it does, without the default
   std::vector<std::string> choices; ///< Choice: the accepted values
   uint64_t maxCount = 0;            ///< Count: the largest accepted value
   /// A further check of a well-formed value: the reason it is refused

@@ -20,8 +20,7 @@ namespace {
 
 std::unique_ptr<Device> openSim(const OptionValues &options,
                                 machine::Target target, std::string *) {
-  auto sim = std::make_unique<SimDevice>(options.text("numerics") ==
-                                                 "reference"
+  auto sim = std::make_unique<SimDevice>(options.text("numerics") == "reference"
                                              ? sim::Numerics::Reference
                                              : sim::Numerics::Hardware,
                                          target);

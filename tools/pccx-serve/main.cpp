@@ -191,7 +191,8 @@ static int run(int argc, char **argv) {
   });
   std::cout << "pccx-serve: listening on http://" << options.host << ":" << port
             << " (model " << options.modelName << ", context "
-            << session.capacity() << " tokens, " << device.name << ")" << std::endl;
+            << session.capacity() << " tokens, " << device.name << ")"
+            << std::endl;
   if (options.host != "127.0.0.1" && options.host != "localhost" &&
       options.host != "::1")
     pccx::serve::logLine("pccx-serve: warning: listening on " + options.host +

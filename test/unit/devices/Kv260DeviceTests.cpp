@@ -1096,8 +1096,9 @@ TEST(Kv260Device, BulkWritesUseAlignedStoresOnly) {
   EXPECT_EQ(std::memcmp(f.memory.bytes.data() + resident, section.data() + 3,
                         8191),
             0);
-  EXPECT_EQ(f.memory.writes[1], (std::pair<size_t, size_t>{
-                                    size_t(kv.data - f.memory.bytes.data()), 37}));
+  EXPECT_EQ(f.memory.writes[1],
+            (std::pair<size_t, size_t>{
+                size_t(kv.data - f.memory.bytes.data()), 37}));
   EXPECT_EQ(f.memory.writes[2].second, 1001u);
   EXPECT_EQ(std::memcmp(f.memory.bytes.data() + f.memory.writes[2].first,
                         record.data() + 5, 1001),

@@ -30,8 +30,8 @@ TEST(DeviceRegistry, ListsTheRegisteredDevicesInOrder) {
       // Every default passes the option's own checks.
       OptionValues values;
       std::string error;
-      EXPECT_TRUE(resolveOptions(*d, {{o.name, o.defaultValue}}, &values,
-                                 &error))
+      EXPECT_TRUE(
+          resolveOptions(*d, {{o.name, o.defaultValue}}, &values, &error))
           << d->name << " " << o.name << ": " << error;
     }
   }
@@ -52,9 +52,9 @@ TEST(DeviceRegistry, UnknownDeviceIsNamedWithTheKnownOnes) {
 
 TEST(DeviceRegistry, UnknownOptionIsNamedWithTheDevicesOptions) {
   std::string error;
-  EXPECT_EQ(openDevice("sim", {{"uio-name", "x"}}, machine::kDefaultTarget,
-                       &error),
-            nullptr);
+  EXPECT_EQ(
+      openDevice("sim", {{"uio-name", "x"}}, machine::kDefaultTarget, &error),
+      nullptr);
   EXPECT_EQ(error, "sim: unknown option 'uio-name' (its options: numerics "
                    "or threads)");
   EXPECT_FALSE(checkDeviceOptions("kv260", {{"threads", "2"}}, &error));
@@ -67,7 +67,8 @@ TEST(DeviceRegistry, BadValuesAreNamedWithWhatIsAccepted) {
   EXPECT_FALSE(checkDeviceOptions("sim", {{"numerics", "fast"}}, &error));
   EXPECT_EQ(error, "sim: option 'numerics' must be hardware or reference, "
                    "not 'fast'");
-  for (const char *bad : {"lots", "-1", "1025", "", "2x", "99999999999999999999"}) {
+  for (const char *bad :
+       {"lots", "-1", "1025", "", "2x", "99999999999999999999"}) {
     EXPECT_FALSE(checkDeviceOptions("sim", {{"threads", bad}}, &error)) << bad;
     EXPECT_EQ(error, std::string("sim: option 'threads' must be a count from "
                                  "0 to 1024, not '") +
@@ -79,8 +80,8 @@ TEST(DeviceRegistry, BadValuesAreNamedWithWhatIsAccepted) {
   EXPECT_FALSE(checkDeviceOptions("kv260", {{"udmabuf", ""}}, &error));
   EXPECT_EQ(error, "kv260: option 'udmabuf' needs a value");
   // A device's own check words the refusal.
-  EXPECT_FALSE(checkDeviceOptions("kv260", {{"numerics", "reference"}},
-                                  &error));
+  EXPECT_FALSE(
+      checkDeviceOptions("kv260", {{"numerics", "reference"}}, &error));
   EXPECT_EQ(error, "kv260: the board computes in hardware numerics; "
                    "'reference' numerics are a simulator mode");
   EXPECT_TRUE(checkDeviceOptions("kv260", {{"numerics", "hardware"}}, &error))
@@ -94,11 +95,10 @@ TEST(DeviceRegistry, OptionsReachTheDeviceWithDefaultsFilledIn) {
   EXPECT_STREQ(sim->name(), "sim");
   EXPECT_EQ(sim->numerics(), sim::Numerics::Hardware);
   // A later assignment of an option wins.
-  auto ref = openDevice("sim",
-                        {{"numerics", "hardware"},
-                         {"threads", "3"},
-                         {"numerics", "reference"}},
-                        machine::kDefaultTarget, &error);
+  auto ref = openDevice(
+      "sim",
+      {{"numerics", "hardware"}, {"threads", "3"}, {"numerics", "reference"}},
+      machine::kDefaultTarget, &error);
   ASSERT_NE(ref, nullptr) << error;
   EXPECT_EQ(ref->numerics(), sim::Numerics::Reference);
 
@@ -109,8 +109,8 @@ TEST(DeviceRegistry, OptionsReachTheDeviceWithDefaultsFilledIn) {
   EXPECT_EQ(values.text("udmabuf"), "udmabuf3");
   EXPECT_EQ(values.text("uio-name"), "pccx-npu");
   EXPECT_EQ(values.text("dma-window"), "auto");
-  ASSERT_TRUE(resolveOptions(*findDevice("sim"), {{"threads", "12"}}, &values,
-                             &error));
+  ASSERT_TRUE(
+      resolveOptions(*findDevice("sim"), {{"threads", "12"}}, &values, &error));
   EXPECT_EQ(values.count("threads"), 12u);
 }
 
@@ -143,7 +143,8 @@ TEST(DeviceRegistry, HelpListsEveryDeviceAndOption) {
     EXPECT_TRUE(contains(help, d->name + ": ")) << d->name << "\n" << help;
     for (const OptionSpec &o : d->options) {
       EXPECT_TRUE(contains(help, "  --" + o.name + " " + o.valueName + " "))
-          << o.name << "\n" << help;
+          << o.name << "\n"
+          << help;
       EXPECT_TRUE(isDeviceOption(o.name)) << o.name;
     }
   }
