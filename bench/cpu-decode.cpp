@@ -76,7 +76,7 @@ bool decode(const exec::Model &model, unsigned threads, sim::MatmulIsa isa,
              " kernel";
     return false;
   }
-  exec::Session session(model, std::move(device), /*fp32Caches=*/false);
+  exec::Session session(model, std::move(device));
   const int32_t bos = model.bosToken();
   std::vector<int32_t> prompt = {bos, 100, 200, 300};
   if (!session.consume(prompt, false, nullptr, error) ||

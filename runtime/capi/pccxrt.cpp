@@ -81,32 +81,71 @@ auto guarded(const pccxrt_model *m, decltype(std::declval<Fn>()()) failure,
 
 extern "C" {
 
-pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
-                          pccxrt_numerics numerics) {
+pccxrt_model *pccxrt_open_device(const char *path, const char *device,
+                                 const char *options) {
   return guarded(nullptr, (pccxrt_model *)nullptr, [&]() -> pccxrt_model * {
     if (!path) {
       lastError = "no bundle path";
       return nullptr;
     }
+    if (!device) {
+      lastError = "no device name";
+      return nullptr;
+    }
+    pccx::device::OptionList optionList;
+    // Options are checked before the bundle is read, as the tools do.
+    if (!pccx::device::parseOptionList(options ? options : "", &optionList,
+                                       &lastError) ||
+        !pccx::device::checkDeviceOptions(device, optionList, &lastError))
+      return nullptr;
     auto m = std::make_unique<pccxrt_model>();
     m->model = pccx::exec::Model::load(path, &lastError);
     if (!m->model)
       return nullptr;
-    bool reference = numerics == PCCXRT_NUMERICS_REFERENCE;
-    if (device != PCCXRT_DEVICE_SIM && device != PCCXRT_DEVICE_KV260) {
-      lastError = "unknown device " + std::to_string(int(device));
-      return nullptr;
-    }
-    pccx::device::DeviceOptions options;
-    options.numerics = reference ? "reference" : "hardware";
-    options.target = m->model->target();
-    auto dev = pccx::device::openDevice(
-        device == PCCXRT_DEVICE_SIM ? "sim" : "kv260", options, &lastError);
+    auto dev = pccx::device::openDevice(device, optionList,
+                                        m->model->target(), &lastError);
     if (!dev)
       return nullptr;
-    m->session = std::make_unique<pccx::exec::Session>(
-        *m->model, std::move(dev), reference);
+    m->session =
+        std::make_unique<pccx::exec::Session>(*m->model, std::move(dev));
     return m.release();
+  });
+}
+
+pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
+                          pccxrt_numerics numerics) {
+  // The enum predates the registry; it names the first two devices.
+  const char *name = device == PCCXRT_DEVICE_SIM     ? "sim"
+                     : device == PCCXRT_DEVICE_KV260 ? "kv260"
+                                                     : nullptr;
+  if (!name)
+    return guarded(nullptr, (pccxrt_model *)nullptr, [&]() -> pccxrt_model * {
+      lastError = "unknown device " + std::to_string(int(device));
+      return nullptr;
+    });
+  return pccxrt_open_device(path, name,
+                            numerics == PCCXRT_NUMERICS_REFERENCE
+                                ? "numerics=reference"
+                                : "numerics=hardware");
+}
+
+size_t pccxrt_device_count(void) {
+  return guarded(nullptr, size_t(0),
+                 [] { return pccx::device::registeredDevices().size(); });
+}
+
+const char *pccxrt_device_name(size_t index) {
+  return guarded(nullptr, (const char *)nullptr, [&]() -> const char * {
+    const auto &devices = pccx::device::registeredDevices();
+    return index < devices.size() ? devices[index]->name.c_str() : nullptr;
+  });
+}
+
+const char *pccxrt_device_description(size_t index) {
+  return guarded(nullptr, (const char *)nullptr, [&]() -> const char * {
+    const auto &devices = pccx::device::registeredDevices();
+    return index < devices.size() ? devices[index]->description.c_str()
+                                  : nullptr;
   });
 }
 

@@ -39,9 +39,26 @@ typedef struct {
   uint64_t seed;
 } pccxrt_sampling;
 
-/* Opens a bundle; NULL on failure (see pccxrt_last_error(NULL)). */
+/* Opens a bundle on `device` with `numerics`; NULL on failure (see
+ * pccxrt_last_error(NULL)). The same as pccxrt_open_device with the
+ * device's name and "numerics=hardware" or "numerics=reference". */
 pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
                           pccxrt_numerics numerics);
+
+/* Opens a bundle on the registered device called `device` ("sim", "kv260";
+ * pccxrt_device_name lists them) with its options as "KEY=VALUE,..." (NULL
+ * or "" for the defaults; pccx-run --help describes them, e.g.
+ * "numerics=reference,threads=4"). NULL on failure: an unknown device,
+ * option or value is named in pccxrt_last_error(NULL). */
+pccxrt_model *pccxrt_open_device(const char *path, const char *device,
+                                 const char *options);
+
+/* The registered devices: their number, and the name and one-line
+ * description of device `index` (NULL past the last). The strings live as
+ * long as the library. */
+size_t pccxrt_device_count(void);
+const char *pccxrt_device_name(size_t index);
+const char *pccxrt_device_description(size_t index);
 void pccxrt_close(pccxrt_model *model);
 
 /* The calling thread's last error (on `model`, or of a failed pccxrt_open;

@@ -6,6 +6,7 @@
 #include "hw/machine/Target.h"
 #include "hw/numerics/HalfFloat.h"
 #include "hw/support/Format.h"
+#include "runtime/devices/Devices.h"
 #include "runtime/devices/Kv260TransferPlan.h"
 #include "runtime/devices/Sysfs.h"
 #include "runtime/devices/UDmaBuf.h"
@@ -355,13 +356,16 @@ bool Kv260Device::waitNpu(std::string *error) {
   return false;
 }
 
-bool Kv260Device::keepWeightsResident(const uint8_t *section, size_t bytes,
-                                      std::string *error) {
-  if (!section || bytes == 0)
+bool Kv260Device::registerWeights(const uint8_t *section, size_t bytes,
+                                  BufferId *id, std::string *error) {
+  *id = BufferId(buffers_.size());
+  if (!section || bytes == 0) {
+    buffers_.push_back(Buffer());
     return true;
+  }
   const size_t size = dma_->size();
   const size_t need = stagingOffset_ + options_.minStagingBytes + bytes;
-  if (bytes > size || need > size) {
+  if (bytes > stagingEnd_ || need > stagingEnd_) {
     const double mib = 1.0 / (1 << 20);
     *error = formatString(
         "the weights section (%.1f MiB) does not fit the DMA buffer: the "
@@ -369,26 +373,27 @@ bool Kv260Device::keepWeightsResident(const uint8_t *section, size_t bytes,
         "u-dma-buf with at least %.0f MiB (docs/kv260.md, memory budget)",
         double(bytes) * mib,
         double(stagingOffset_ + options_.minStagingBytes) * mib,
-        double(size) * mib, std::ceil(double(need) * mib));
+        double(size) * mib, std::ceil(double(need + size - stagingEnd_) * mib));
     return false;
   }
-  // At the end of the buffer, page aligned; staging keeps what is before.
-  residentOffset_ = (size - bytes) / 4096 * 4096;
-  if (residentOffset_ < stagingOffset_ + options_.minStagingBytes) {
+  // Below the buffers registered before, page aligned; staging keeps what
+  // is before.
+  const size_t offset = (stagingEnd_ - bytes) / 4096 * 4096;
+  if (offset < stagingOffset_ + options_.minStagingBytes) {
     *error = "the weights section does not fit the DMA buffer at a page "
              "boundary";
     return false;
   }
-  dma_->write(residentOffset_, section, bytes);
-  if (!dma_->flush(residentOffset_, bytes, error))
+  dma_->write(offset, section, bytes);
+  if (!dma_->flush(offset, bytes, error))
     return false;
-  residentSource_ = section;
-  residentBytes_ = bytes;
-  stagingEnd_ = residentOffset_;
+  buffers_.push_back({offset, bytes, false});
+  stagingEnd_ = offset;
   return true;
 }
 
-uint8_t *Kv260Device::allocateStreamable(size_t bytes, std::string *error) {
+StreamableBuffer Kv260Device::allocateStreamable(size_t bytes,
+                                                 std::string *error) {
   const size_t aligned = (bytes + 4095) / 4096 * 4096;
   if (aligned > stagingEnd_ ||
       stagingEnd_ - aligned < stagingOffset_ + options_.minStagingBytes) {
@@ -399,15 +404,41 @@ uint8_t *Kv260Device::allocateStreamable(size_t bytes, std::string *error) {
         "free); configure a larger u-dma-buf (docs/kv260.md, memory budget)",
         double(bytes) * mib,
         double(stagingEnd_ - stagingOffset_ - options_.minStagingBytes) * mib);
-    return nullptr;
+    return StreamableBuffer();
   }
   stagingEnd_ -= aligned;
   dma_->fill(stagingEnd_, 0, bytes);
-  return dma_->data() + stagingEnd_;
+  StreamableBuffer buffer;
+  buffer.id = BufferId(buffers_.size());
+  buffer.data = dma_->data() + stagingEnd_;
+  buffers_.push_back({stagingEnd_, bytes, true});
+  return buffer;
 }
 
-void Kv260Device::pushWeights(const uint8_t *data, size_t bytes) {
-  pendingWeights_.push_back({data, bytes});
+bool Kv260Device::pushWeights(const WeightHandle &record, const float *,
+                              std::string *error) {
+  if (record.buffer >= buffers_.size() ||
+      !fitsBuffer(record, buffers_[record.buffer].bytes)) {
+    *error = describeBadHandle(record, buffers_.size(),
+                               record.buffer < buffers_.size()
+                                   ? buffers_[record.buffer].bytes
+                                   : 0);
+    return false;
+  }
+  const Buffer &buffer = buffers_[record.buffer];
+  PendingRecord pending;
+  pending.offset = buffer.offset + size_t(record.offset);
+  pending.bytes = size_t(record.bytes);
+  pending.flush = buffer.hostWritten;
+  pendingWeights_.push_back(pending);
+  return true;
+}
+
+void Kv260Device::pushHostWeights(const uint8_t *data, size_t bytes) {
+  PendingRecord pending;
+  pending.host = data;
+  pending.bytes = bytes;
+  pendingWeights_.push_back(pending);
 }
 
 bool Kv260Device::flushPendingWeights(uint64_t index, std::string *error) {
@@ -417,25 +448,14 @@ bool Kv260Device::flushPendingWeights(uint64_t index, std::string *error) {
     return false;
   }
   afterWord_.clear();
-  for (auto &[data, bytes] : pendingWeights_) {
-    const uintptr_t at = reinterpret_cast<uintptr_t>(data),
-                    base = reinterpret_cast<uintptr_t>(residentSource_),
-                    dmaBase = reinterpret_cast<uintptr_t>(dma_->data());
-    uint64_t offset = 0;
+  for (const PendingRecord &record : pendingWeights_) {
+    const size_t bytes = record.bytes;
+    // Records of registered buffers stream from where they lie (once the
+    // host's stores to them are visible); host records are staged.
+    uint64_t offset = record.offset;
     kv260::PlanOptions planOptions;
     planOptions.maxCommandBytes = options_.maxCommandBytes;
-    bool inBuffer = false;
-    if (residentSource_ && at >= base && bytes <= residentBytes_ &&
-        at - base <= residentBytes_ - bytes) {
-      // A record of the resident section streams from where it lies.
-      offset = residentOffset_ + (at - base);
-    } else if (at >= dmaBase + stagingEnd_ && bytes <= dma_->size() &&
-               at - dmaBase <= dma_->size() - bytes) {
-      // Records the host wrote into the DMA buffer (KV records, masks)
-      // stream from where they lie, once the host's stores are visible.
-      offset = at - dmaBase;
-      inBuffer = true;
-    } else {
+    if (record.host) {
       const size_t capacity = stagingEnd_ - stagingOffset_;
       if (bytes > capacity) {
         *error = where + "a weight record of " + std::to_string(bytes) +
@@ -458,10 +478,10 @@ bool Kv260Device::flushPendingWeights(uint64_t index, std::string *error) {
       if (!drainChannel(c, error))
         return false;
     if (planOptions.staged) {
-      dma_->write(stagingOffset_, data, bytes);
+      dma_->write(stagingOffset_, record.host, bytes);
       if (!dma_->flush(stagingOffset_, bytes, error))
         return false;
-    } else if (inBuffer && !dma_->flush(size_t(offset), bytes, error)) {
+    } else if (record.flush && !dma_->flush(size_t(offset), bytes, error)) {
       return false;
     }
     for (size_t i = 0; i < plan.commands.size(); ++i) {
@@ -624,6 +644,54 @@ std::unique_ptr<Kv260Device> openKv260(const std::string &uioName,
   if (!dma)
     return nullptr;
   return Kv260Device::create(std::move(regs), std::move(dma), options, error);
+}
+
+namespace {
+
+std::string onlyHardwareNumerics(const std::string &value) {
+  if (value == "hardware")
+    return "";
+  return "the board computes in hardware numerics; '" + value +
+         "' numerics are a simulator mode";
+}
+
+std::unique_ptr<Device> openBoard(const OptionValues &options,
+                                  machine::Target target, std::string *error) {
+  if (target != machine::Target::V002Rtl) {
+    // The overlay is the v002 RTL: its MEMCPY has no host offset and row
+    // stride, and its GEMV no result path (docs/isa-semantics.md §13).
+    *error = std::string("the overlay runs the v002 RTL's conventions; this "
+                         "bundle is for target ") +
+             machine::targetProfile(target).name +
+             ": compile it with --target v002-rtl (docs/kv260.md §5)";
+    return nullptr;
+  }
+  return openKv260(options.text("uio-name"), options.text("udmabuf"),
+                   options.text("dma-window"), error);
+}
+
+} // namespace
+
+const DeviceSpec &kv260Device() {
+  static const DeviceSpec spec = {
+      "kv260",
+      "the pccx v002 overlay on a Kria KV260; runs bundles for --target "
+      "v002-rtl only (docs/kv260.md)",
+      {OptionSpec::text("numerics", "hardware", "MODE",
+                        "hardware only: the board computes in its own "
+                        "numerics",
+                        onlyHardwareNumerics),
+       OptionSpec::text("uio-name", kv260::kUioName, "NAME",
+                        "UIO device name of the overlay"),
+       OptionSpec::text("udmabuf", "udmabuf0", "NAME", "u-dma-buf buffer"),
+       OptionSpec::choice("dma-window", "auto", "MODE",
+                          "map the buffer's host window cached (with "
+                          "u-dma-buf's cache maintenance) or uncached "
+                          "(docs/kv260.md); auto caches it when u-dma-buf "
+                          "can keep it consistent",
+                          {"auto", "cached", "uncached"})},
+      openBoard};
+  return spec;
 }
 
 } // namespace pccx::device

@@ -112,12 +112,18 @@ public:
   const char *name() const override { return "kv260"; }
   float *window() override { return shadow_.data(); }
   size_t windowWords() const override { return options_.windowWords; }
-  /// Carved from the DMA buffer below the resident weights (the staging
-  /// area shrinks, down to minStagingBytes).
-  uint8_t *allocateStreamable(size_t bytes, std::string *error) override;
-  bool keepWeightsResident(const uint8_t *section, size_t bytes,
-                           std::string *error) override;
-  void pushWeights(const uint8_t *data, size_t bytes) override;
+  /// Registered buffers are carved from the end of the DMA buffer (the
+  /// staging area shrinks, down to minStagingBytes): the weights section is
+  /// copied there once, streamable memory is handed out there.
+  bool registerWeights(const uint8_t *section, size_t bytes, BufferId *id,
+                       std::string *error) override;
+  StreamableBuffer allocateStreamable(size_t bytes,
+                                      std::string *error) override;
+  /// A record of a registered buffer streams from where it lies in the DMA
+  /// buffer; host records are staged.
+  bool pushWeights(const WeightHandle &record, const float *exact,
+                   std::string *error) override;
+  void pushHostWeights(const uint8_t *data, size_t bytes) override;
   bool issue(uint64_t word, uint64_t index, std::string *error) override;
   bool sync(std::string *error) override;
   bool finishSegment(std::string *error) override;
@@ -146,13 +152,24 @@ private:
   Kv260Options options_;
   std::vector<float> shadow_;
   size_t stagingOffset_ = 0;
-  /// Where the DMA buffer's staging area ends (the resident weights start).
+  /// Where the DMA buffer's staging area ends (the registered buffers
+  /// start).
   size_t stagingEnd_ = 0;
-  /// The resident weights section: its bytes in the bundle mapping and its
-  /// copy at residentOffset_ of the DMA buffer.
-  const uint8_t *residentSource_ = nullptr;
-  size_t residentBytes_ = 0, residentOffset_ = 0;
-  std::vector<std::pair<const uint8_t *, size_t>> pendingWeights_;
+  /// A registered buffer: where it lies in the DMA buffer, and whether the
+  /// host writes it (its records are flushed before each stream).
+  struct Buffer {
+    size_t offset = 0, bytes = 0;
+    bool hostWritten = false;
+  };
+  std::vector<Buffer> buffers_;
+  /// A queued record: host bytes to stage (`host` set), or bytes at
+  /// `offset` of the DMA buffer.
+  struct PendingRecord {
+    const uint8_t *host = nullptr;
+    size_t offset = 0, bytes = 0;
+    bool flush = false;
+  };
+  std::vector<PendingRecord> pendingWeights_;
   /// Commands of the current GEMM to push once its word is stored, at
   /// DMA-buffer offsets.
   std::vector<kv260::PlannedCommand> afterWord_;

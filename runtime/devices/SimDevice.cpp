@@ -2,6 +2,8 @@
 
 #include "runtime/devices/SimDevice.h"
 
+#include "runtime/devices/Devices.h"
+
 namespace pccx::device {
 
 bool SimDevice::issue(uint64_t word, uint64_t index, std::string *error) {
@@ -12,6 +14,41 @@ bool SimDevice::issue(uint64_t word, uint64_t index, std::string *error) {
     return false;
   }
   return sim_.execute(inst, error);
+}
+
+namespace {
+
+std::unique_ptr<Device> openSim(const OptionValues &options,
+                                machine::Target target, std::string *) {
+  auto sim = std::make_unique<SimDevice>(options.text("numerics") == "reference"
+                                             ? sim::Numerics::Reference
+                                             : sim::Numerics::Hardware,
+                                         target);
+  sim->simulator().setThreads(unsigned(options.count("threads")));
+  return sim;
+}
+
+} // namespace
+
+const DeviceSpec &simDevice() {
+  static const DeviceSpec spec = {
+      "sim",
+      "the functional simulator: runs bundles of every target, bit for bit "
+      "what the board computes in hardware numerics",
+      {OptionSpec::choice(
+           "numerics", "hardware", "MODE",
+           "reference (fp32 everywhere, exact fp32 keys and values) or "
+           "hardware (BF16 in L2, keys and values as the bundle stores "
+           "them: INT8 KV records, or the host cache dtype of --attention "
+           "host)",
+           {"hardware", "reference"}),
+       OptionSpec::count("threads", "0", "N",
+                         "threads that share each GEMV/GEMM, 0 for one per "
+                         "hardware thread; results are the same bit for bit "
+                         "at every count",
+                         1024)},
+      openSim};
+  return spec;
 }
 
 } // namespace pccx::device

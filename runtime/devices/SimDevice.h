@@ -14,14 +14,20 @@ public:
                      machine::Target target = machine::kDefaultTarget)
       : sim_(numerics, machine::host_window_words, target) {}
   const char *name() const override { return "sim"; }
+  sim::Numerics numerics() const override { return sim_.numerics(); }
   float *window() override { return sim_.hostLanes(); }
   size_t windowWords() const override { return sim_.hostWords(); }
-  void pushWeights(const uint8_t *data, size_t bytes) override {
-    sim_.pushWeightStream(data, bytes);
+  /// The simulator reads registered buffers where they lie: no copy.
+  bool pushWeights(const WeightHandle &record, const float *exact,
+                   std::string *error) override {
+    const uint8_t *data = hostBytes(record, error);
+    if (!data)
+      return false;
+    sim_.pushWeightStream(data, size_t(record.bytes), exact);
+    return true;
   }
-  void pushExactWeights(const uint8_t *data, size_t bytes,
-                        const float *exact) override {
-    sim_.pushWeightStream(data, bytes, exact);
+  void pushHostWeights(const uint8_t *data, size_t bytes) override {
+    sim_.pushWeightStream(data, bytes);
   }
   bool issue(uint64_t word, uint64_t index, std::string *error) override;
   bool sync(std::string *) override {

@@ -28,7 +28,7 @@ bool fail(std::string *error, const std::string &path,
 bool prepareProgram(const bundle::Bundle &b, const std::string &path,
                     const bundle::ModelManifest &manifest,
                     const bundle::ProgramEntry &entry,
-                    const host::BindTables &tables, const uint8_t *weights,
+                    const host::BindTables &tables,
                     std::unique_ptr<Program> &out, std::string *error) {
   const std::string &section = entry.section;
   const bundle::SectionInfo *s = b.find(section);
@@ -62,7 +62,7 @@ bool prepareProgram(const bundle::Bundle &b, const std::string &path,
       ref.kind = WeightRef::Kind::Dynamic;
     } else {
       ref.kind = WeightRef::Kind::Static;
-      ref.data = weights + u.offset;
+      ref.offset = u.offset;
       ref.bytes = u.bytes;
     }
   }
@@ -158,7 +158,6 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
     const bundle::SectionInfo *s = b.find(name);
     return s ? b.data(*s) : nullptr;
   };
-  const uint8_t *weights = sectionData("weights");
   const uint8_t *hostData = sectionData("host_tensors");
   const uint8_t *gatherData = sectionData("gather");
 
@@ -248,7 +247,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
 
   for (const bundle::ProgramEntry &entry : manifest.programs) {
     std::unique_ptr<Program> p;
-    if (!prepareProgram(b, path, manifest, entry, tables, weights, p, error))
+    if (!prepareProgram(b, path, manifest, entry, tables, p, error))
       return nullptr;
     const std::string &section = entry.section;
     if (p->rows == 1 && section == "program.decode")

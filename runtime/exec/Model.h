@@ -65,8 +65,7 @@ struct WeightRef {
   };
   Kind kind = Kind::None;
   int32_t cache = -1, part = 0; ///< Cache, Mask
-  const uint8_t *data = nullptr; ///< Static: into the mapped weights section
-  uint64_t bytes = 0;
+  uint64_t offset = 0, bytes = 0; ///< Static: within the weights section
 };
 
 /// A program prepared for execution when the bundle is opened: words

@@ -12,9 +12,9 @@
 
 namespace pccx::exec {
 
-Session::Session(const Model &model, std::unique_ptr<Device> device,
-                 bool fp32Caches)
-    : model_(model), device_(std::move(device)), fp32Caches_(fp32Caches) {
+Session::Session(const Model &model, std::unique_ptr<Device> device)
+    : model_(model), device_(std::move(device)),
+      fp32Caches_(device_->numerics() == sim::Numerics::Reference) {
   if (model_.decode())
     decodeWords_ = model_.decode()->words;
   if (model_.prefill())
@@ -52,6 +52,7 @@ bool Session::prepareRecords(std::string *error) {
     if (p)
       maxRows = std::max(maxRows, p->rows);
   maskOf_.assign(model_.caches().size(), -1);
+  cacheBuffer_.assign(model_.caches().size(), 0);
   for (size_t i = 0; i < model_.caches().size(); ++i) {
     const CacheSpec &spec = model_.caches()[i];
     if (!spec.records())
@@ -59,14 +60,15 @@ bool Session::prepareRecords(std::string *error) {
     const int64_t bytes =
         hw::cacheRecordBytes(spec.dtype == host::KvDtype::KeyRecords,
                              spec.slots, spec.width / spec.heads);
-    uint8_t *memory =
+    const device::StreamableBuffer memory =
         device_->allocateStreamable(size_t(bytes * spec.heads), error);
-    if (!memory) {
+    if (!memory.data) {
       *error = "KV cache '" + spec.name + "': " + *error;
       return false;
     }
+    cacheBuffer_[i] = memory.id;
     caches_[i] = host::KvCache(spec.slots, spec.width, spec.heads, spec.dtype,
-                               memory);
+                               memory.data);
     // The golden model attends over the exact keys and values, as it keeps
     // host caches in fp32.
     if (fp32Caches_)
@@ -84,12 +86,12 @@ bool Session::prepareRecords(std::string *error) {
     set.recordBytes = hw::maskRecordBytes(spec.slots);
     set.memory =
         device_->allocateStreamable(size_t(set.recordBytes * maxRows), error);
-    if (!set.memory) {
+    if (!set.memory.data) {
       *error = "the attention masks of KV cache '" + spec.name + "': " + *error;
       return false;
     }
     for (int64_t r = 0; r < maxRows; ++r)
-      hw::initMaskRecord(set.memory + r * set.recordBytes, spec.slots);
+      hw::initMaskRecord(set.memory.data + r * set.recordBytes, spec.slots);
     maskOf_[i] = int(masks_.size());
     masks_.push_back(set);
   }
@@ -100,7 +102,7 @@ bool Session::prepareRecords(std::string *error) {
 void Session::setMasks(int64_t rows) {
   for (MaskSet &set : masks_)
     for (int64_t r = 0; r < rows; ++r)
-      hw::setMaskScales(set.memory + r * set.recordBytes, set.slots,
+      hw::setMaskScales(set.memory.data + r * set.recordBytes, set.slots,
                         set.window, position_ + r, position_ + rows - 1);
 }
 
@@ -144,12 +146,12 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
     return program.section + " at position " + std::to_string(position_) +
            ": " + what;
   };
-  if (!weightsResident_) {
+  if (!weightsRegistered_) {
     size_t bytes = 0;
     const uint8_t *section = model_.weightsSection(&bytes);
-    if (!device_->keepWeightsResident(section, bytes, error))
+    if (!device_->registerWeights(section, bytes, &weightsBuffer_, error))
       return false;
-    weightsResident_ = true;
+    weightsRegistered_ = true;
   }
   // Patch fields in place: each site's field is located already.
   for (const PatchSite &p : program.patches) {
@@ -218,32 +220,34 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
         }
         inFlight_.push_back(std::move(dynamic_.front()));
         dynamic_.pop_front();
-        device_->pushWeights(inFlight_.back().data(), inFlight_.back().size());
+        device_->pushHostWeights(inFlight_.back().data(),
+                                 inFlight_.back().size());
         stats_.weightBytes += inFlight_.back().size();
-      } else if (rec.kind == WeightRef::Kind::Static) {
-        device_->pushWeights(rec.data, size_t(rec.bytes));
-        stats_.weightBytes += rec.bytes;
-      } else if (rec.kind == WeightRef::Kind::Cache ||
-                 rec.kind == WeightRef::Kind::Mask) {
-        const host::KvCache &cache = caches_[size_t(rec.cache)];
-        const uint8_t *data;
-        size_t bytes;
+      } else if (rec.kind != WeightRef::Kind::None) {
+        // Records of registered buffers go by handle: the static ones in
+        // the weights section, KV records and masks in the cache buffers.
+        device::WeightHandle handle;
         const float *exact = nullptr;
-        if (rec.kind == WeightRef::Kind::Cache) {
-          data = cache.record(rec.part);
-          bytes = size_t(cache.recordBytes());
+        if (rec.kind == WeightRef::Kind::Static) {
+          handle = {weightsBuffer_, rec.offset, rec.bytes};
+        } else if (rec.kind == WeightRef::Kind::Cache) {
+          const host::KvCache &cache = caches_[size_t(rec.cache)];
+          const uint64_t bytes = uint64_t(cache.recordBytes());
+          handle = {cacheBuffer_[size_t(rec.cache)], rec.part * bytes, bytes};
           exact = cache.exactRecord(rec.part);
         } else {
           const MaskSet &set = masks_[size_t(maskOf_[size_t(rec.cache)])];
-          data = set.memory + rec.part * set.recordBytes;
-          bytes = size_t(set.recordBytes);
+          const uint64_t bytes = uint64_t(set.recordBytes);
+          handle = {set.memory.id, rec.part * bytes, bytes};
         }
-        if (exact)
-          device_->pushExactWeights(data, bytes, exact);
-        else
-          device_->pushWeights(data, bytes);
-        stats_.weightBytes += bytes;
-        stats_.kvRecordBytes += bytes;
+        std::string why;
+        if (!device_->pushWeights(handle, exact, &why)) {
+          *error = where("word " + std::to_string(i) + ": " + why);
+          return false;
+        }
+        stats_.weightBytes += handle.bytes;
+        if (rec.kind != WeightRef::Kind::Static)
+          stats_.kvRecordBytes += handle.bytes;
       }
       std::string why;
       if (!device_->issue(words[i], i, &why)) {

@@ -32,9 +32,10 @@ struct SessionStats {
 
 class Session {
 public:
-  /// `fp32Caches` keeps KV caches in float32 whatever the bundle says (the
-  /// reference numerics); otherwise they use the bundle's dtype.
-  Session(const Model &model, std::unique_ptr<Device> device, bool fp32Caches);
+  /// A device computing in reference numerics gets KV caches in float32
+  /// (and exact KV records) whatever the bundle says; otherwise they use
+  /// the bundle's dtype.
+  Session(const Model &model, std::unique_ptr<Device> device);
 
   int64_t position() const { return position_; }
   /// Positions the KV caches hold.
@@ -66,10 +67,12 @@ private:
   /// per step row.
   struct MaskSet {
     int64_t slots = 0, window = 0, recordBytes = 0;
-    uint8_t *memory = nullptr; ///< rows records
+    device::StreamableBuffer memory; ///< rows records
   };
   std::vector<MaskSet> masks_;
   std::vector<int> maskOf_; ///< per cache: index into masks_, or -1
+  /// Per cache: the device buffer holding its records (record caches).
+  std::vector<device::BufferId> cacheBuffer_;
   bool recordsReady_ = false;
   /// Each program's words as last patched (the unpatched bits never change).
   std::vector<uint64_t> decodeWords_, prefillWords_;
@@ -77,8 +80,10 @@ private:
   host::HostContext context_;
   std::vector<float> stepLogits_;
   /// Whether the device was given the weights section (before the first
-  /// step, so a device that cannot keep it says so before any work).
-  bool weightsResident_ = false;
+  /// step, so a device that cannot keep it says so before any work), and
+  /// the buffer the static records' handles name.
+  bool weightsRegistered_ = false;
+  device::BufferId weightsBuffer_ = 0;
   int64_t position_ = 0;
   SessionStats stats_;
 };

@@ -4,7 +4,8 @@ No build step: the module loads libpccxrt.so at import time and wraps its C
 API (runtime/capi/pccxrt.h). Logits come back as numpy float32 arrays.
 
     import pccxrt
-    with pccxrt.Model("model.pccx") as model:
+    print(pccxrt.devices())                  # {"sim": "the functional ...", ...}
+    with pccxrt.Model("model.pccx", device="sim", numerics="reference") as model:
         ids = model.tokenize("Hello")
         logits = model.consume(ids)          # shape (len(ids), vocab_size)
         print(model.detokenize(model.generate(ids, max_new_tokens=16)))
@@ -22,7 +23,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["Model", "PccxrtError", "library_path"]
+__all__ = ["Model", "PccxrtError", "devices", "library_path"]
 
 
 class PccxrtError(RuntimeError):
@@ -50,7 +51,10 @@ def _load():
     handle, i32p, f32p = ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_float)
     size_t, sizep = ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)
     signatures = {
-        "pccxrt_open": (handle, [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]),
+        "pccxrt_open_device": (handle, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]),
+        "pccxrt_device_count": (size_t, []),
+        "pccxrt_device_name": (ctypes.c_char_p, [size_t]),
+        "pccxrt_device_description": (ctypes.c_char_p, [size_t]),
         "pccxrt_close": (None, [handle]),
         "pccxrt_last_error": (ctypes.c_char_p, [handle]),
         "pccxrt_vocab_size": (ctypes.c_int64, [handle]),
@@ -71,8 +75,25 @@ def _load():
 
 
 _lib = _load()
-_DEVICES = {"sim": 0, "kv260": 1}
-_NUMERICS = {"hardware": 0, "reference": 1}
+
+
+def devices():
+    """The runtime's registered devices: {name: one-line description}, the
+    default device first."""
+    return {_lib.pccxrt_device_name(i).decode(): _lib.pccxrt_device_description(i).decode()
+            for i in range(_lib.pccxrt_device_count())}
+
+
+def _device_options(options):
+    """Keyword options as the runtime's "KEY=VALUE,..." (uio_name is the
+    device's uio-name option)."""
+    items = []
+    for key, value in options.items():
+        key, value = key.replace("_", "-"), str(value)
+        if any(c in key + value for c in ",=\0"):
+            raise ValueError("device option %s=%r: ',', '=' and NUL cannot be passed" % (key, value))
+        items.append("%s=%s" % (key, value))
+    return ",".join(items)
 
 
 _INT32_MAX = 2**31 - 1
@@ -128,14 +149,17 @@ class Model:
     """One bundle on one device, with its KV cache (a session). Threads may
     share a model: its calls take turns (one lock per model)."""
 
-    def __init__(self, path, device="sim", numerics="hardware"):
+    def __init__(self, path, device="sim", **options):
+        """Opens the bundle at `path` on the registered device `device`
+        (see devices()) with that device's options as keywords, e.g.
+        numerics="reference", threads=4; the runtime refuses an unknown
+        device, option or value, naming it."""
         self._lock = threading.RLock()
         self._handle = None
-        if device not in _DEVICES:
-            raise ValueError("device must be one of %s" % ", ".join(_DEVICES))
-        if numerics not in _NUMERICS:
-            raise ValueError("numerics must be one of %s" % ", ".join(_NUMERICS))
-        self._handle = _lib.pccxrt_open(os.fsencode(path), _DEVICES[device], _NUMERICS[numerics])
+        if not isinstance(device, str) or "\0" in device:
+            raise ValueError("device must be one of %s" % ", ".join(devices()))
+        self._handle = _lib.pccxrt_open_device(os.fsencode(path), device.encode(),
+                                               _device_options(options).encode())
         if not self._handle:
             raise PccxrtError(_lib.pccxrt_last_error(None).decode())
 

@@ -161,10 +161,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       std::fprintf(stderr, "load: %s\n", error.c_str());
     return 0;
   }
-  auto device = device::openDevice("sim", device::DeviceOptions(), &error);
+  auto device = device::openDevice("sim", {}, model->target(), &error);
   if (!device)
     __builtin_trap();
-  exec::Session session(*model, std::move(device), false);
+  exec::Session session(*model, std::move(device));
   std::vector<float> logits;
   // A decode step, then (when the caches allow) a prefill-sized run.
   for (const std::vector<int32_t> &tokens :

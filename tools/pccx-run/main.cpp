@@ -17,9 +17,8 @@
 #include "runtime/app/Perplexity.h"
 #include "runtime/app/Tokenizer.h"
 #include "runtime/devices/Devices.h"
-#include "runtime/devices/Kv260Protocol.h"
-#include "runtime/devices/UDmaBuf.h"
 #include "tools/common/CommandLine.h"
+#include "tools/common/DeviceFlags.h"
 #include "tools/common/GuardedMain.h"
 
 #include <algorithm>
@@ -38,7 +37,8 @@ using nlohmann::json;
 
 namespace {
 
-const char kHelp[] =
+// The DEVICE section between the two parts comes from the device registry.
+const char kHelpBeforeDevice[] =
     R"(USAGE: pccx-run MODEL.pccx (--prompt TEXT | --tokens IDS) [options]
        pccx-run MODEL.pccx --chat [--chat-file FILE] [options]
        pccx-run MODEL.pccx --perplexity FILE [--ctx N] [--stride S] [options]
@@ -74,25 +74,9 @@ INPUT:
   --no-bos                 do not prepend the BOS token to --prompt
 
 DEVICE:
-  --device sim|kv260       the functional simulator (default) or the board
-                           (kv260 runs bundles for --target v002-rtl only,
-                           docs/kv260.md)
-  --numerics MODE          simulator numerics: reference (fp32 everywhere,
-                           exact fp32 keys and values) or hardware (BF16 in
-                           L2, keys and values as the bundle stores them:
-                           INT8 KV records, or the host cache dtype of
-                           --attention host; default)
-  --threads N              sim: threads that share each GEMV/GEMM (default
-                           0: one per hardware thread); results are the same
-                           bit for bit at every count
-  --uio-name NAME          kv260: UIO device name of the overlay (default
-                           pccx-npu)
-  --udmabuf NAME           kv260: u-dma-buf buffer (default udmabuf0)
-  --dma-window MODE        kv260: map the buffer's host window cached (with
-                           u-dma-buf's cache maintenance) or uncached; auto
-                           (default) caches it when u-dma-buf can keep it
-                           consistent (docs/kv260.md)
+)";
 
+const char kHelpAfterDevice[] = R"(
 GENERATION:
   --max-new-tokens N       tokens to generate (default 32)
   --temperature T          0 (default) is greedy
@@ -248,10 +232,7 @@ int runPerplexity(const pccx::tools::CommandLine &cl,
 static int run(int argc, char **argv) {
   std::string bundlePath, prompt, tokensText, dumpPath, referenceDir,
       perplexityPath, stopText;
-  std::string device = "sim", numerics = "hardware",
-              uioName = pccx::device::kv260::kUioName, udmabuf = "udmabuf0",
-              dmaWindow = "auto";
-  unsigned threads = 0;
+  pccx::tools::DeviceChoice device;
   bool hasPrompt = false, noBos = false, asJson = false, hasStop = false,
        chat = false, hasMaxNew = false;
   std::string chatFile, systemPrompt;
@@ -263,7 +244,8 @@ static int run(int argc, char **argv) {
   while (cl.next()) {
     const std::string &a = cl.arg();
     if (a == "-h" || a == "--help") {
-      std::cout << kHelp;
+      std::cout << kHelpBeforeDevice << pccx::device::deviceHelp()
+                << kHelpAfterDevice;
       return 0;
     } else if (cl.is("--prompt")) {
       prompt = cl.value();
@@ -279,28 +261,7 @@ static int run(int argc, char **argv) {
       tokensText = cl.value();
     } else if (a == "--no-bos") {
       noBos = true;
-    } else if (cl.is("--device")) {
-      device = cl.value();
-      if (device != "sim" && device != "kv260")
-        return fail("--device must be sim or kv260");
-    } else if (cl.is("--numerics")) {
-      numerics = cl.value();
-      if (numerics != "reference" && numerics != "hardware")
-        return fail("--numerics must be reference or hardware");
-    } else if (cl.is("--threads")) {
-      const int64_t n = cl.count();
-      if (n > 1024)
-        return fail("--threads must be at most 1024");
-      threads = unsigned(n);
-    } else if (cl.is("--uio-name")) {
-      uioName = cl.value();
-    } else if (cl.is("--udmabuf")) {
-      udmabuf = cl.value();
-    } else if (cl.is("--dma-window")) {
-      dmaWindow = cl.value();
-      pccx::device::WindowCaching mode;
-      if (!pccx::device::parseWindowCaching(dmaWindow, &mode))
-        return fail("--dma-window must be auto, cached or uncached");
+    } else if (pccx::tools::takeDeviceFlag(cl, &device)) {
     } else if (cl.is("--max-new-tokens")) {
       gen.maxNewTokens = cl.count();
       hasMaxNew = true;
@@ -365,8 +326,9 @@ static int run(int argc, char **argv) {
   std::string why = pccx::app::checkSamplingOptions(gen.sampling);
   if (!why.empty())
     return fail(why);
-
   std::string error;
+  if (!pccx::device::checkDeviceOptions(device.name, device.options, &error))
+    return fail(error);
   auto model = pccx::exec::Model::load(bundlePath, &error);
   if (!model)
     return fail(error);
@@ -418,18 +380,13 @@ static int run(int argc, char **argv) {
   gen.stopTokens.insert(stops.begin(), stops.end());
 
   // Device.
-  pccx::device::DeviceOptions devOptions;
-  devOptions.numerics = numerics;
-  devOptions.threads = threads;
-  devOptions.target = model->target();
-  devOptions.uioName = uioName;
-  devOptions.udmabuf = udmabuf;
-  devOptions.dmaWindow = dmaWindow;
-  auto dev = pccx::device::openDevice(device, devOptions, &error);
+  auto dev = pccx::device::openDevice(device.name, device.options,
+                                      model->target(), &error);
   if (!dev)
     return fail(error);
-  const bool reference = numerics == "reference";
-  pccx::exec::Session session(*model, std::move(dev), reference);
+  const bool reference = dev->numerics() == pccx::sim::Numerics::Reference;
+  const std::string numerics = reference ? "reference" : "hardware";
+  pccx::exec::Session session(*model, std::move(dev));
   if (!perplexityPath.empty())
     return runPerplexity(cl, *model, session, ids, referenceDir, ppl, noBos,
                          asJson);
@@ -567,7 +524,7 @@ static int run(int argc, char **argv) {
         {"generated_tokens", result.generated},
         {"logits_rows", gen.keepLogits ? rows : 0},
         {"numerics", numerics},
-        {"device", device},
+        {"device", device.name},
         {"stopped_by", result.stopped  ? "stop_token"
                        : result.capped ? "kv_capacity"
                                        : "max_new_tokens"},

@@ -9,6 +9,7 @@
 #include "runtime/devices/Devices.h"
 #include "runtime/serve/Server.h"
 #include "tools/common/CommandLine.h"
+#include "tools/common/DeviceFlags.h"
 #include "tools/common/GuardedMain.h"
 
 #include <csignal>
@@ -18,7 +19,8 @@
 
 namespace {
 
-const char kHelp[] =
+// The DEVICE section between the two parts comes from the device registry.
+const char kHelpBeforeDevice[] =
     R"(USAGE: pccx-serve MODEL.pccx [options]
 
 Serves one compiled Gemma 3n bundle with OpenAI's HTTP API:
@@ -40,15 +42,11 @@ OPTIONS:
                            "pccx-serve: listening on http://ADDR:PORT"
   --model-name NAME        the model id clients use (default: the bundle's
                            file name without .pccx)
-  --device sim|kv260       the functional simulator (default) or the board
-  --numerics MODE          simulator numerics: hardware (default) or
-                           reference
-  --threads N              sim: threads that share each GEMV/GEMM (default
-                           0: one per hardware thread; results do not
-                           depend on it)
-  --uio-name NAME          kv260: UIO device name of the overlay (pccx-npu)
-  --udmabuf NAME           kv260: u-dma-buf buffer (udmabuf0)
 
+DEVICE:
+)";
+
+const char kHelpAfterDevice[] = R"(
 LIMITS:
   --max-body-bytes N       larger request bodies get 413 (default 1048576)
   --max-tokens N           largest max_tokens a request may ask (default
@@ -78,15 +76,16 @@ LIMITS:
 } // namespace
 
 static int run(int argc, char **argv) {
-  std::string bundlePath, device = "sim", numerics = "hardware";
+  std::string bundlePath;
   bool markersInText = false;
-  pccx::device::DeviceOptions devOptions;
+  pccx::tools::DeviceChoice device;
   pccx::serve::ServeOptions options;
   pccx::tools::CommandLine cl("pccx-serve", argc, argv);
   while (cl.next()) {
     const std::string &a = cl.arg();
     if (a == "-h" || a == "--help") {
-      std::cout << kHelp;
+      std::cout << kHelpBeforeDevice << pccx::device::deviceHelp()
+                << kHelpAfterDevice;
       return 0;
     } else if (cl.is("--host")) {
       options.host = cl.value();
@@ -99,23 +98,7 @@ static int run(int argc, char **argv) {
       options.modelName = cl.value();
       if (options.modelName.empty())
         return cl.fail("--model-name must not be empty");
-    } else if (cl.is("--device")) {
-      device = cl.value();
-      if (device != "sim" && device != "kv260")
-        return cl.fail("--device must be sim or kv260");
-    } else if (cl.is("--numerics")) {
-      numerics = cl.value();
-      if (numerics != "reference" && numerics != "hardware")
-        return cl.fail("--numerics must be reference or hardware");
-    } else if (cl.is("--threads")) {
-      const int64_t n = cl.count();
-      if (n > 1024)
-        return cl.fail("--threads must be at most 1024");
-      devOptions.threads = unsigned(n);
-    } else if (cl.is("--uio-name")) {
-      devOptions.uioName = cl.value();
-    } else if (cl.is("--udmabuf")) {
-      devOptions.udmabuf = cl.value();
+    } else if (pccx::tools::takeDeviceFlag(cl, &device)) {
     } else if (cl.is("--max-body-bytes")) {
       options.maxBodyBytes = size_t(cl.count());
     } else if (cl.is("--max-tokens")) {
@@ -160,6 +143,8 @@ static int run(int argc, char **argv) {
   }
 
   std::string error;
+  if (!pccx::device::checkDeviceOptions(device.name, device.options, &error))
+    return cl.fail(error);
   auto model = pccx::exec::Model::load(bundlePath, &error);
   if (!model)
     return cl.fail(error);
@@ -177,12 +162,11 @@ static int run(int argc, char **argv) {
   if (!format)
     return cl.fail(error);
   format->setMarkersInText(markersInText);
-  devOptions.numerics = numerics;
-  devOptions.target = model->target();
-  auto dev = pccx::device::openDevice(device, devOptions, &error);
+  auto dev = pccx::device::openDevice(device.name, device.options,
+                                      model->target(), &error);
   if (!dev)
     return cl.fail(error);
-  pccx::exec::Session session(*model, std::move(dev), numerics == "reference");
+  pccx::exec::Session session(*model, std::move(dev));
 
   // SIGTERM and SIGINT are taken by one thread that stops the server; the
   // server's threads (created after this) never see them.
@@ -207,7 +191,8 @@ static int run(int argc, char **argv) {
   });
   std::cout << "pccx-serve: listening on http://" << options.host << ":" << port
             << " (model " << options.modelName << ", context "
-            << session.capacity() << " tokens, " << device << ")" << std::endl;
+            << session.capacity() << " tokens, " << device.name << ")"
+            << std::endl;
   if (options.host != "127.0.0.1" && options.host != "localhost" &&
       options.host != "::1")
     pccx::serve::logLine("pccx-serve: warning: listening on " + options.host +

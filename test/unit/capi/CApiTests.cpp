@@ -98,6 +98,69 @@ TEST(CApi, OpenErrors) {
             std::string::npos);
 }
 
+// Devices by name through the registry: the same session as the enum
+// opens, and an unknown device, option or value refused naming it.
+TEST(CApi, OpenDeviceByName) {
+  const size_t count = pccxrt_device_count();
+  ASSERT_GE(count, 2u);
+  EXPECT_STREQ(pccxrt_device_name(0), "sim");
+  EXPECT_STREQ(pccxrt_device_name(1), "kv260");
+  EXPECT_EQ(pccxrt_device_name(count), nullptr);
+  EXPECT_NE(std::string(pccxrt_device_description(1)).find("KV260"),
+            std::string::npos);
+  EXPECT_EQ(pccxrt_device_description(count), nullptr);
+
+  pccxrt_model *byEnum = pccxrt_open(tinyBundle().c_str(), PCCXRT_DEVICE_SIM,
+                                     PCCXRT_NUMERICS_REFERENCE);
+  pccxrt_model *byName = pccxrt_open_device(tinyBundle().c_str(), "sim",
+                                            "numerics=reference,threads=2");
+  ASSERT_NE(byEnum, nullptr) << pccxrt_last_error(nullptr);
+  ASSERT_NE(byName, nullptr) << pccxrt_last_error(nullptr);
+  std::vector<int32_t> prompt = {2, 100, 400};
+  std::vector<float> a(3 * 512), b(3 * 512);
+  ASSERT_EQ(pccxrt_consume(byEnum, prompt.data(), 3, 0, a.data()), 0);
+  ASSERT_EQ(pccxrt_consume(byName, prompt.data(), 3, 0, b.data()), 0);
+  EXPECT_EQ(a, b);
+  pccxrt_close(byEnum);
+  pccxrt_close(byName);
+  // Hardware numerics are the default.
+  pccxrt_model *plain = pccxrt_open_device(tinyBundle().c_str(), "sim", NULL);
+  ASSERT_NE(plain, nullptr) << pccxrt_last_error(nullptr);
+  std::vector<float> c(3 * 512);
+  ASSERT_EQ(pccxrt_consume(plain, prompt.data(), 3, 0, c.data()), 0);
+  EXPECT_NE(a, c);
+  pccxrt_close(plain);
+
+  const struct {
+    const char *device, *options, *error;
+  } refused[] = {
+      {"sim", "speed=9", "sim: unknown option 'speed' (its options: numerics "
+                         "or threads)"},
+      {"sim", "numerics=fast", "sim: option 'numerics' must be hardware or "
+                               "reference, not 'fast'"},
+      {"sim", "threads", "device option 'threads' is not KEY=VALUE"},
+      {"kv260", "numerics=reference",
+       "kv260: the board computes in hardware numerics; 'reference' numerics "
+       "are a simulator mode"},
+  };
+  for (const auto &r : refused) {
+    EXPECT_EQ(pccxrt_open_device(tinyBundle().c_str(), r.device, r.options),
+              nullptr);
+    EXPECT_STREQ(pccxrt_last_error(nullptr), r.error);
+  }
+  EXPECT_EQ(pccxrt_open_device(tinyBundle().c_str(), "gpu", ""), nullptr);
+  const std::string unknown = pccxrt_last_error(nullptr);
+  EXPECT_EQ(unknown.rfind("unknown device 'gpu' (known: sim", 0), 0u)
+      << unknown;
+  EXPECT_NE(unknown.find("kv260"), std::string::npos) << unknown;
+  EXPECT_EQ(pccxrt_open_device(tinyBundle().c_str(), nullptr, ""), nullptr);
+  EXPECT_STREQ(pccxrt_last_error(nullptr), "no device name");
+  EXPECT_EQ(pccxrt_open(tinyBundle().c_str(), pccxrt_device(7),
+                        PCCXRT_NUMERICS_HARDWARE),
+            nullptr);
+  EXPECT_STREQ(pccxrt_last_error(nullptr), "unknown device 7");
+}
+
 namespace {
 
 /// The tiny bundle with a SentencePiece tokenizer trained for the tests.

@@ -287,7 +287,7 @@ struct Board {
     }
     if (inst.opcode == isa::Opcode::Gemm)
       // The simulator reads the record when the GEMM runs: keep it here.
-      npu->pushWeights(record.data(), record.size());
+      npu->pushHostWeights(record.data(), record.size());
     if (!npu->issue(w, events.size(), &npuError) || !npu->sync(&npuError))
       return;
     if (memcpy && !load) {
@@ -700,15 +700,15 @@ TEST(Kv260Device, ASilentBusIsReportedAtOpen) {
 }
 
 TEST(Kv260Device, OnlyBundlesForTheRtlTargetAreOpened) {
-  DeviceOptions options;
   std::string error;
-  EXPECT_EQ(openDevice("kv260", options, &error), nullptr);
-  EXPECT_TRUE(contains(error, "this bundle is for target v002: compile it "
-                              "with --target v002-rtl"))
+  EXPECT_EQ(openDevice("kv260", {}, machine::Target::V002, &error), nullptr);
+  EXPECT_TRUE(contains(error, "kv260: the overlay runs the v002 RTL's "
+                              "conventions; this bundle is for target v002: "
+                              "compile it with --target v002-rtl"))
       << error;
-  options.target = machine::Target::V002Rtl;
-  options.uioName = "pccx-absent-device";
-  EXPECT_EQ(openDevice("kv260", options, &error), nullptr);
+  EXPECT_EQ(openDevice("kv260", {{"uio-name", "pccx-absent-device"}},
+                       machine::Target::V002Rtl, &error),
+            nullptr);
   // Past the target check: the board itself is what is missing here.
   EXPECT_FALSE(contains(error, "target")) << error;
 }
@@ -742,7 +742,7 @@ TEST(Kv260Device, GemvIsRefusedForWantOfAResultPath) {
   Fixture f;
   ASSERT_NE(f.device, nullptr);
   std::vector<uint8_t> record(32);
-  f.device->pushWeights(record.data(), record.size());
+  f.device->pushHostWeights(record.data(), record.size());
   EXPECT_FALSE(
       f.device->issue(word(isa::Instruction(isa::Opcode::Gemv)), 4, &f.error));
   EXPECT_TRUE(contains(f.error, "instruction 4: the overlay cannot run it: "
@@ -856,11 +856,14 @@ TEST(Kv260Device, GemmRecordIsSplitOverBothLanes) {
   std::vector<uint8_t> section(8192);
   for (size_t i = 0; i < section.size(); ++i)
     section[i] = uint8_t(i * 13 + 5);
-  ASSERT_TRUE(
-      f.device->keepWeightsResident(section.data(), section.size(), &f.error))
+  BufferId weights = 7;
+  ASSERT_TRUE(f.device->registerWeights(section.data(), section.size(),
+                                        &weights, &f.error))
       << f.error;
+  EXPECT_EQ(weights, 0u);
   // 1000 bytes = 63 beats: 32 beats on HP0, the other 488 bytes on HP1.
-  f.device->pushWeights(section.data() + 1024, 1000);
+  ASSERT_TRUE(f.device->pushWeights({weights, 1024, 1000}, nullptr, &f.error))
+      << f.error;
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   const uint64_t at = kPhys + 12288 + 1024;
   EXPECT_EQ(f.board.events,
@@ -890,7 +893,7 @@ TEST(Kv260Device, LongRecordsAreChunkedAndTheFifosNeverOverflow) {
   std::vector<uint8_t> record(640);
   for (size_t i = 0; i < record.size(); ++i)
     record[i] = uint8_t(i * 7 + 1);
-  f.device->pushWeights(record.data(), record.size());
+  f.device->pushHostWeights(record.data(), record.size());
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   std::vector<Event> expected;
   for (uint8_t i = 0; i < 10; ++i) {
@@ -927,9 +930,9 @@ TEST(Kv260Device, ARecordLongerThanTheQueuesDoesNotDeadlock) {
     first[i] = uint8_t(i * 7 + 1);
   for (size_t i = 0; i < second.size(); ++i)
     second[i] = uint8_t(i * 5 + 3);
-  f.device->pushWeights(first.data(), first.size());
+  f.device->pushHostWeights(first.data(), first.size());
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
-  f.device->pushWeights(second.data(), second.size());
+  f.device->pushHostWeights(second.data(), second.size());
   ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
   ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
   EXPECT_TRUE(f.board.npuQueue.empty());
@@ -952,9 +955,9 @@ TEST(Kv260Device, StagingWaitsUntilThePreviousRecordIsRead) {
   ASSERT_NE(f.device, nullptr);
   f.board.latency = 50;
   std::vector<uint8_t> first(64, 0x11), second(64, 0x22);
-  f.device->pushWeights(first.data(), first.size());
+  f.device->pushHostWeights(first.data(), first.size());
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
-  f.device->pushWeights(second.data(), second.size());
+  f.device->pushHostWeights(second.data(), second.size());
   ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
   std::vector<uint8_t> expected(32, 0x11);
@@ -965,18 +968,101 @@ TEST(Kv260Device, StagingWaitsUntilThePreviousRecordIsRead) {
 TEST(Kv260Device, RecordsInTheBufferStreamFromWhereTheyLie) {
   Fixture f(16384);
   ASSERT_NE(f.device, nullptr);
-  uint8_t *kv = f.device->allocateStreamable(100, &f.error);
-  ASSERT_NE(kv, nullptr) << f.error;
-  const size_t offset = size_t(kv - f.memory.bytes.data());
+  const StreamableBuffer kv = f.device->allocateStreamable(100, &f.error);
+  ASSERT_NE(kv.data, nullptr) << f.error;
+  const size_t offset = size_t(kv.data - f.memory.bytes.data());
   EXPECT_EQ(offset, 12288u);
-  std::memset(kv, 0x5a, 100);
-  f.device->pushWeights(kv, 100);
+  std::memset(kv.data, 0x5a, 100);
+  ASSERT_TRUE(f.device->pushWeights({kv.id, 0, 100}, nullptr, &f.error))
+      << f.error;
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   EXPECT_EQ(f.board.events[0], command(Channel::Hp0, kPhys + offset, 64, 0));
   EXPECT_EQ(f.board.events[1],
             command(Channel::Hp1, kPhys + offset + 64, 36, 0));
   EXPECT_EQ(f.memory.bytes[4096], 0); // not staged
   ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+}
+
+// A handle names a record by buffer, offset and length: the driver streams
+// it from where that buffer lies in the DMA buffer (flushed first when the
+// host writes the buffer), without staging, and refuses a handle outside
+// every registered buffer.
+TEST(Kv260Device, HandlesStreamFromTheirRegisteredBuffer) {
+  Fixture f(24576);
+  ASSERT_NE(f.device, nullptr);
+  std::vector<uint8_t> section(4096, 0x33);
+  BufferId weights = 0;
+  ASSERT_TRUE(f.device->registerWeights(section.data(), section.size(),
+                                        &weights, &f.error))
+      << f.error;
+  const StreamableBuffer kv = f.device->allocateStreamable(256, &f.error);
+  ASSERT_NE(kv.data, nullptr) << f.error;
+  EXPECT_NE(kv.id, weights);
+  // The section at the end (20480), the KV buffer the page below it.
+  const size_t kvOffset = size_t(kv.data - f.memory.bytes.data());
+  EXPECT_EQ(kvOffset, 16384u);
+  for (size_t i = 0; i < 256; ++i)
+    kv.data[i] = uint8_t(i);
+  f.memory.flushes.clear();
+  ASSERT_TRUE(f.device->pushWeights({kv.id, 128, 32}, nullptr, &f.error))
+      << f.error;
+  ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
+  EXPECT_EQ(f.board.events[0],
+            command(Channel::Hp0, kPhys + kvOffset + 128, 16, 0));
+  EXPECT_EQ(f.board.events[1],
+            command(Channel::Hp1, kPhys + kvOffset + 144, 16, 0));
+  EXPECT_EQ(f.memory.flushes,
+            (std::vector<std::pair<size_t, size_t>>{{kvOffset + 128, 32}}));
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  std::vector<uint8_t> both = f.board.channel(Channel::Hp0).streamed;
+  const auto &lower = f.board.channel(Channel::Hp1).streamed;
+  both.insert(both.end(), lower.begin(), lower.end());
+  EXPECT_EQ(both, std::vector<uint8_t>(kv.data + 128, kv.data + 160));
+  // The weights section was flushed once, when registered: not again.
+  f.memory.flushes.clear();
+  ASSERT_TRUE(f.device->pushWeights({weights, 4064, 32}, nullptr, &f.error))
+      << f.error;
+  ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
+  EXPECT_TRUE(f.memory.flushes.empty());
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  EXPECT_EQ(f.memory.bytes[4096], 0); // nothing staged
+
+  EXPECT_FALSE(f.device->pushWeights({weights, 4064, 48}, nullptr, &f.error));
+  EXPECT_EQ(f.error, "a weight record of 48 bytes at offset 4064 of buffer 0 "
+                     "lies outside the buffer's 4096 bytes");
+  EXPECT_FALSE(f.device->pushWeights({kv.id, ~uint64_t(0), 2}, nullptr,
+                                     &f.error));
+  EXPECT_TRUE(contains(f.error, "lies outside the buffer's 256 bytes"))
+      << f.error;
+  EXPECT_FALSE(f.device->pushWeights({2, 0, 16}, nullptr, &f.error));
+  EXPECT_TRUE(contains(f.error, "of buffer 2: no such buffer (2 registered)"))
+      << f.error;
+  // A refused handle queues nothing.
+  EXPECT_FALSE(f.device->issue(kGemm, 2, &f.error));
+  EXPECT_TRUE(contains(f.error, "a GEMM with no weight record")) << f.error;
+}
+
+// The simulator reads registered buffers where they lie, with the same
+// bounds on handles.
+TEST(SimDevice, HandlesReadRegisteredBuffersInPlace) {
+  SimDevice sim(sim::Numerics::Hardware);
+  std::vector<uint8_t> section(64, 1);
+  BufferId weights = 0;
+  std::string error;
+  ASSERT_TRUE(sim.registerWeights(section.data(), section.size(), &weights,
+                                  &error));
+  const StreamableBuffer kv = sim.allocateStreamable(32, &error);
+  ASSERT_NE(kv.data, nullptr);
+  EXPECT_EQ(kv.id, weights + 1);
+  EXPECT_TRUE(sim.pushWeights({weights, 32, 32}, nullptr, &error)) << error;
+  EXPECT_TRUE(sim.pushWeights({kv.id, 0, 32}, nullptr, &error)) << error;
+  EXPECT_EQ(sim.simulator().weightStreamPending(), 64u);
+  EXPECT_FALSE(sim.pushWeights({kv.id, 16, 17}, nullptr, &error));
+  EXPECT_EQ(error, "a weight record of 17 bytes at offset 16 of buffer 1 "
+                   "lies outside the buffer's 32 bytes");
+  EXPECT_FALSE(sim.pushWeights({9, 0, 1}, nullptr, &error));
+  EXPECT_TRUE(contains(error, "no such buffer (2 registered)")) << error;
+  EXPECT_EQ(sim.simulator().weightStreamPending(), 64u);
 }
 
 // Everything the driver writes into the buffer in bulk (the resident
@@ -992,12 +1078,13 @@ TEST(Kv260Device, BulkWritesUseAlignedStoresOnly) {
   for (size_t i = 0; i < record.size(); ++i)
     record[i] = uint8_t(i * 31 + 7);
   // Sources at odd addresses too.
-  ASSERT_TRUE(f.device->keepWeightsResident(section.data() + 3, 8191,
-                                            &f.error))
+  BufferId weights = 0;
+  ASSERT_TRUE(f.device->registerWeights(section.data() + 3, 8191, &weights,
+                                        &f.error))
       << f.error;
-  uint8_t *kv = f.device->allocateStreamable(37, &f.error);
-  ASSERT_NE(kv, nullptr) << f.error;
-  f.device->pushWeights(record.data() + 5, 1001);
+  const StreamableBuffer kv = f.device->allocateStreamable(37, &f.error);
+  ASSERT_NE(kv.data, nullptr) << f.error;
+  f.device->pushHostWeights(record.data() + 5, 1001);
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
 
@@ -1009,8 +1096,9 @@ TEST(Kv260Device, BulkWritesUseAlignedStoresOnly) {
   EXPECT_EQ(std::memcmp(f.memory.bytes.data() + resident, section.data() + 3,
                         8191),
             0);
-  EXPECT_EQ(f.memory.writes[1], (std::pair<size_t, size_t>{
-                                    size_t(kv - f.memory.bytes.data()), 37}));
+  EXPECT_EQ(f.memory.writes[1],
+            (std::pair<size_t, size_t>{
+                size_t(kv.data - f.memory.bytes.data()), 37}));
   EXPECT_EQ(f.memory.writes[2].second, 1001u);
   EXPECT_EQ(std::memcmp(f.memory.bytes.data() + f.memory.writes[2].first,
                         record.data() + 5, 1001),
@@ -1021,8 +1109,9 @@ TEST(Kv260Device, ASectionTooBigForTheBufferIsRefusedAtOpen) {
   Fixture f(16384);
   ASSERT_NE(f.device, nullptr);
   std::vector<uint8_t> section(12288);
-  EXPECT_FALSE(
-      f.device->keepWeightsResident(section.data(), section.size(), &f.error));
+  BufferId weights = 0;
+  EXPECT_FALSE(f.device->registerWeights(section.data(), section.size(),
+                                         &weights, &f.error));
   EXPECT_TRUE(contains(f.error, "the weights section (0.0 MiB) does not fit "
                                 "the DMA buffer"))
       << f.error;
@@ -1034,7 +1123,7 @@ TEST(Kv260Device, WeightStreamErrors) {
   Fixture f;
   ASSERT_NE(f.device, nullptr);
   std::vector<uint8_t> big(8192 - 4096 + 1);
-  f.device->pushWeights(big.data(), big.size());
+  f.device->pushHostWeights(big.data(), big.size());
   EXPECT_FALSE(f.device->issue(kGemm, 2, &f.error));
   EXPECT_TRUE(contains(f.error, "instruction 2: a weight record of 4097 bytes "
                                 "exceeds the DMA staging area of 4096 bytes"))
@@ -1044,7 +1133,7 @@ TEST(Kv260Device, WeightStreamErrors) {
   EXPECT_FALSE(g.device->issue(kGemm, 3, &g.error));
   EXPECT_TRUE(contains(g.error, "a GEMM with no weight record")) << g.error;
   std::vector<uint8_t> small(16);
-  g.device->pushWeights(small.data(), small.size());
+  g.device->pushHostWeights(small.data(), small.size());
   EXPECT_FALSE(g.device->finishSegment(&g.error));
   EXPECT_TRUE(contains(g.error, "1 weight records were queued")) << g.error;
 }
@@ -1081,8 +1170,8 @@ TEST(Kv260Device, AProgramGivesTheSimulatorsResultThroughTheProtocol) {
     ASSERT_TRUE(isa::assemble(program[i], inst, &f.error)) << f.error;
     const uint64_t w = word(inst);
     if (inst.opcode == isa::Opcode::Gemm) {
-      f.device->pushWeights(record.data(), record.size());
-      direct.pushWeights(record.data(), record.size());
+      f.device->pushHostWeights(record.data(), record.size());
+      direct.pushHostWeights(record.data(), record.size());
     }
     ASSERT_TRUE(f.device->issue(w, i, &f.error)) << f.error;
     ASSERT_TRUE(direct.issue(w, i, &f.error)) << f.error;
@@ -1104,7 +1193,7 @@ TEST(Kv260Device, DataMoverErrorStatusIsReported) {
   ASSERT_NE(f.device, nullptr);
   f.board.channel(Channel::Hp1).nextErrors = kv260::kStsSlaveError;
   std::vector<uint8_t> record(64);
-  f.device->pushWeights(record.data(), record.size());
+  f.device->pushHostWeights(record.data(), record.size());
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   EXPECT_FALSE(f.device->sync(&f.error));
   EXPECT_TRUE(contains(f.error, "DataMover hp1 (GEMM weights, lower INT4 "
@@ -1125,7 +1214,7 @@ TEST(Kv260Device, AnHpCommandsThreeStatusWordsArePoppedAndCompared) {
   Fixture f;
   ASSERT_NE(f.device, nullptr);
   std::vector<uint8_t> record(64);
-  f.device->pushWeights(record.data(), record.size());
+  f.device->pushHostWeights(record.data(), record.size());
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
   for (Channel c : {Channel::Hp0, Channel::Hp1}) {
@@ -1133,7 +1222,7 @@ TEST(Kv260Device, AnHpCommandsThreeStatusWordsArePoppedAndCompared) {
     EXPECT_EQ(f.board.channel(c).sticky, 0u);
   }
   f.board.channel(Channel::Hp1).splitStatus = true;
-  f.device->pushWeights(record.data(), record.size());
+  f.device->pushHostWeights(record.data(), record.size());
   ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
   EXPECT_FALSE(f.device->sync(&f.error));
   EXPECT_TRUE(contains(f.error, "DataMover hp1 (GEMM weights, lower INT4 "
@@ -1159,7 +1248,7 @@ TEST(Kv260Device, StickyErrorsWithoutAStatusAreReported) {
   f.board.channel(Channel::Hp0).stuck = true;
   f.board.channel(Channel::Hp0).sticky = 0x40;
   std::vector<uint8_t> record(64);
-  f.device->pushWeights(record.data(), record.size());
+  f.device->pushHostWeights(record.data(), record.size());
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   EXPECT_FALSE(f.device->sync(&f.error));
   EXPECT_TRUE(contains(f.error, "DataMover hp0 (GEMM weights, upper INT4 "
@@ -1185,7 +1274,7 @@ TEST(Kv260Device, AFullCommandFifoIsReported) {
   ASSERT_NE(f.device, nullptr);
   f.board.channel(Channel::Hp0).reportFull = true;
   std::vector<uint8_t> record(64);
-  f.device->pushWeights(record.data(), record.size());
+  f.device->pushHostWeights(record.data(), record.size());
   EXPECT_FALSE(f.device->issue(kGemm, 6, &f.error));
   EXPECT_TRUE(contains(f.error, "instruction 6: DataMover hp0 (GEMM weights, "
                                 "upper INT4 lane): the command FIFO is full "
@@ -1240,7 +1329,7 @@ TEST(Kv260Device, DoneIsWaitedForAfterAGemmButNotAfterAMemcpy) {
   std::vector<uint8_t> record(64);
   ASSERT_TRUE(f.issueAll({fmapShape(0, 8, 1, 1)}));
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
-  f.device->pushWeights(record.data(), record.size());
+  f.device->pushHostWeights(record.data(), record.size());
   ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
   const size_t readsAfterGemm = f.board.statusReads;
@@ -1255,7 +1344,7 @@ TEST(Kv260Device, DoneIsWaitedForAfterAGemmButNotAfterAMemcpy) {
   // A GEMM whose done never comes is reported.
   Fixture g(8192, 5);
   g.board.statusAfterScript = kv260::kStatusBusy;
-  g.device->pushWeights(record.data(), record.size());
+  g.device->pushHostWeights(record.data(), record.size());
   ASSERT_TRUE(g.device->issue(kGemm, 0, &g.error)) << g.error;
   EXPECT_FALSE(g.device->sync(&g.error));
   EXPECT_TRUE(contains(g.error, "no done after 5 status reads (last status "
@@ -1357,7 +1446,7 @@ TEST(Kv260TransferPlan, TheDriverAndTheTimingModelIssueTheSameStream) {
     if (inst.opcode == isa::Opcode::Gemm) {
       exec::WeightRef &ref = program.weights[i];
       ref.kind = exec::WeightRef::Kind::Static;
-      ref.data = section.data() + records[gemms].first;
+      ref.offset = records[gemms].first;
       ref.bytes = records[gemms].second;
       ++gemms;
     }
@@ -1383,14 +1472,18 @@ TEST(Kv260TransferPlan, TheDriverAndTheTimingModelIssueTheSameStream) {
   Fixture f(16384, 1000, 32);
   ASSERT_NE(f.device, nullptr);
   f.board.weightFifoBytes = 16;
-  ASSERT_TRUE(
-      f.device->keepWeightsResident(section.data(), section.size(), &f.error))
+  BufferId weights = 0;
+  ASSERT_TRUE(f.device->registerWeights(section.data(), section.size(),
+                                        &weights, &f.error))
       << f.error;
   f.board.events.clear();
   for (size_t i = 0; i < count; ++i) {
     const exec::WeightRef &ref = program.weights[i];
-    if (ref.kind == exec::WeightRef::Kind::Static)
-      f.device->pushWeights(ref.data, size_t(ref.bytes));
+    if (ref.kind == exec::WeightRef::Kind::Static) {
+      ASSERT_TRUE(f.device->pushWeights({weights, ref.offset, ref.bytes},
+                                        nullptr, &f.error))
+          << f.error;
+    }
     ASSERT_TRUE(f.device->issue(program.words[i], i, &f.error)) << f.error;
   }
   ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;

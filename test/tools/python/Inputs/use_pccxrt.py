@@ -58,3 +58,19 @@ try:
     pccxrt.Model(scratch + ".missing.pccx")
 except pccxrt.PccxrtError as e:
     print("open error:", "missing.pccx" in str(e))
+
+# Devices come from the runtime's registry, opened by name with their own
+# options as keywords; what a device refuses is named.
+print("devices:", list(pccxrt.devices()), "kv260 described:", "KV260" in pccxrt.devices()["kv260"])
+with pccxrt.Model(bundle, device="sim", numerics="reference", threads=2) as model:
+    print("threads=2 logits equal:", np.array_equal(model.consume(ids), logits))
+for device, options in [("gpu", {}), ("sim", {"numerics": "fast"}), ("sim", {"uio_name": "x"}),
+                        ("kv260", {"numerics": "reference"})]:
+    try:
+        pccxrt.Model(bundle, device=device, **options)
+    except pccxrt.PccxrtError as e:
+        print("refused:", e)
+try:
+    pccxrt.Model(bundle, threads="1,numerics=reference")
+except ValueError as e:
+    print("refused:", e)
