@@ -1,7 +1,7 @@
 //===- Passes.td - pccx-compiler passes --------------------*- tablegen -*-===//
 //
 // Model passes work on gemma3n IR imported from a checkpoint (the module
-// carries its config and checkpoint, compiler/model/ModelInfo.h).
+// carries its config and checkpoint, dialects/Gemma3n/model/ModelInfo.h).
 //
 //===----------------------------------------------------------------------===//
 

@@ -9,7 +9,7 @@
 #include "compiler/emit/EmitBundle.h"
 
 #include "compiler/emit/AttrJson.h"
-#include "compiler/model/WeightEvaluator.h"
+#include "dialects/Gemma3n/model/WeightEvaluator.h"
 #include "dialects/Gemma3n/Gemma3nOps.h"
 #include "dialects/Pccx/PccxOps.h"
 

@@ -10,7 +10,7 @@
 #ifndef PCCX_COMPILER_EMIT_CONSTANTLAYOUT_H
 #define PCCX_COMPILER_EMIT_CONSTANTLAYOUT_H
 
-#include "compiler/model/WeightEvaluator.h"
+#include "dialects/Gemma3n/model/WeightEvaluator.h"
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/ModelManifest.h"
 

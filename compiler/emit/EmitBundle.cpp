@@ -14,7 +14,7 @@
 #include "compiler/emit/ProgramEncoder.h"
 #include "dialects/Pccx/PccxOps.h"
 #include "compiler/emit/WeightPlan.h"
-#include "compiler/model/ModelInfo.h"
+#include "dialects/Gemma3n/model/ModelInfo.h"
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/ModelManifest.h"
 #include "runtime/exec/Model.h"

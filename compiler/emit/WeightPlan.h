@@ -12,7 +12,7 @@
 #ifndef PCCX_COMPILER_EMIT_WEIGHTPLAN_H
 #define PCCX_COMPILER_EMIT_WEIGHTPLAN_H
 
-#include "compiler/model/WeightEvaluator.h"
+#include "dialects/Gemma3n/model/WeightEvaluator.h"
 #include "hw/numerics/Quantize.h"
 #include "runtime/bundle/Bundle.h"
 #include "runtime/bundle/ModelManifest.h"

@@ -75,7 +75,7 @@ def Pccx_WeightRecordAttr : Pccx_Attr<"WeightRecord", "weights"> {
   let summary = "The weight-stream record a GEMV/GEMM consumes";
   let description = [{
     Rows [first_row, first_row + num_rows) of a quantized weight expression
-    (`recipe`, compiler/model/WeightEvaluator.h: {quantize = ..., scheme}),
+    (`recipe`, dialects/Gemma3n/model/WeightEvaluator.h: {quantize = ..., scheme}),
     or a record a host kernel produces at run time (`dynamic`, the
     attention scores of host attention), or a record that lives in device
     memory and changes from step to step (`cache`: the key or value record

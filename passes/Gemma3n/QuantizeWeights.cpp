@@ -2,9 +2,9 @@
 
 #include "passes/Passes.h"
 
-#include "compiler/import/Gemma3nConfig.h"
-#include "compiler/model/ModelInfo.h"
-#include "compiler/model/WeightEvaluator.h"
+#include "runtime/import/Gemma3nConfig.h"
+#include "dialects/Gemma3n/model/ModelInfo.h"
+#include "dialects/Gemma3n/model/WeightEvaluator.h"
 #include "hw/numerics/Quantize.h"
 
 #include "mlir/IR/Builders.h"

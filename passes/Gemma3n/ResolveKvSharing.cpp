@@ -10,7 +10,7 @@
 
 #include "passes/Passes.h"
 
-#include "compiler/model/ModelInfo.h"
+#include "dialects/Gemma3n/model/ModelInfo.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/BitVector.h"

@@ -20,8 +20,8 @@
 
 #include "passes/Passes.h"
 
-#include "compiler/model/ModelInfo.h"
-#include "compiler/model/WeightEvaluator.h"
+#include "dialects/Gemma3n/model/ModelInfo.h"
+#include "dialects/Gemma3n/model/WeightEvaluator.h"
 #include "dialects/Pccx/HostCall.h"
 #include "hw/abi/HostAbi.h"
 #include "hw/machine/MachineModel.h"

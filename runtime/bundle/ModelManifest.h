@@ -31,7 +31,7 @@ namespace pccx::bundle {
 class Bundle;
 
 /// How a stored weight derives from checkpoint tensors (the compiler's
-/// weight expression, compiler/model/WeightEvaluator.h):
+/// weight expression, dialects/Gemma3n/model/WeightEvaluator.h):
 ///   tensor                              {tensor}
 ///   tensor * diag(by) * factor          {scale = {tensor}, by = {tensor},
 ///   factor} quantize(one of the above, scheme)  {quantize = ..., scheme}

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/import/Gemma3nConfig.h"
+#include "runtime/import/Gemma3nConfig.h"
 
 #include <string>
 

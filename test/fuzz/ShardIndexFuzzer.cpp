@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/import/Safetensors.h"
+#include "runtime/import/Safetensors.h"
 #include "test/fuzz/FuzzSupport.h"
 
 #include <sys/stat.h>

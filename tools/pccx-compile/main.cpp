@@ -5,16 +5,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/ModelImporter.h"
+#include "dialects/Gemma3n/model/ModelImporter.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/emit/EmitBundle.h"
-#include "compiler/import/ChatTemplateFile.h"
-#include "compiler/import/NonFinite.h"
-#include "compiler/model/ModelInfo.h"
-#include "compiler/reference/ExportEffective.h"
-#include "compiler/reference/InputStatistics.h"
-#include "compiler/reference/Sensitivity.h"
+#include "runtime/import/ChatTemplateFile.h"
+#include "runtime/import/NonFinite.h"
+#include "dialects/Gemma3n/model/ModelInfo.h"
+#include "runtime/reference/ExportEffective.h"
+#include "runtime/reference/InputStatistics.h"
+#include "runtime/reference/Sensitivity.h"
 #include "hw/numerics/Quantize.h"
 #include "runtime/bundle/Bundle.h"
 #include "tools/common/LlvmHelp.h"

@@ -1,11 +1,11 @@
 //===- main.cpp - pccx-make-checkpoint --------------------------*- C++ -*-===//
 //
 // Writes a synthetic Hugging Face-layout Gemma 3n checkpoint. The work is
-// done by compiler/import/CheckpointGenerator.h.
+// done by runtime/import/CheckpointGenerator.h.
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/import/CheckpointGenerator.h"
+#include "runtime/import/CheckpointGenerator.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/GuardedMain.h"
 

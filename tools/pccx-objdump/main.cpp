@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/reference/ExportEffective.h"
+#include "runtime/reference/ExportEffective.h"
 #include "runtime/bundle/Objdump.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/GuardedMain.h"

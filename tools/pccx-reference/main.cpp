@@ -1,15 +1,15 @@
 //===- main.cpp - pccx-reference --------------------------------*- C++ -*-===//
 //
-// Runs the fp32 float reference (compiler/reference) on a checkpoint: the
+// Runs the fp32 float reference (runtime/reference) on a checkpoint: the
 // golden model that bundles and the simulator are compared with.
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/import/Gemma3nConfig.h"
-#include "compiler/import/Safetensors.h"
-#include "compiler/reference/BundleWeights.h"
-#include "compiler/reference/Reference.h"
-#include "compiler/reference/ReferenceCheckpoint.h"
+#include "runtime/import/Gemma3nConfig.h"
+#include "runtime/import/Safetensors.h"
+#include "runtime/reference/BundleWeights.h"
+#include "runtime/reference/Reference.h"
+#include "runtime/reference/ReferenceCheckpoint.h"
 #include "hw/support/OutputFile.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/GuardedMain.h"

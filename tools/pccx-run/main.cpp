@@ -2,17 +2,17 @@
 //
 // Runs a .pccx bundle on the functional simulator or the KV260 overlay. The
 // work is done by runtime/exec and runtime/app (and, for --compare-reference, by the float
-// reference in compiler/reference); this file reads the command line.
+// reference in runtime/reference); this file reads the command line.
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/import/Gemma3nConfig.h"
-#include "compiler/reference/BundleWeights.h"
+#include "runtime/import/Gemma3nConfig.h"
+#include "runtime/reference/BundleWeights.h"
 #include "hw/support/InputFile.h"
 #include "hw/support/JsonText.h"
 #include "hw/support/OutputFile.h"
 #include "runtime/app/ChatConsole.h"
-#include "compiler/reference/ReferenceCheckpoint.h"
+#include "runtime/reference/ReferenceCheckpoint.h"
 #include "runtime/app/Generate.h"
 #include "runtime/app/Perplexity.h"
 #include "runtime/app/Tokenizer.h"

@@ -5,7 +5,7 @@ Every Gemma 3n feature the importer supports is on: AltUp (4 streams),
 LAuReL, per-layer embeddings (PLE), gaussian top-k activation sparsity,
 sliding and full attention layers, KV sharing and final-logit soft-capping.
 The forward pass is Hugging Face's Gemma 3n text decoder
-(docs/gemma3n-semantics.md, compiler/reference/Reference.cpp) written in torch,
+(docs/gemma3n-semantics.md, runtime/reference/Reference.cpp) written in torch,
 with KV sharing as HF computes it when a cache is in use: a consumer layer
 attends over its source layer's keys and values.
 

@@ -5,8 +5,8 @@
 // Expected config values are transformers' Gemma3nTextConfig defaults.
 //===----------------------------------------------------------------------===//
 
-#include "compiler/import/Gemma3nConfig.h"
-#include "compiler/import/Safetensors.h"
+#include "runtime/import/Gemma3nConfig.h"
+#include "runtime/import/Safetensors.h"
 
 #include <gtest/gtest.h>
 

@@ -9,11 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/ModelImporter.h"
+#include "dialects/Gemma3n/model/ModelImporter.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
-#include "compiler/import/CheckpointGenerator.h"
-#include "compiler/model/ModelInfo.h"
+#include "runtime/import/CheckpointGenerator.h"
+#include "dialects/Gemma3n/model/ModelInfo.h"
 #include "dialects/Pccx/PccxOps.h"
 #include "passes/Passes.h"
 

@@ -1,9 +1,9 @@
 //===- ReferenceTests.cpp - float reference self-consistency ----*- C++ -*-===//
 
-#include "compiler/import/CheckpointGenerator.h"
-#include "compiler/reference/Math.h"
-#include "compiler/reference/Reference.h"
-#include "compiler/reference/Sensitivity.h"
+#include "runtime/import/CheckpointGenerator.h"
+#include "runtime/reference/Math.h"
+#include "runtime/reference/Reference.h"
+#include "runtime/reference/Sensitivity.h"
 #include "hw/numerics/Quantize.h"
 
 #include <gtest/gtest.h>

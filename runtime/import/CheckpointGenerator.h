@@ -1,0 +1,56 @@
+//===- CheckpointGenerator.h - synthetic Gemma 3n checkpoints ---*- C++ -*-===//
+//
+// Writes Hugging Face-layout Gemma 3n text checkpoints (config.json plus
+// bf16 safetensors, sharded with model.safetensors.index.json when large)
+// filled with deterministic pseudo-random weights whose magnitudes keep the
+// activations of every layer near unit scale, as a trained model's are. Used
+// for the end-to-end tests, the demo and the full-size benchmarks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_RUNTIME_IMPORT_CHECKPOINTGENERATOR_H
+#define PCCX_RUNTIME_IMPORT_CHECKPOINTGENERATOR_H
+
+#include "runtime/import/Gemma3nConfig.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pccx::import {
+
+/// Names accepted by presetConfig().
+std::vector<std::string> checkpointPresets();
+
+/// The config of a named preset: "tiny" (seconds to compile and run, yet
+/// every mechanism present: full and sliding layers with a window of 8,
+/// KV-shared layers of both types, sparse and dense FFN layers, token ids
+/// beyond the per-layer vocabulary), "e2b" and "e4b" (the released sizes).
+bool presetConfig(const std::string &name, Gemma3nTextConfig *config,
+                  std::string *error);
+
+struct GeneratorOptions {
+  uint64_t seed = 0;
+  /// Tensor name prefix. "model." is what transformers' Gemma3nForCausalLM
+  /// loads with the bare text config.json written here; the multimodal
+  /// release uses "model.language_model.".
+  std::string prefix = "model.";
+  /// Shards are filled up to this many bytes of tensor data (a tensor is
+  /// never split); one file, model.safetensors, when everything fits.
+  uint64_t maxShardBytes = uint64_t(4) << 30;
+  /// Called after each tensor with bytes written so far and the total.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+/// Writes config.json and the weights for `config` into `dir` (created if
+/// missing). Every file is written to a temporary name and renamed, so an
+/// interrupted run leaves no file that looks complete; config.json comes
+/// last.
+bool generateCheckpoint(const Gemma3nTextConfig &config,
+                        const std::string &dir,
+                        const GeneratorOptions &options, std::string *error);
+
+} // namespace pccx::import
+
+#endif

@@ -1,0 +1,212 @@
+//===- ExportEffective.cpp - a bundle's weights as a checkpoint -----------===//
+
+#include "runtime/reference/ExportEffective.h"
+
+#include <dirent.h>
+#include "hw/support/OutputFile.h"
+
+#include "runtime/bundle/ModelManifest.h"
+
+#include "runtime/import/Gemma3nConfig.h"
+#include "runtime/import/Safetensors.h"
+#include "runtime/reference/BundleWeights.h"
+#include "hw/numerics/Quantize.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sys/stat.h>
+#include <vector>
+
+using nlohmann::json;
+
+namespace pccx::reference {
+
+namespace {
+
+/// Where an exported tensor's values come from.
+struct Source {
+  enum Kind { Record, Gather, HostTensor, Ones, Zeros } kind = Zeros;
+  // Record / gather: packed rows and scales.
+  hw::WeightFormat format = hw::WeightFormat::Int4;
+  const uint8_t *codes = nullptr;
+  int64_t rowStride = 0;
+  const float *scales = nullptr;
+  int64_t firstRow = 0, rows = 0;
+  // Host tensor: float32 values, to be divided by `divide`.
+  const float *values = nullptr;
+  float divide = 1.0f;
+};
+
+bool writeText(const std::string &path, const std::string &text,
+               std::string *error) {
+  return writeOutputFile(path, text.data(), text.size(), error);
+}
+
+} // namespace
+
+bool checkExportDirectory(const std::string &dir, bool overwrite,
+                          std::string *error) {
+  if (overwrite)
+    return true;
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return true; // created by the export (or an error it reports)
+  std::string found;
+  while (dirent *e = ::readdir(d)) {
+    std::string name = e->d_name;
+    bool weights = name.size() > 12 &&
+                   (name.compare(name.size() - 12, 12, ".safetensors") == 0 ||
+                    name.find(".safetensors.index.json") != std::string::npos);
+    if (name == "config.json" || weights) {
+      found = name;
+      break;
+    }
+  }
+  ::closedir(d);
+  if (found.empty())
+    return true;
+  *error = dir + " already holds a checkpoint (" + found +
+           "); the export would replace its weights (remove it first, or "
+           "pass --export-overwrite)";
+  return false;
+}
+
+bool exportEffectiveWeights(const bundle::Bundle &bundle,
+                            const std::string &dir, std::string *error,
+                            bool overwrite) {
+  if (!checkExportDirectory(dir, overwrite, error))
+    return false;
+  bundle::ModelManifest m;
+  if (!bundle::readModelManifest(bundle, &m, error))
+    return false;
+  import::Gemma3nTextConfig config;
+  if (!import::parseGemma3nConfig(m.config.dump(), &config, error,
+                                  bundle.path() + ": manifest config"))
+    return false;
+  // readModelManifest checked that every entry lies inside its section.
+  const bundle::SectionInfo *weights = bundle.find("weights");
+  const bundle::SectionInfo *gather = bundle.find("gather");
+  const bundle::SectionInfo *host = bundle.find("host_tensors");
+
+  // Tensor names in the bundle carry the checkpoint's prefix; find it from
+  // any recipe.
+  std::map<std::string, std::vector<Source>> sources; // full name -> parts
+  std::set<std::string> ones;
+  for (const bundle::WeightRecordEntry &r : m.weightTable) {
+    Source s;
+    s.kind = Source::Record;
+    if (!hw::parseScheme(r.recipe.scheme, &s.format)) {
+      *error = bundle.path() + ": weight_table entry with an unknown recipe";
+      return false;
+    }
+    const int64_t scaleBytes = hw::recordScaleBytes(r.rows);
+    s.rowStride = hw::recordRowStride(s.format, r.cols);
+    s.scales =
+        reinterpret_cast<const float *>(bundle.data(*weights) + r.offset);
+    s.codes = bundle.data(*weights) + r.offset + scaleBytes;
+    s.firstRow = r.firstRow;
+    s.rows = r.rows;
+    if (!r.recipe.scaledBy.empty())
+      ones.insert(r.recipe.scaledBy);
+    sources[r.recipe.tensor].push_back(s);
+  }
+  for (const bundle::GatherEntry &g : m.gathers) {
+    if (sources.count(g.recipe.tensor))
+      continue; // the LM head's records already give the tied table
+    Source s;
+    s.rows = g.rows;
+    if (hw::parseFormatName(g.format, &s.format)) {
+      s.kind = Source::Gather;
+      s.codes = bundle.data(*gather) + g.offset;
+      s.scales = reinterpret_cast<const float *>(bundle.data(*gather) +
+                                                 g.scalesOffset);
+      s.rowStride = int64_t(hw::packedRowBytes(s.format, size_t(g.cols)));
+    } else {
+      s.kind = Source::HostTensor;
+      s.values =
+          reinterpret_cast<const float *>(bundle.data(*gather) + g.offset);
+    }
+    sources[g.recipe.tensor].push_back(s);
+  }
+  for (const bundle::HostTensorEntry &t : m.hostTensors) {
+    if (!t.recipe.scaledBy.empty() || sources.count(t.recipe.tensor))
+      continue;
+    Source s;
+    s.kind = Source::HostTensor;
+    s.values = reinterpret_cast<const float *>(bundle.data(*host) + t.offset);
+    s.divide = t.recipe.factor;
+    sources[t.recipe.tensor].push_back(s);
+  }
+
+  // The prefix: the one that makes the embedding table's name known.
+  std::string prefix;
+  for (const char *p : {"model.language_model.", "model.", ""})
+    if (sources.count(std::string(p) + "embed_tokens.weight")) {
+      prefix = p;
+      break;
+    }
+
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    *error = dir + ": " + std::strerror(errno);
+    return false;
+  }
+  std::vector<import::ExpectedTensor> tensors =
+      import::expectedTensors(config, prefix);
+  import::SafetensorsWriter writer;
+  if (!writer.setMetadata("format", "pt", error))
+    return false;
+  for (const import::ExpectedTensor &t : tensors)
+    if (!writer.declare(t.name, import::DType::F32, t.shape, error))
+      return false;
+  if (!writer.begin(dir + "/model.safetensors", error))
+    return false;
+  std::map<std::string, const import::ExpectedTensor *> byName;
+  for (const import::ExpectedTensor &t : tensors)
+    byName[t.name] = &t;
+  std::vector<float> row;
+  for (const std::string &name : writer.order()) {
+    const import::ExpectedTensor &t = *byName[name];
+    const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
+    const int64_t cols = t.shape.back();
+    row.assign(size_t(cols), 0.0f);
+    auto it = sources.find(name);
+    for (int64_t r = 0; r < rows; ++r) {
+      if (ones.count(name)) {
+        std::fill(row.begin(), row.end(), 1.0f);
+      } else if (it == sources.end()) {
+        std::fill(row.begin(), row.end(), 0.0f);
+      } else {
+        const Source *src = nullptr;
+        for (const Source &s : it->second)
+          if (s.kind == Source::HostTensor ||
+              (r >= s.firstRow && r < s.firstRow + s.rows))
+            src = &s;
+        if (!src) {
+          *error = bundle.path() + ": no weights for row " +
+                   std::to_string(r) + " of '" + name + "'";
+          return false;
+        }
+        if (src->kind == Source::HostTensor) {
+          for (int64_t c = 0; c < cols; ++c)
+            row[size_t(c)] = src->values[r * cols + c] / src->divide;
+        } else {
+          int64_t local = r - src->firstRow;
+          const uint8_t *bytes = src->codes + local * src->rowStride;
+          hw::unpackRow(src->format, bytes, size_t(cols),
+                        src->scales[local], row.data());
+        }
+      }
+      if (!writer.writeFloats(name, row.data(), row.size(), error))
+        return false;
+    }
+  }
+  if (!writer.finish(error))
+    return false;
+  return writeText(dir + "/config.json", config.toJson(2), error);
+}
+
+} // namespace pccx::reference
