@@ -1,39 +1,24 @@
 //===- main.cpp - pccx-run --------------------------------------*- C++ -*-===//
 //
 // Runs a .pccx bundle on the functional simulator or the KV260 overlay. The
-// work is done by runtime/exec and runtime/app (and, for --compare-reference, by the float
-// reference in runtime/reference); this file reads the command line.
+// modes are library calls of runtime/app/RunModes.h (over runtime/exec, and
+// for --compare-reference the float reference in runtime/reference); this
+// file reads the command line, the prompt and the device.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/import/Gemma3nConfig.h"
-#include "runtime/reference/BundleWeights.h"
 #include "hw/support/InputFile.h"
-#include "hw/support/JsonText.h"
-#include "hw/support/OutputFile.h"
-#include "runtime/app/ChatConsole.h"
-#include "runtime/reference/ReferenceCheckpoint.h"
-#include "runtime/app/Generate.h"
-#include "runtime/app/Perplexity.h"
-#include "runtime/app/Tokenizer.h"
+#include "runtime/app/RunModes.h"
 #include "runtime/devices/Devices.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/DeviceFlags.h"
 #include "tools/common/GuardedMain.h"
 
-#include <algorithm>
-#include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <unistd.h>
-
-using nlohmann::json;
 
 namespace {
 
@@ -132,100 +117,6 @@ OUTPUT:
   -h, --help               show this help
   --version                print the version and exit
 )";
-
-/// numerics.md figures between two sets of logits rows.
-struct Agreement {
-  double relMaxAbs = 0, cosine = 0;
-  int64_t top1 = 0, rows = 0;
-};
-
-Agreement compare(const std::vector<float> &a, const std::vector<float> &ref,
-                  int64_t vocab) {
-  Agreement g;
-  g.rows = int64_t(ref.size()) / vocab;
-  double dot = 0, aa = 0, rr = 0;
-  for (int64_t r = 0; r < g.rows; ++r) {
-    const float *x = a.data() + r * vocab, *y = ref.data() + r * vocab;
-    auto [lo, hi] = std::minmax_element(y, y + vocab);
-    double range = double(*hi - *lo), worst = 0;
-    for (int64_t i = 0; i < vocab; ++i) {
-      worst = std::max(worst, std::fabs(double(x[i]) - double(y[i])));
-      dot += double(x[i]) * y[i];
-      aa += double(x[i]) * x[i];
-      rr += double(y[i]) * y[i];
-    }
-    g.relMaxAbs = std::max(g.relMaxAbs, range > 0 ? worst / range : worst);
-    if (std::max_element(x, x + vocab) - x == std::max_element(y, y + vocab) - y)
-      ++g.top1;
-  }
-  g.cosine = aa > 0 && rr > 0 ? dot / std::sqrt(aa * rr) : 0;
-  return g;
-}
-
-json toJson(const Agreement &g) {
-  return {{"rel_max_abs", g.relMaxAbs},
-          {"cosine", g.cosine},
-          {"top1_agree", g.top1},
-          {"rows", g.rows}};
-}
-
-/// --perplexity: the bundle on `session` (and the float reference on the
-/// original weights of `referenceDir`, if given) over the windows of `text`.
-int runPerplexity(const pccx::tools::CommandLine &cl,
-                  const pccx::exec::Model &model, pccx::exec::Session &session,
-                  const std::vector<int32_t> &text,
-                  const std::string &referenceDir,
-                  pccx::app::PerplexityOptions options, bool noBos,
-                  bool asJson) {
-  std::string error;
-  if (options.ctx < 0)
-    options.ctx = std::min<int64_t>(128, session.capacity());
-  if (options.stride < 0)
-    options.stride = std::max<int64_t>(1, options.ctx / 2);
-  if (options.ctx > session.capacity())
-    return cl.fail("--ctx " + std::to_string(options.ctx) +
-                   " exceeds the bundle's KV cache of " +
-                   std::to_string(session.capacity()) +
-                   " positions (compile with a larger --max-seq-len)");
-  options.bos = noBos ? -1 : model.bosToken();
-  pccx::app::LogitsFunction bundleLogits =
-      [&](const std::vector<int32_t> &tokens, std::vector<float> *logits,
-          std::string *why) {
-        session.reset();
-        return session.consume(tokens, false, logits, why);
-      };
-  std::unique_ptr<pccx::reference::WindowedReference> ref;
-  pccx::app::LogitsFunction referenceLogits;
-  if (!referenceDir.empty()) {
-    ref = pccx::reference::WindowedReference::open(referenceDir, options.ctx,
-                                                   &error);
-    if (!ref)
-      return cl.fail(error);
-    if (ref->vocabSize() != model.vocabSize())
-      return cl.fail(
-          referenceDir + ": vocab_size " + std::to_string(ref->vocabSize()) +
-          " differs from the bundle's " + std::to_string(model.vocabSize()));
-    referenceLogits = [&](const std::vector<int32_t> &tokens,
-                          std::vector<float> *logits, std::string *why) {
-      return ref->logits(tokens, logits, why);
-    };
-  }
-  const bool showProgress = !asJson && isatty(STDERR_FILENO);
-  auto progress = [&](int64_t done, int64_t total) {
-    if (showProgress)
-      std::cerr << "\rpccx-run: window " << done << "/" << total
-                << (done == total ? "\n" : "") << std::flush;
-  };
-  pccx::app::PerplexityFigures figures;
-  if (!pccx::app::perplexity(text, options, model.vocabSize(), bundleLogits,
-                             referenceLogits, &figures, &error, progress))
-    return cl.fail(error);
-  if (asJson)
-    std::cout << pccx::app::perplexityJson(figures, options).dump() << "\n";
-  else
-    std::cout << pccx::app::formatPerplexity(figures, options);
-  return 0;
-}
 
 } // namespace
 
@@ -384,173 +275,38 @@ static int run(int argc, char **argv) {
                                       model->target(), &error);
   if (!dev)
     return fail(error);
-  const bool reference = dev->numerics() == pccx::sim::Numerics::Reference;
-  const std::string numerics = reference ? "reference" : "hardware";
   pccx::exec::Session session(*model, std::move(dev));
-  if (!perplexityPath.empty())
-    return runPerplexity(cl, *model, session, ids, referenceDir, ppl, noBos,
-                         asJson);
-
+  if (!perplexityPath.empty()) {
+    const bool showProgress = !asJson && isatty(STDERR_FILENO);
+    if (!pccx::app::runPerplexityMode(*model, session, ids, referenceDir, ppl,
+                                      noBos, asJson, showProgress, std::cout,
+                                      std::cerr, &error))
+      return fail(error);
+    return 0;
+  }
   if (chat) {
-    auto chatTemplate =
-        pccx::bundle::chatTemplateOf(model->bundle().manifest());
-    auto format = pccx::app::ChatFormat::create(
-        *tokenizer, chatTemplate, model->bosToken(), &error);
-    if (!format)
-      return fail(error);
-    int input = 0;
-    if (!chatFile.empty()) {
-      input = ::open(chatFile.c_str(), O_RDONLY | O_CLOEXEC);
-      if (input < 0)
-        return fail(chatFile + ": " + std::strerror(errno));
-    }
-    pccx::app::ChatSession conversation(session, *tokenizer, *format);
-    conversation.setSystemPrompt(systemPrompt);
-    pccx::app::ChatConsoleOptions console;
-    console.reply.sampling = gen.sampling;
-    console.reply.maxTokens = hasMaxNew ? gen.maxNewTokens : 256;
-    console.reply.stopTokens = gen.stopTokens;
-    console.reply.decodeOnly = gen.decodeOnly;
-    console.interactive = chatFile.empty() && ::isatty(0);
-    console.json = asJson;
-    if (console.interactive)
-      std::cerr << "chat template: " << pccx::bundle::describe(chatTemplate)
-                << "\n";
-    int status =
-        pccx::app::runChatConsole(conversation, input, console, std::cout,
-                                  std::cerr);
-    if (input != 0)
-      ::close(input);
-    return status;
+    pccx::app::ChatModeOptions options;
+    options.systemPrompt = systemPrompt;
+    options.chatFile = chatFile;
+    options.console.reply.sampling = gen.sampling;
+    options.console.reply.maxTokens = hasMaxNew ? gen.maxNewTokens : 256;
+    options.console.reply.stopTokens = gen.stopTokens;
+    options.console.reply.decodeOnly = gen.decodeOnly;
+    options.console.json = asJson;
+    int status = pccx::app::runChatMode(*model, session, *tokenizer, options,
+                                        std::cout, std::cerr, &error);
+    return status < 0 ? fail(error) : status;
   }
-
-  gen.keepLogits = !dumpPath.empty() || !referenceDir.empty();
-  std::unique_ptr<pccx::app::TextStream> stream;
-  if (tokenizer && hasPrompt && !asJson) {
-    stream = std::make_unique<pccx::app::TextStream>(*tokenizer);
-    gen.onToken = [&](int32_t id) {
-      if (gen.stopTokens.count(id))
-        return;
-      std::cout << stream->push(id) << std::flush;
-    };
-  }
-  pccx::app::GenerateResult result;
-  if (!pccx::app::generate(session, ids, gen, &result, &error))
+  pccx::app::GenerateModeOptions options;
+  options.generate = gen;
+  options.streamText = hasPrompt;
+  options.dumpPath = dumpPath;
+  options.referenceDir = referenceDir;
+  options.json = asJson;
+  options.deviceName = device.name;
+  if (!pccx::app::runGenerateMode(*model, session, tokenizer.get(), ids,
+                                  options, std::cout, std::cerr, &error))
     return fail(error);
-  const int64_t vocab = model->vocabSize();
-  const int64_t rows = int64_t(result.consumed.size());
-  if (!asJson) {
-    if (stream)
-      std::cout << stream->finish() << "\n";
-    else
-      for (size_t i = 0; i < result.generated.size(); ++i)
-        std::cout << (i ? "," : "") << result.generated[i]
-                  << (i + 1 == result.generated.size() ? "\n" : "");
-    if (result.capped)
-      std::cerr << "pccx-run: stopped at the KV cache capacity of "
-                << session.capacity() << " positions\n";
-    // The first generated token comes out of the prompt's last step.
-    std::cerr << "pccx-run: prompt "
-              << pccx::app::formatRate(int64_t(ids.size()), result.prefillSeconds)
-              << ", then "
-              << pccx::app::formatRate(
-                     int64_t(result.generated.size() > 0
-                                 ? result.generated.size() - 1
-                                 : 0),
-                     result.decodeSeconds)
-              << "\n";
-  }
-
-  if (!dumpPath.empty()) {
-    if (!pccx::writeOutputFile(dumpPath, result.logits.data(),
-                               result.logits.size() * sizeof(float), &error))
-      return fail(error);
-    std::cerr << "wrote " << rows << " logit rows to " << dumpPath << "\n";
-  }
-
-  json figures;
-  if (!referenceDir.empty()) {
-    auto checkpoint =
-        pccx::reference::ReferenceCheckpoint::open(referenceDir, &error);
-    if (!checkpoint)
-      return fail(error);
-    const pccx::reference::Weights &original = *checkpoint->original;
-    auto effective = pccx::reference::BundleWeights::create(
-        model->bundle(), original, checkpoint->prefix, &error);
-    if (!effective)
-      return fail(error);
-    // On the bundle's weights in hardware numerics the reference also keeps
-    // its KV cache as the bundle's KV records do (attention on the NPU);
-    // reference numerics attend over exact keys and values, and on the
-    // original weights the reference stays float throughout.
-    bool kvRecords = false;
-    for (const pccx::exec::CacheSpec &c : model->caches())
-      kvRecords |= c.records() && !reference;
-    auto runReference = [&](const pccx::reference::Weights &w, bool records,
-                            std::vector<float> *out) {
-      pccx::reference::Model ref(checkpoint->config, w, rows);
-      ref.setKvRecords(records);
-      return ref.ok(&error) && ref.forward(result.consumed, *out, &error);
-    };
-    std::vector<float> sameWeights, originalWeights;
-    if (!runReference(*effective, kvRecords, &sameWeights) ||
-        !runReference(original, false, &originalWeights))
-      return fail("float reference: " + error);
-    Agreement run = compare(result.logits, sameWeights, vocab);
-    Agreement quant = compare(sameWeights, originalWeights, vocab);
-    figures = {{"vs_reference_same_weights", toJson(run)},
-               {"quantization_cost", toJson(quant)}};
-    if (!asJson) {
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "%s numerics vs float reference (same weights): "
-                    "rel max-abs %.3g, cosine %.6f, top-1 %lld/%lld\n",
-                    numerics.c_str(), run.relMaxAbs, run.cosine,
-                    (long long)run.top1, (long long)run.rows);
-      std::cout << line;
-      std::snprintf(line, sizeof line,
-                    "cost of quantization (float reference, bundle weights vs "
-                    "original): cosine %.6f, top-1 %lld/%lld\n",
-                    quant.cosine, (long long)quant.top1,
-                    (long long)quant.rows);
-      std::cout << line;
-    }
-  }
-
-  if (asJson) {
-    const auto &stats = session.stats();
-    json out = {
-        {"consumed_tokens", result.consumed},
-        {"generated_tokens", result.generated},
-        {"logits_rows", gen.keepLogits ? rows : 0},
-        {"numerics", numerics},
-        {"device", device.name},
-        {"stopped_by", result.stopped  ? "stop_token"
-                       : result.capped ? "kv_capacity"
-                                       : "max_new_tokens"},
-        {"timing",
-         {{"prompt_seconds", result.prefillSeconds},
-          {"decode_seconds", result.decodeSeconds},
-          {"decode_tokens_per_second",
-           result.decodeSeconds > 0
-               ? double(result.generated.size() > 0
-                            ? result.generated.size() - 1
-                            : 0) /
-                     result.decodeSeconds
-               : 0.0}}},
-        {"stats",
-         {{"instructions", stats.instructions},
-          {"host_ops", stats.hostOps},
-          {"syncs", stats.syncs},
-          {"weight_bytes", stats.weightBytes},
-          {"kv_record_bytes", stats.kvRecordBytes},
-          {"steps", stats.steps}}}};
-    if (tokenizer)
-      out["generated_text"] = tokenizer->decode(result.generated);
-    if (!figures.is_null())
-      out["compare_reference"] = figures;
-    std::cout << pccx::support::jsonText(out) << "\n";
-  }
   return 0;
 }
 

@@ -1,0 +1,285 @@
+//===- RunModes.cpp - what pccx-run does with a session --------------------===//
+
+#include "runtime/app/RunModes.h"
+
+#include "hw/support/JsonText.h"
+#include "hw/support/OutputFile.h"
+#include "runtime/bundle/ChatTemplate.h"
+#include "runtime/reference/BundleWeights.h"
+#include "runtime/reference/Reference.h"
+#include "runtime/reference/ReferenceCheckpoint.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace pccx::app {
+
+Agreement compareLogits(const std::vector<float> &a,
+                        const std::vector<float> &ref, int64_t vocab) {
+  Agreement g;
+  g.rows = int64_t(ref.size()) / vocab;
+  double dot = 0, aa = 0, rr = 0;
+  for (int64_t r = 0; r < g.rows; ++r) {
+    const float *x = a.data() + r * vocab, *y = ref.data() + r * vocab;
+    auto [lo, hi] = std::minmax_element(y, y + vocab);
+    double range = double(*hi - *lo), worst = 0;
+    for (int64_t i = 0; i < vocab; ++i) {
+      worst = std::max(worst, std::fabs(double(x[i]) - double(y[i])));
+      dot += double(x[i]) * y[i];
+      aa += double(x[i]) * x[i];
+      rr += double(y[i]) * y[i];
+    }
+    g.relMaxAbs = std::max(g.relMaxAbs, range > 0 ? worst / range : worst);
+    if (std::max_element(x, x + vocab) - x == std::max_element(y, y + vocab) - y)
+      ++g.top1;
+  }
+  g.cosine = aa > 0 && rr > 0 ? dot / std::sqrt(aa * rr) : 0;
+  return g;
+}
+
+nlohmann::json toJson(const Agreement &g) {
+  return {{"rel_max_abs", g.relMaxAbs},
+          {"cosine", g.cosine},
+          {"top1_agree", g.top1},
+          {"rows", g.rows}};
+}
+
+bool compareWithReference(const exec::Model &model,
+                          const std::string &checkpointDir,
+                          const std::vector<int32_t> &consumed,
+                          const std::vector<float> &logits,
+                          bool referenceNumerics, ReferenceComparison *result,
+                          std::string *error) {
+  auto checkpoint =
+      reference::ReferenceCheckpoint::open(checkpointDir, error);
+  if (!checkpoint)
+    return false;
+  const reference::Weights &original = *checkpoint->original;
+  auto effective = reference::BundleWeights::create(
+      model.bundle(), original, checkpoint->prefix, error);
+  if (!effective)
+    return false;
+  // On the bundle's weights in hardware numerics the reference also keeps
+  // its KV cache as the bundle's KV records do (attention on the NPU);
+  // reference numerics attend over exact keys and values, and on the
+  // original weights the reference stays float throughout.
+  bool kvRecords = false;
+  for (const exec::CacheSpec &c : model.caches())
+    kvRecords |= c.records() && !referenceNumerics;
+  const int64_t rows = int64_t(consumed.size());
+  auto runReference = [&](const reference::Weights &w, bool records,
+                          std::vector<float> *out) {
+    reference::Model ref(checkpoint->config, w, rows);
+    ref.setKvRecords(records);
+    return ref.ok(error) && ref.forward(consumed, *out, error);
+  };
+  std::vector<float> sameWeights, originalWeights;
+  if (!runReference(*effective, kvRecords, &sameWeights) ||
+      !runReference(original, false, &originalWeights)) {
+    *error = "float reference: " + *error;
+    return false;
+  }
+  result->sameWeights = compareLogits(logits, sameWeights, model.vocabSize());
+  result->quantization =
+      compareLogits(sameWeights, originalWeights, model.vocabSize());
+  return true;
+}
+
+bool runGenerateMode(const exec::Model &model, exec::Session &session,
+                     const Tokenizer *tokenizer,
+                     const std::vector<int32_t> &prompt,
+                     const GenerateModeOptions &options, std::ostream &out,
+                     std::ostream &err, std::string *error) {
+  GenerateOptions gen = options.generate;
+  gen.keepLogits = !options.dumpPath.empty() || !options.referenceDir.empty();
+  std::unique_ptr<TextStream> stream;
+  if (tokenizer && options.streamText && !options.json) {
+    stream = std::make_unique<TextStream>(*tokenizer);
+    gen.onToken = [&](int32_t id) {
+      if (gen.stopTokens.count(id))
+        return;
+      out << stream->push(id) << std::flush;
+    };
+  }
+  GenerateResult result;
+  if (!generate(session, prompt, gen, &result, error))
+    return false;
+  const int64_t rows = int64_t(result.consumed.size());
+  // The first generated token comes out of the prompt's last step.
+  const int64_t decoded =
+      result.generated.empty() ? 0 : int64_t(result.generated.size()) - 1;
+  if (!options.json) {
+    if (stream)
+      out << stream->finish() << "\n";
+    else
+      for (size_t i = 0; i < result.generated.size(); ++i)
+        out << (i ? "," : "") << result.generated[i]
+            << (i + 1 == result.generated.size() ? "\n" : "");
+    if (result.capped)
+      err << options.tool << ": stopped at the KV cache capacity of "
+          << session.capacity() << " positions\n";
+    err << options.tool << ": prompt "
+        << formatRate(int64_t(prompt.size()), result.prefillSeconds)
+        << ", then " << formatRate(decoded, result.decodeSeconds) << "\n";
+  }
+
+  if (!options.dumpPath.empty()) {
+    if (!writeOutputFile(options.dumpPath, result.logits.data(),
+                         result.logits.size() * sizeof(float), error))
+      return false;
+    err << "wrote " << rows << " logit rows to " << options.dumpPath << "\n";
+  }
+
+  const bool referenceNumerics =
+      session.device().numerics() == sim::Numerics::Reference;
+  const char *numerics = referenceNumerics ? "reference" : "hardware";
+  nlohmann::json figures;
+  if (!options.referenceDir.empty()) {
+    ReferenceComparison cmp;
+    if (!compareWithReference(model, options.referenceDir, result.consumed,
+                              result.logits, referenceNumerics, &cmp, error))
+      return false;
+    figures = {{"vs_reference_same_weights", toJson(cmp.sameWeights)},
+               {"quantization_cost", toJson(cmp.quantization)}};
+    if (!options.json) {
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "%s numerics vs float reference (same weights): "
+                    "rel max-abs %.3g, cosine %.6f, top-1 %lld/%lld\n",
+                    numerics, cmp.sameWeights.relMaxAbs,
+                    cmp.sameWeights.cosine, (long long)cmp.sameWeights.top1,
+                    (long long)cmp.sameWeights.rows);
+      out << line;
+      std::snprintf(line, sizeof line,
+                    "cost of quantization (float reference, bundle weights vs "
+                    "original): cosine %.6f, top-1 %lld/%lld\n",
+                    cmp.quantization.cosine, (long long)cmp.quantization.top1,
+                    (long long)cmp.quantization.rows);
+      out << line;
+    }
+  }
+
+  if (options.json) {
+    const auto &stats = session.stats();
+    nlohmann::json j = {
+        {"consumed_tokens", result.consumed},
+        {"generated_tokens", result.generated},
+        {"logits_rows", gen.keepLogits ? rows : 0},
+        {"numerics", numerics},
+        {"device", options.deviceName},
+        {"stopped_by", result.stopped  ? "stop_token"
+                       : result.capped ? "kv_capacity"
+                                       : "max_new_tokens"},
+        {"timing",
+         {{"prompt_seconds", result.prefillSeconds},
+          {"decode_seconds", result.decodeSeconds},
+          {"decode_tokens_per_second",
+           result.decodeSeconds > 0 ? double(decoded) / result.decodeSeconds
+                                    : 0.0}}},
+        {"stats",
+         {{"instructions", stats.instructions},
+          {"host_ops", stats.hostOps},
+          {"syncs", stats.syncs},
+          {"weight_bytes", stats.weightBytes},
+          {"kv_record_bytes", stats.kvRecordBytes},
+          {"steps", stats.steps}}}};
+    if (tokenizer)
+      j["generated_text"] = tokenizer->decode(result.generated);
+    if (!figures.is_null())
+      j["compare_reference"] = figures;
+    out << support::jsonText(j) << "\n";
+  }
+  return true;
+}
+
+int runChatMode(const exec::Model &model, exec::Session &session,
+                const Tokenizer &tokenizer, const ChatModeOptions &options,
+                std::ostream &out, std::ostream &err, std::string *error) {
+  auto chatTemplate = bundle::chatTemplateOf(model.bundle().manifest());
+  auto format =
+      ChatFormat::create(tokenizer, chatTemplate, model.bosToken(), error);
+  if (!format)
+    return -1;
+  int input = 0;
+  if (!options.chatFile.empty()) {
+    input = ::open(options.chatFile.c_str(), O_RDONLY | O_CLOEXEC);
+    if (input < 0) {
+      *error = options.chatFile + ": " + std::strerror(errno);
+      return -1;
+    }
+  }
+  ChatSession conversation(session, tokenizer, *format);
+  conversation.setSystemPrompt(options.systemPrompt);
+  ChatConsoleOptions console = options.console;
+  console.interactive = options.chatFile.empty() && ::isatty(0);
+  if (console.interactive)
+    err << "chat template: " << bundle::describe(chatTemplate) << "\n";
+  int status = runChatConsole(conversation, input, console, out, err);
+  if (input != 0)
+    ::close(input);
+  return status;
+}
+
+bool runPerplexityMode(const exec::Model &model, exec::Session &session,
+                       const std::vector<int32_t> &text,
+                       const std::string &referenceDir,
+                       PerplexityOptions options, bool noBos, bool json,
+                       bool showProgress, std::ostream &out, std::ostream &err,
+                       std::string *error) {
+  if (options.ctx < 0)
+    options.ctx = std::min<int64_t>(128, session.capacity());
+  if (options.stride < 0)
+    options.stride = std::max<int64_t>(1, options.ctx / 2);
+  if (options.ctx > session.capacity()) {
+    *error = "--ctx " + std::to_string(options.ctx) +
+             " exceeds the bundle's KV cache of " +
+             std::to_string(session.capacity()) +
+             " positions (compile with a larger --max-seq-len)";
+    return false;
+  }
+  options.bos = noBos ? -1 : model.bosToken();
+  LogitsFunction bundleLogits = [&](const std::vector<int32_t> &tokens,
+                                    std::vector<float> *logits,
+                                    std::string *why) {
+    session.reset();
+    return session.consume(tokens, false, logits, why);
+  };
+  std::unique_ptr<reference::WindowedReference> ref;
+  LogitsFunction referenceLogits;
+  if (!referenceDir.empty()) {
+    ref = reference::WindowedReference::open(referenceDir, options.ctx, error);
+    if (!ref)
+      return false;
+    if (ref->vocabSize() != model.vocabSize()) {
+      *error = referenceDir + ": vocab_size " +
+               std::to_string(ref->vocabSize()) + " differs from the bundle's " +
+               std::to_string(model.vocabSize());
+      return false;
+    }
+    referenceLogits = [&](const std::vector<int32_t> &tokens,
+                          std::vector<float> *logits, std::string *why) {
+      return ref->logits(tokens, logits, why);
+    };
+  }
+  auto progress = [&](int64_t done, int64_t total) {
+    if (showProgress)
+      err << "\rpccx-run: window " << done << "/" << total
+          << (done == total ? "\n" : "") << std::flush;
+  };
+  PerplexityFigures figures;
+  if (!perplexity(text, options, model.vocabSize(), bundleLogits,
+                  referenceLogits, &figures, error, progress))
+    return false;
+  if (json)
+    out << perplexityJson(figures, options).dump() << "\n";
+  else
+    out << formatPerplexity(figures, options);
+  return true;
+}
+
+} // namespace pccx::app

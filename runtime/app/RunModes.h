@@ -1,0 +1,101 @@
+//===- RunModes.h - what pccx-run does with a session ------------*- C++ -*-===//
+//
+// The modes of pccx-run as library calls, so that a front end only reads
+// its command line: generation from a prompt (with a logits dump and the
+// comparison against the float reference), the chat console, and
+// perplexity over a text. Each prints its results on `out` and its
+// progress and speed on `err`, as the tool documents.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_RUNTIME_APP_RUNMODES_H
+#define PCCX_RUNTIME_APP_RUNMODES_H
+
+#include "runtime/app/ChatConsole.h"
+#include "runtime/app/Generate.h"
+#include "runtime/app/Perplexity.h"
+#include "runtime/app/Tokenizer.h"
+#include "runtime/exec/Model.h"
+
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace pccx::app {
+
+/// docs/numerics.md figures between two sets of logits rows.
+struct Agreement {
+  double relMaxAbs = 0, cosine = 0;
+  int64_t top1 = 0, rows = 0;
+};
+
+/// Agreement of `logits` with `reference`, both rows of `vocab` values.
+Agreement compareLogits(const std::vector<float> &logits,
+                        const std::vector<float> &reference, int64_t vocab);
+nlohmann::json toJson(const Agreement &agreement);
+
+/// The bundle's logits for `consumed` against the float reference of the
+/// checkpoint in `checkpointDir`: on the bundle's own (quantized) weights,
+/// and the reference's cost of quantization (bundle weights vs original).
+struct ReferenceComparison {
+  Agreement sameWeights, quantization;
+};
+bool compareWithReference(const exec::Model &model,
+                          const std::string &checkpointDir,
+                          const std::vector<int32_t> &consumed,
+                          const std::vector<float> &logits,
+                          bool referenceNumerics, ReferenceComparison *result,
+                          std::string *error);
+
+struct GenerateModeOptions {
+  GenerateOptions generate;
+  /// Print the text as it is generated (a prompt with a tokenizer);
+  /// otherwise the generated ids.
+  bool streamText = false;
+  /// Write every logits row here (float32, row-major), if not empty.
+  std::string dumpPath;
+  /// Compare with the float reference of this checkpoint, if not empty.
+  std::string referenceDir;
+  /// One JSON object on `out` instead of text.
+  bool json = false;
+  /// The device name recorded in the JSON output.
+  std::string deviceName;
+  std::string tool = "pccx-run";
+};
+
+/// --prompt / --tokens: generate from `prompt`, then dump and compare as
+/// asked. `tokenizer` may be null (token ids in and out).
+bool runGenerateMode(const exec::Model &model, exec::Session &session,
+                     const Tokenizer *tokenizer,
+                     const std::vector<int32_t> &prompt,
+                     const GenerateModeOptions &options, std::ostream &out,
+                     std::ostream &err, std::string *error);
+
+struct ChatModeOptions {
+  ChatConsoleOptions console;
+  std::string systemPrompt;
+  /// Read the turns from this file instead of standard input.
+  std::string chatFile;
+};
+
+/// --chat: the console over the bundle's chat template. Returns the exit
+/// status (runChatConsole), or -1 with `error` set when it cannot start.
+int runChatMode(const exec::Model &model, exec::Session &session,
+                const Tokenizer &tokenizer, const ChatModeOptions &options,
+                std::ostream &out, std::ostream &err, std::string *error);
+
+/// --perplexity: the bundle (and, with `referenceDir`, the float reference
+/// on the checkpoint's original weights) over the windows of `text`.
+/// Negative ctx/stride take their defaults from the session's capacity.
+bool runPerplexityMode(const exec::Model &model, exec::Session &session,
+                       const std::vector<int32_t> &text,
+                       const std::string &referenceDir,
+                       PerplexityOptions options, bool noBos, bool json,
+                       bool showProgress, std::ostream &out, std::ostream &err,
+                       std::string *error);
+
+} // namespace pccx::app
+
+#endif
