@@ -182,11 +182,6 @@ LogicalResult verifyInstruction(Operation *op) {
 
 } // namespace
 
-bool pccx::dialect::isPatchSource(StringRef source) {
-  bundle::PatchSource s;
-  return bundle::parsePatchSource(source.str().c_str(), &s);
-}
-
 std::optional<isa::Opcode> pccx::dialect::opcodeOf(Operation *op) {
   if (llvm::isa<GemvOp>(op))
     return isa::Opcode::Gemv;
@@ -199,14 +194,6 @@ std::optional<isa::Opcode> pccx::dialect::opcodeOf(Operation *op) {
   if (llvm::isa<CvoOp>(op))
     return isa::Opcode::Cvo;
   return std::nullopt;
-}
-
-std::optional<int64_t>
-pccx::dialect::resolveAllocatedBuffer(Operation *user, FlatSymbolRefAttr sym) {
-  BufferOp buffer = lookupBuffer(user, sym);
-  if (!buffer || !buffer.getAddress())
-    return std::nullopt;
-  return int64_t(*buffer.getAddress());
 }
 
 FailureOr<isa::Instruction>

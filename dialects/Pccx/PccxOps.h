@@ -39,11 +39,6 @@ using AddressResolver =
 mlir::FailureOr<isa::Instruction> toInstruction(mlir::Operation *op,
                                                 AddressResolver resolve = {});
 
-/// Resolves `@buffer` through the enclosing program's buffer declarations,
-/// using their assigned `address`.
-std::optional<int64_t> resolveAllocatedBuffer(mlir::Operation *user,
-                                              mlir::FlatSymbolRefAttr sym);
-
 /// The module attribute that names the target (a #pccx.target).
 constexpr llvm::StringLiteral kTargetAttrName = "pccx.target";
 
@@ -53,9 +48,6 @@ machine::Target targetOf(mlir::Operation *op);
 
 /// Records `target` on `module` as its pccx.target.
 void setTarget(mlir::ModuleOp module, machine::Target target);
-
-/// Sources a patch point may take its value from.
-bool isPatchSource(llvm::StringRef source);
 
 } // namespace pccx::dialect
 

@@ -16,47 +16,15 @@ namespace pccx {
 
 namespace {
 
-// Temp files alive in this process, for the signal handler: fixed storage
-// so that the handler only reads plain memory and calls unlink().
+// Temp files alive in this process, for a signal handler: fixed storage
+// so that removePartialOutputs() only reads plain memory and calls unlink().
 constexpr int kMaxTemps = 32;
 char tempPaths[kMaxTemps][PATH_MAX];
 volatile sig_atomic_t tempUsed[kMaxTemps];
 std::mutex tempMutex;
-constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
-struct sigaction previousActions[3];
-bool handlersInstalled = false;
-
-void removeTempsAndReraise(int sig) {
-  for (int i = 0; i < kMaxTemps; ++i)
-    if (tempUsed[i])
-      ::unlink(tempPaths[i]);
-  // Let whatever handled the signal before (the default: terminate) act.
-  for (int i = 0; i < 3; ++i)
-    if (kCleanupSignals[i] == sig)
-      ::sigaction(sig, &previousActions[i], nullptr);
-  ::raise(sig);
-}
 
 int registerTemp(const std::string &path) {
   std::lock_guard<std::mutex> lock(tempMutex);
-  if (!handlersInstalled) {
-    struct sigaction action;
-    std::memset(&action, 0, sizeof action);
-    action.sa_handler = removeTempsAndReraise;
-    sigemptyset(&action.sa_mask);
-    for (int i = 0; i < 3; ++i) {
-      // A signal the parent made us ignore (nohup, a background job) stays
-      // ignored: removing the temp file and carrying on would only turn
-      // it into a failure at the end.
-      ::sigaction(kCleanupSignals[i], nullptr, &previousActions[i]);
-      if (previousActions[i].sa_handler != SIG_IGN)
-        ::sigaction(kCleanupSignals[i], &action, nullptr);
-    }
-    // A file over RLIMIT_FSIZE is then a failed write with EFBIG, reported
-    // as an error, rather than a signal that looks like a crash.
-    std::signal(SIGXFSZ, SIG_IGN);
-    handlersInstalled = true;
-  }
   if (path.size() >= PATH_MAX)
     return -1;
   for (int i = 0; i < kMaxTemps; ++i)
@@ -103,6 +71,12 @@ std::string resolveLinks(std::string path) {
 std::string errnoText() { return std::strerror(errno); }
 
 } // namespace
+
+void removePartialOutputs() {
+  for (int i = 0; i < kMaxTemps; ++i)
+    if (tempUsed[i])
+      ::unlink(tempPaths[i]);
+}
 
 bool OutputFile::open(const std::string &path, std::string *error) {
   abandon();

@@ -5,9 +5,10 @@
 // renamed over it once complete, so readers never see half a file and the
 // symlink stays a symlink. "-" is standard output; a device, FIFO or socket
 // is written in place (renaming over /dev/null would replace the device).
-// The temp file is removed on failure, when the object dies uncommitted, and
-// on SIGINT/SIGTERM/SIGHUP. SIGXFSZ is ignored while writing so that an
-// over-large file is a write error, not a signal.
+// The temp file is removed on failure and when the object dies uncommitted;
+// a process that is killed removes it through removePartialOutputs(), which
+// the tools' signal handlers call (tools/common/GuardedMain.h; a library
+// installs no signal handler of its own).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,10 @@
 #include <string>
 
 namespace pccx {
+
+/// Removes the temp file of every output not yet committed. Only plain
+/// memory reads and unlink(): safe in a signal handler.
+void removePartialOutputs();
 
 class OutputFile {
 public:

@@ -108,15 +108,6 @@ const char *kindName(SectionKind kind) {
   return nullptr;
 }
 
-bool parseKind(std::string_view name, SectionKind &kind) {
-  for (uint32_t k = 1; k <= 5; ++k)
-    if (name == kindName(SectionKind(k))) {
-      kind = SectionKind(k);
-      return true;
-    }
-  return false;
-}
-
 std::string checkSectionName(std::string_view name) {
   if (name.empty())
     return "section name is empty";

@@ -65,8 +65,6 @@ enum class SectionKind : uint32_t {
 /// "manifest", "program", "weights", "constants", "tokenizer"; null for a
 /// value outside the enumeration.
 const char *kindName(SectionKind kind);
-/// Parses a kind name; false when unknown.
-bool parseKind(std::string_view name, SectionKind &kind);
 
 /// Checks a section name: 1..kMaxNameLength characters from [A-Za-z0-9._-].
 /// Returns an empty string when valid, else the reason.

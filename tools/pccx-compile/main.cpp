@@ -17,6 +17,7 @@
 #include "runtime/reference/Sensitivity.h"
 #include "hw/numerics/Quantize.h"
 #include "runtime/bundle/Bundle.h"
+#include "tools/common/GuardedMain.h"
 #include "tools/common/LlvmHelp.h"
 #include "tools/common/ProgressLine.h"
 
@@ -309,9 +310,10 @@ bool chooseByBudget(pccx::hw::ScaleRule int4Rule, std::string *regex,
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  // A file over RLIMIT_FSIZE is then a write error reported as such, not a
-  // signal LLVM's crash handler would print a bug-report banner for.
-  std::signal(SIGXFSZ, SIG_IGN);
+  // After LLVM's handlers, so that a signal ends in theirs once the
+  // unfinished bundle is removed; SIGXFSZ ignored, so LLVM's crash handler
+  // prints no bug-report banner for an over-large file.
+  pccx::tools::installOutputCleanup();
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();

@@ -5,11 +5,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/emit/EmitBundle.h"
+#include "tools/common/GuardedMain.h"
 #include "tools/common/LlvmHelp.h"
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 
 int main(int argc, char **argv) {
+  // --pccx-to-bundle writes through hw/support/OutputFile.
+  pccx::tools::installOutputCleanup();
   pccx::registerBundleTranslation();
   pccx::tools::setVersionPrinter("pccx-translate");
   return mlir::failed(
