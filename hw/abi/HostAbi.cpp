@@ -3,6 +3,7 @@
 #include "hw/abi/HostAbi.h"
 
 #include "hw/support/CheckedMath.h"
+#include "hw/support/Names.h"
 
 namespace pccx::abi {
 
@@ -98,10 +99,8 @@ const char *paramKindName(ParamKind kind) {
 }
 
 std::string kernelNames() {
-  std::string out;
-  for (const KernelInfo &k : tables().kernels)
-    out += std::string(out.empty() ? "" : ", ") + k.name;
-  return out;
+  return support::joinNames(tables().kernels,
+                            [](const KernelInfo &k) { return k.name; });
 }
 
 std::string HostRegion::check(int64_t windowWords) const {

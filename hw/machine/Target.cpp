@@ -3,6 +3,7 @@
 #include "hw/machine/Target.h"
 
 #include "hw/support/Format.h"
+#include "hw/support/Names.h"
 
 namespace pccx::machine {
 
@@ -14,6 +15,8 @@ const TargetProfile kProfiles[] = {
    Elements,   MaxLength, GemvWb,  Gemm,         Cvo,    Summary},
 #include "Targets.def"
 };
+
+const char *profileName(const TargetProfile &p) { return p.name; }
 } // namespace
 
 const TargetProfile &targetProfile(Target target) {
@@ -21,20 +24,13 @@ const TargetProfile &targetProfile(Target target) {
 }
 
 bool lookupTarget(std::string_view name, Target &target) {
-  for (const TargetProfile &p : kProfiles)
-    if (name == p.name) {
-      target = p.id;
-      return true;
-    }
-  return false;
+  const TargetProfile *p = support::findByName(kProfiles, name, profileName);
+  if (p)
+    target = p->id;
+  return p;
 }
 
-std::string targetNames() {
-  std::string out;
-  for (const TargetProfile &p : kProfiles)
-    out += (out.empty() ? "" : ", ") + std::string(p.name);
-  return out;
-}
+std::string targetNames() { return support::joinNames(kProfiles, profileName); }
 
 std::string missingCapability(const isa::Instruction &inst, Target target) {
   const TargetProfile &p = targetProfile(target);

@@ -60,12 +60,6 @@ bool parseWordValue(std::string_view text, uint64_t &value) {
   return *end == 0 && errno == 0;
 }
 
-bool readFile(const std::string &path, std::string &contents,
-              std::string *error) {
-  return support::readInputFile(path, support::kMaxDataFileBytes, &contents,
-                                error);
-}
-
 } // namespace
 
 std::string programSectionName(std::string_view name) {
@@ -245,13 +239,13 @@ int runAssembler(const AsOptions &o, std::ostream &err, const char *tool) {
     return fail("no output file (use -o OUT.pccx)");
 
   std::string source, message;
-  if (!readFile(o.input, source, &message))
+  if (!support::readInputFile(o.input, support::kMaxDataFileBytes, &source, &message))
     return fail(message);
 
   json base = json::object();
   if (!o.manifestJson.empty()) {
     std::string text;
-    if (!readFile(o.manifestJson, text, &message))
+    if (!support::readInputFile(o.manifestJson, support::kMaxDataFileBytes, &text, &message))
       return fail(message);
     try {
       base = json::parse(text);
@@ -310,7 +304,7 @@ int runAssembler(const AsOptions &o, std::ostream &err, const char *tool) {
                 message);
   std::string weights;
   if (!o.weights.empty() &&
-      (!readFile(o.weights, weights, &message) ||
+      (!support::readInputFile(o.weights, support::kMaxDataFileBytes, &weights, &message) ||
        !writer.addSection("weights", SectionKind::Weights, weights.data(),
                           weights.size(), &message)))
     return fail("--weights: " + message);

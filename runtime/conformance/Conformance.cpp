@@ -136,13 +136,27 @@ bool isDirectory(const std::string &path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/// The lines of `text`, without their ends (\n or \r\n).
+std::vector<std::string> lines(const std::string &text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    out.push_back(line);
+  }
+  return out;
+}
+
 /// Removes a suite directory this tool wrote: the index and the known files
 /// of the vectors it lists (or of `names`). Anything else stays.
 void removeSuite(const std::string &dir, std::vector<std::string> names) {
-  std::ifstream index(dir + "/index.txt");
-  for (std::string line; std::getline(index, line);)
-    if (line.compare(0, 7, "vector ") == 0)
-      names.push_back(line.substr(7));
+  std::string index, ignored;
+  if (support::readInputFile(dir + "/index.txt", support::kMaxDataFileBytes,
+                             &index, &ignored))
+    for (const std::string &line : lines(index))
+      if (line.compare(0, 7, "vector ") == 0)
+        names.push_back(line.substr(7));
   for (const std::string &name : names) {
     if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos)
       continue;
@@ -158,10 +172,11 @@ void removeSuite(const std::string &dir, std::vector<std::string> names) {
 /// Whether `dir` holds a suite this tool wrote, or nothing.
 bool replaceable(const std::string &dir, bool &empty) {
   empty = false;
-  std::ifstream index(dir + "/index.txt");
-  std::string first;
-  if (index && std::getline(index, first))
-    return first.compare(0, 24, "# pccx conformance suite") == 0;
+  std::string index, ignored;
+  if (support::readInputFile(dir + "/index.txt", support::kMaxDataFileBytes,
+                             &index, &ignored) &&
+      !index.empty())
+    return index.compare(0, 24, "# pccx conformance suite") == 0;
   if (::rmdir(dir.c_str()) == 0) { // empty: gone, recreated by the rename
     empty = true;
     return true;
@@ -226,30 +241,12 @@ bool writeVector(const std::string &dir, const std::string &target,
 // Reading
 //===----------------------------------------------------------------------===//
 
-bool readFile(const std::string &path, std::string &text, std::string *error) {
-  // A directory or FIFO in place of a result file is an error, never an
-  // empty (and so passing) result.
-  return support::readInputFile(path, support::kMaxDataFileBytes, &text,
-                                error);
-}
-
-std::vector<std::string> lines(const std::string &text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
-    out.push_back(line);
-  }
-  return out;
-}
-
 /// A manifest: key -> rest of the line.
 using Manifest = std::map<std::string, std::string>;
 
 bool readManifest(const std::string &path, Manifest &m, std::string *error) {
   std::string text;
-  if (!readFile(path, text, error))
+  if (!support::readInputFile(path, support::kMaxDataFileBytes, &text, error))
     return false;
   unsigned n = 0;
   for (const std::string &line : lines(text)) {
@@ -291,7 +288,7 @@ bool parseHexWord(const std::string &tok, Word &w) {
 bool readMemoryHex(const std::string &path, SparseMemory &m,
                    std::string *error) {
   std::string text;
-  if (!readFile(path, text, error))
+  if (!support::readInputFile(path, support::kMaxDataFileBytes, &text, error))
     return false;
   uint64_t addr = 0;
   unsigned n = 0;
@@ -339,7 +336,7 @@ bool readMemoryHex(const std::string &path, SparseMemory &m,
 bool readConsts(const std::string &path, std::vector<ConstEntry> &out,
                 std::string *error) {
   std::string text;
-  if (!readFile(path, text, error))
+  if (!support::readInputFile(path, support::kMaxDataFileBytes, &text, error))
     return false;
   unsigned n = 0;
   for (std::string line : lines(text)) {
@@ -638,7 +635,7 @@ int check(const CheckOptions &options, std::ostream &out, std::string *error) {
   Manifest index;
   std::string indexPath = options.suiteDir + "/index.txt";
   std::string text;
-  if (!readFile(indexPath, text, error))
+  if (!support::readInputFile(indexPath, support::kMaxDataFileBytes, &text, error))
     return 2;
   std::vector<std::string> names;
   unsigned n = 0;

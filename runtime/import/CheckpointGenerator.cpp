@@ -4,6 +4,7 @@
 
 #include "runtime/import/Safetensors.h"
 
+#include "hw/support/Names.h"
 #include "hw/support/OutputFile.h"
 
 #include <nlohmann/json.hpp>
@@ -126,10 +127,10 @@ bool presetConfig(const std::string &name, Gemma3nTextConfig *config,
     c.pad_token_id = 0;
     c.eos_token_id = {1};
   } else {
-    std::string known;
-    for (const std::string &p : checkpointPresets())
-      known += (known.empty() ? "" : ", ") + p;
-    *error = "unknown preset '" + name + "' (known: " + known + ")";
+    *error = "unknown preset '" + name + "' (known: " +
+             support::joinNames(checkpointPresets(),
+                                [](const std::string &p) { return p; }) +
+             ")";
     return false;
   }
   if (!c.validate(error))

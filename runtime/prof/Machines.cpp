@@ -2,6 +2,8 @@
 
 #include "runtime/prof/Machines.h"
 
+#include "hw/support/Names.h"
+
 namespace pccx::prof {
 
 namespace {
@@ -26,26 +28,26 @@ const std::vector<Machine> &machines() {
   return list;
 }
 
+namespace {
+const char *machineName(const Machine &m) { return m.name; }
+} // namespace
+
 std::string machineNames() {
-  std::string out;
-  for (const Machine &m : machines())
-    out += (out.empty() ? "" : ", ") + std::string(m.name);
-  return out;
+  return support::joinNames(machines(), machineName);
 }
 
 bool applyMachine(const std::string &name, Params *params, std::string *error) {
-  for (const Machine &m : machines()) {
-    if (name != m.name)
-      continue;
-    for (const MachineSetting &s : m.settings)
-      for (const Params::Info &p : Params::all())
-        if (std::string(p.name) == s.param)
-          params->*(p.field) = s.value;
-    return true;
+  const Machine *m = support::findByName(machines(), name, machineName);
+  if (!m) {
+    *error =
+        "--machine: no machine named '" + name + "' (" + machineNames() + ")";
+    return false;
   }
-  *error =
-      "--machine: no machine named '" + name + "' (" + machineNames() + ")";
-  return false;
+  for (const MachineSetting &s : m->settings)
+    for (const Params::Info &p : Params::all())
+      if (std::string(p.name) == s.param)
+        params->*(p.field) = s.value;
+  return true;
 }
 
 } // namespace pccx::prof

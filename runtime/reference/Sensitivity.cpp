@@ -137,12 +137,11 @@ bool calibrationWindows(const std::string &textPath,
                         int64_t positions, size_t maxWindows,
                         std::vector<std::vector<int32_t>> *windows,
                         std::string *error) {
-  auto readFile = [&](const std::string &path, std::string *out) {
-    return support::readInputFile(path, support::kMaxDataFileBytes, out,
-                                  error);
-  };
   std::string text, model;
-  if (!readFile(textPath, &text) || !readFile(tokenizerPath, &model))
+  if (!support::readInputFile(textPath, support::kMaxDataFileBytes, &text,
+                              error) ||
+      !support::readInputFile(tokenizerPath, support::kMaxTokenizerFileBytes,
+                              &model, error))
     return false;
   auto tokenizer = app::Tokenizer::load(
       reinterpret_cast<const uint8_t *>(model.data()), model.size(), error);
