@@ -3,6 +3,7 @@
 #include "hw/abi/HostAbi.h"
 #include "hw/support/CheckedMath.h"
 #include "hw/support/OutputFile.h"
+#include "tools/common/GuardedMain.h"
 
 #include <gtest/gtest.h>
 
@@ -144,12 +145,14 @@ TEST_F(OutputFileTest, ADirectoryIsRefusedByName) {
   EXPECT_EQ(error, dir_ + ": is a directory");
 }
 
-// Run in a fresh process (below) whose SIGINT its parent ignores: the
-// signal must neither stop the write nor remove its temp file.
+// Run in a fresh process (below) whose SIGINT its parent ignores: with the
+// tools' handlers installed, the signal must neither stop the write nor
+// remove its temp file.
 TEST(OutputFileIgnoredSignal, Helper) {
   const char *path = std::getenv("PCCX_OUTPUT_IGNORED_SIGINT");
   if (!path)
     return; // only meaningful in the process the next test starts
+  pccx::tools::installOutputCleanup();
   OutputFile out;
   std::string error;
   if (!out.open(path, &error))
@@ -182,11 +185,28 @@ TEST_F(OutputFileTest, AnIgnoredSigintLeavesTheOutputAlone) {
   EXPECT_EQ(entries(), 1);
 }
 
+TEST_F(OutputFileTest, RemovePartialOutputsRemovesOnlyUncommittedTemps) {
+  std::string error;
+  OutputFile done, partial;
+  ASSERT_TRUE(done.open(dir_ + "/done.bin", &error)) << error;
+  std::fputs("whole", done.stream());
+  ASSERT_TRUE(done.commit(&error)) << error;
+  ASSERT_TRUE(partial.open(dir_ + "/partial.bin", &error)) << error;
+  EXPECT_EQ(entries(), 2); // done.bin and partial's temp file
+  removePartialOutputs();
+  EXPECT_EQ(entries(), 1);
+  EXPECT_EQ(read(dir_ + "/done.bin"), "whole");
+}
+
+// The tools' handler (tools/common/GuardedMain.h): the temp file goes, then
+// the signal ends the process as it would have.
 TEST_F(OutputFileTest, SigtermRemovesTheTempFile) {
   std::string path = dir_ + "/out.bin";
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
+    std::signal(SIGTERM, SIG_DFL);
+    pccx::tools::installOutputCleanup();
     OutputFile out;
     std::string error;
     if (!out.open(path, &error))

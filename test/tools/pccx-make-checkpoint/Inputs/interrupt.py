@@ -14,8 +14,18 @@ import time
 
 tool, out, signame = sys.argv[1], sys.argv[2], sys.argv[3]
 sig = getattr(signal, signame)
+
+
+def default_dispositions():
+    # A test runner started in the background may ignore SIGINT, and an
+    # ignored signal stays ignored across exec (and in the tool, by design).
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+
+
 proc = subprocess.Popen([tool, "--preset", "e2b", "-o", out],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                        preexec_fn=default_dispositions)
 deadline = time.monotonic() + 60
 while time.monotonic() < deadline:
     if os.path.isdir(out) and any(".tmp." in n for n in os.listdir(out)):
