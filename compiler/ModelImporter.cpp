@@ -7,6 +7,8 @@
 
 #include "compiler/ModelImporter.h"
 
+#include "compiler/CompileOptions.h"
+
 #include "dialects/Gemma3n/Gemma3nOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,7 +37,7 @@ struct LayerStamp : public OpBuilder::Listener {
   int64_t layer = -1;
   void notifyOperationInserted(Operation *op,
                                OpBuilder::InsertPoint) override {
-    if (layer >= 0 && !isa<WeightOp>(op))
+    if (layer >= 0 && !llvm::isa<WeightOp>(op))
       op->setAttr(kLayerAttr,
                   IntegerAttr::get(IntegerType::get(op->getContext(), 64),
                                    layer));
@@ -45,7 +47,7 @@ struct LayerStamp : public OpBuilder::Listener {
 class FunctionImporter {
 public:
   FunctionImporter(MLIRContext &ctx, const LoadedCheckpoint &ckpt,
-                   const ImportOptions &options, bool prefill)
+                   const CompileOptions &options, bool prefill)
       : ctx(ctx), b(&ctx), ckpt(ckpt), cfg(ckpt.config), options(options),
         prefill(prefill) {
     b.setListener(&stamp);
@@ -106,7 +108,7 @@ private:
   OpBuilder b;
   const LoadedCheckpoint &ckpt;
   const import::Gemma3nTextConfig &cfg;
-  const ImportOptions &options;
+  const CompileOptions &options;
   bool prefill;
   std::map<std::string, Value> weights;
   /// Weight ops are inserted before this placeholder, which is erased once
@@ -302,7 +304,7 @@ func::FuncOp FunctionImporter::build(ModuleOp module) {
 
 OwningOpRef<ModuleOp> importModel(MLIRContext &context,
                                   const LoadedCheckpoint &checkpoint,
-                                  const ImportOptions &options,
+                                  const CompileOptions &options,
                                   std::string *error) {
   context.loadDialect<gemma3n::Gemma3nDialect, func::FuncDialect>();
   if (options.maxSeqLen <= 0) {
@@ -323,7 +325,6 @@ OwningOpRef<ModuleOp> importModel(MLIRContext &context,
   llvm::sys::path::remove_dots(dir, /*remove_dot_dot=*/true);
   (*module)->setAttr(kCheckpointAttr, b.getStringAttr(dir));
   (*module)->setAttr(kPrefixAttr, b.getStringAttr(checkpoint.prefix));
-  (*module)->setAttr(kMaxSeqLenAttr, b.getI64IntegerAttr(options.maxSeqLen));
   (*module)->setAttr(kKvSharingAttr, b.getStringAttr("unresolved"));
   FunctionImporter(context, checkpoint, options, /*prefill=*/false)
       .build(*module);

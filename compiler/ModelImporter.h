@@ -22,14 +22,13 @@
 
 namespace pccx {
 
-struct ImportOptions {
-  /// KV-cache slots per layer (positions beyond it wrap as a ring).
-  int64_t maxSeqLen = 1024;
-};
+struct CompileOptions;
 
+/// The gemma3n module of `checkpoint`; of the options, only maxSeqLen (the
+/// KV caches' slots) shapes the imported IR.
 mlir::OwningOpRef<mlir::ModuleOp>
 importModel(mlir::MLIRContext &context, const LoadedCheckpoint &checkpoint,
-            const ImportOptions &options, std::string *error);
+            const CompileOptions &options, std::string *error);
 
 } // namespace pccx
 
