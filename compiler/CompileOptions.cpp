@@ -9,6 +9,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <cassert>
 #include <cstdlib>
 
 using namespace llvm;
