@@ -139,8 +139,8 @@ mlir::LogicalResult printDiagnostic(mlir::Diagnostic &diag) {
   return mlir::success();
 }
 
-/// What the tool's own options need of each other; checked before anything
-/// is read, as the refusals cost nothing then.
+/// What the tool's own options need of each other, checked before the
+/// pipeline runs.
 bool checkToolOptions(std::string *error) {
   if (!exportDir.empty() && emit != Emit::Bundle) {
     *error = "--export-effective-weights needs --emit=bundle";
@@ -296,8 +296,7 @@ int main(int argc, char **argv) {
       "(config.json + safetensors) for the pccx v002 NPU\n");
   pccx::CompileOptions options;
   std::string error;
-  if (!pccx::compileOptionsFromCL(&options, &error) ||
-      !checkToolOptions(&error))
+  if (!pccx::compileOptionsFromCL(&options, &error))
     return fail(error);
 
   mlir::DialectRegistry registry;
@@ -315,7 +314,8 @@ int main(int argc, char **argv) {
   mlir::OwningOpRef<mlir::ModuleOp> module =
       importCheckpoint(context, options, &error);
   if (!module ||
-      !pccx::resolveInt8Budget(checkpointDir, options, errs(), &error))
+      !pccx::resolveInt8Budget(checkpointDir, options, errs(), &error) ||
+      !checkToolOptions(&error))
     return fail(error);
 
   mlir::DefaultTimingManager tm;
