@@ -68,9 +68,8 @@ bool resolveInt8Budget(llvm::StringRef checkpointDir, CompileOptions &options,
   }
   std::string regex = reference::exactNamesRegex(chosen);
   if (!regex.empty())
-    options.int8Weights = options.int8Weights.empty()
-                              ? regex
-                              : options.int8Weights + "|" + regex;
+    options.int8Weights =
+        options.int8Weights.empty() ? regex : options.int8Weights + "|" + regex;
   return true;
 }
 

@@ -1,4 +1,4 @@
-//===- Calibration.h - option choices measured on calibration text -*- C++ -*-===//
+//===- Calibration.h - options measured on calibration text ---*- C++ -*-===//
 //
 // The compile options whose effect depends on the float reference run over
 // the --calibration text (compiler/reference): the INT8 budget chooses the

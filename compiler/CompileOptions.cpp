@@ -125,9 +125,8 @@ nlohmann::json compileOptionsRecord(const CompileOptions &options) {
       {"fold_norm_gains", options.foldNormGains},
       {"fuse_laurel", options.fuseLaurel},
       {"quantization",
-       hw::schemeName(hw::QuantScheme{hw::WeightFormat::Int4,
-                                      options.int4Scales,
-                                      options.int4Rounding})},
+       hw::schemeName(hw::QuantScheme{
+           hw::WeightFormat::Int4, options.int4Scales, options.int4Rounding})},
       {"int4_scales", hw::scaleRuleName(options.int4Scales)},
       {"compiler_version", PCCX_VERSION}};
   // Optional keys only when they differ from the default, so bundles of

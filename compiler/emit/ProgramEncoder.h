@@ -11,8 +11,8 @@
 #ifndef PCCX_COMPILER_EMIT_PROGRAMENCODER_H
 #define PCCX_COMPILER_EMIT_PROGRAMENCODER_H
 
-#include "compiler/emit/WeightPlan.h"
 #include "compiler/CompileOptions.h"
+#include "compiler/emit/WeightPlan.h"
 #include "dialects/Pccx/PccxOps.h"
 #include "hw/machine/Target.h"
 #include "runtime/bundle/ModelManifest.h"

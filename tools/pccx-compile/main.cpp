@@ -147,8 +147,7 @@ bool checkToolOptions(std::string *error) {
     return false;
   }
   if (!exportDir.empty() &&
-      !pccx::reference::checkExportDirectory(exportDir, exportOverwrite,
-                                             error))
+      !pccx::reference::checkExportDirectory(exportDir, exportOverwrite, error))
     return false;
   if (emit == Emit::Bundle && (outputFile.empty() || outputFile == "-")) {
     *error = "--emit=bundle needs an output file (-o model.pccx)";
@@ -168,8 +167,7 @@ importCheckpoint(mlir::MLIRContext &context,
     return nullptr;
   std::vector<pccx::import::NonFiniteTensor> bad =
       pccx::import::findNonFiniteTensors(*checkpoint.checkpoint);
-  for (size_t i = 0; i < bad.size() && (options.allowNonFinite || i < 8);
-       ++i) {
+  for (size_t i = 0; i < bad.size() && (options.allowNonFinite || i < 8); ++i) {
     progressLine->finish();
     (options.allowNonFinite ? WithColor::warning(errs(), "pccx-compile")
                             : WithColor::error(errs(), "pccx-compile"))

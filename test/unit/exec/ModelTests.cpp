@@ -179,10 +179,10 @@ TEST(ModelLoad, SlidingCachesHoldTheWindowAndAPrefillStep) {
                        "gives 23"),
             std::string::npos)
       << error;
-  error = loadError(withManifest(hostAttentionBundle(), "no-rows",
-                                 [](nlohmann::json &m) {
-                                   m["compile_options"].erase("prefill_rows");
-                                 }));
+  error = loadError(
+      withManifest(hostAttentionBundle(), "no-rows", [](nlohmann::json &m) {
+        m["compile_options"].erase("prefill_rows");
+      }));
   EXPECT_NE(error.find("KV cache 'kv.0.k' belongs to a sliding layer, but "
                        "config.sliding_window or compile_options.prefill_rows "
                        "is missing"),
