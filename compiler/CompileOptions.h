@@ -88,9 +88,11 @@ struct CompileOptions {
   bool allowNonFinite = false;
 
   bool gptq() const { return int4Rounding == hw::Rounding::Gptq; }
-  /// The checks between options: positive sizes, calibration given exactly
-  /// when something uses it, no quantization report of GPTQ codes. Errors
-  /// name the command-line options.
+  /// The checks between options: calibration text given exactly when
+  /// something uses it, no quantization report of GPTQ codes, a budget that
+  /// is a percentage. Errors name the command-line options. (The sizes are
+  /// checked where they are used: maxSeqLen by importModel, prefillRows by
+  /// the conversion pass.)
   bool validate(std::string *error) const;
   /// int8Budget as a fraction of the INT4 weight bytes; the error names
   /// --int8-budget and the text given.
