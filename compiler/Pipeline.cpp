@@ -31,6 +31,7 @@ void buildLoweringPipeline(OpPassManager &pm, const CompileOptions &o) {
   ConvertGemma3nToPccxOptions convert;
   convert.prefillRows = o.prefillRows;
   convert.attention = attentionName(o.attention);
+  convert.target = machine::targetProfile(o.target).name;
   pm.addPass(createConvertGemma3nToPccx(convert));
   pm.addPass(createPlaceHostBuffers());
   pm.addPass(createAllocateConstants());
@@ -54,6 +55,11 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
       *this, "attention",
       llvm::cl::desc("Where attention runs: npu (default) or host"),
       llvm::cl::init("npu")};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("Target profile recorded as pccx.target: v002 "
+                     "(default) or v002-rtl"),
+      llvm::cl::init("v002")};
   Option<bool> quantReport{
       *this, "quant-report",
       llvm::cl::desc("Report per-tensor INT4 quantization error"),
@@ -84,6 +90,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
     o->int8Weights = int8Tensors;
     o->int4StreamProjections = int4StreamProjections;
     return parseAttention(attention, &o->attention, error) &&
+           parseTarget(target, &o->target, error) &&
            parseInt4Scales(int4Scales, &o->int4Scales, error) &&
            parseInt4Rounding(int4Rounding, &o->int4Rounding, error);
   }

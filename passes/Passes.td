@@ -112,7 +112,8 @@ def ConvertGemma3nToPccx
     (the machine passes place them). Ops are lowered by family
     (passes/Gemma3nToPccx/) and grouped into one segment per decoder layer
     by their gemma3n.layer attribute. docs/lowering.md describes the partition. Requires
-    resolved KV sharing and quantized projection weights.
+    resolved KV sharing and quantized projection weights. The module records
+    the `target` option as `pccx.target`, which the machine passes consult.
   }];
   let options = [
     Option<"prefillRows", "prefill-rows", "int64_t", /*default=*/"16",
@@ -121,6 +122,9 @@ def ConvertGemma3nToPccx
            "Where attention runs: npu (Q.K and P.V as GEMV/GEMM over KV "
            "caches kept as INT8 weight records in device memory) or host "
            "(dot products on the CPU over fp16/f32/int8 host caches)">,
+    Option<"target", "target", "std::string", /*default=*/"\"v002\"",
+           "Target profile (hw/machine/Targets.def) recorded on the module "
+           "as pccx.target: v002 or v002-rtl">,
   ];
   let dependentDialects = ["pccx::dialect::PccxDialect"];
 }
@@ -174,13 +178,18 @@ def ScheduleAsync : Pass<"pccx-schedule-async", "mlir::ModuleOp"> {
 }
 
 def VerifyLegality : Pass<"pccx-verify-legality", "mlir::ModuleOp"> {
-  let summary = "Check that every instruction encodes as a v002 word";
+  let summary = "Check that every instruction encodes as a v002 word and "
+                "runs on the module's target";
   let description = [{
     Every L2 address resolved, every constant entry assigned, every field
     within its width with reserved bits zero, every patch naming a field
     of its instruction, and a pccx.host.sync between every instruction and
     a host kernel that follows it in its segment (the runtime waits for the
-    NPU only there and at segment ends).
+    NPU only there and at segment ends). Every instruction must also be one
+    the module's target (`pccx.target`, v002 when absent) can run and
+    computes as documented; an instruction that needs a capability the
+    target lacks is refused at that op, naming the capability
+    (hw/machine/Targets.def).
   }];
 }
 

@@ -12,6 +12,7 @@
 
 #include "compiler/emit/ConstantLayout.h"
 #include "compiler/emit/ProgramEncoder.h"
+#include "dialects/Pccx/PccxOps.h"
 #include "compiler/emit/WeightPlan.h"
 #include "compiler/model/ModelInfo.h"
 #include "runtime/bundle/Bundle.h"
@@ -32,9 +33,24 @@ bool emitBundle(ModuleOp module, const std::string &path,
   WeightEvaluator evaluator(*checkpoint.checkpoint);
   evaluator.setInputGrams(options.inputGrams);
 
+  // The lowering recorded its target on the module; modules lowered before
+  // targets were recorded carry none and follow the options.
+  machine::Target target = options.target;
+  if (auto recorded =
+          module->getAttrOfType<dialect::TargetAttr>(dialect::kTargetAttrName)) {
+    if (recorded.getTarget() != options.target) {
+      *error = std::string("the module was lowered for target ") +
+               recorded.getProfile().name + " (" + dialect::kTargetAttrName.str() +
+               ") but its compile options name target " +
+               machine::targetProfile(options.target).name;
+      return false;
+    }
+    target = recorded.getTarget();
+  }
+
   bundle::ModelManifest manifest;
   manifest.producer = "pccx-compile";
-  manifest.target = options.target;
+  manifest.target = target;
   manifest.config = checkpoint.config.toJsonValue();
   manifest.compileOptions = options.compileOptions;
 
@@ -44,7 +60,7 @@ bool emitBundle(ModuleOp module, const std::string &path,
   std::vector<std::pair<std::string, std::vector<uint64_t>>> sections;
   for (auto program : module.getOps<dialect::ProgramOp>()) {
     std::vector<uint64_t> words;
-    if (!encodeProgram(program, weights, options.kvDtype, options.target,
+    if (!encodeProgram(program, weights, options.kvDtype, target,
                        manifest, words, error))
       return false;
     sections.emplace_back(manifest.programs.back().section, std::move(words));

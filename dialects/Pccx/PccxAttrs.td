@@ -94,4 +94,23 @@ def Pccx_WeightRecordAttr : Pccx_Attr<"WeightRecord", "weights"> {
   let genVerifyDecl = 1;
 }
 
+def Pccx_TargetAttr : Pccx_Attr<"Target", "target"> {
+  let summary = "The target profile a module's programs are compiled for";
+  let description = [{
+    One row of hw/machine/Targets.def, by name: `#pccx.target<"v002-rtl">`.
+    The conversion records it on the module as `pccx.target`; the machine
+    passes and pccx-verify-legality ask its profile what the target can
+    run, and the emitter writes it into the bundle. A module without one is
+    for the documented v002 semantics.
+  }];
+  let parameters = (ins "::pccx::machine::Target":$target);
+  let hasCustomAssemblyFormat = 1;
+  let extraClassDeclaration = [{
+    /// The capabilities and conventions of this target (Targets.def).
+    const ::pccx::machine::TargetProfile &getProfile() const {
+      return ::pccx::machine::targetProfile(getTarget());
+    }
+  }];
+}
+
 #endif // PCCX_ATTRS_TD

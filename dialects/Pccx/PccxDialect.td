@@ -23,6 +23,7 @@ def Pccx_Dialect : Dialect {
   }];
   let cppNamespace = "::pccx::dialect";
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
 }
 
 class Pccx_Op<string mnemonic, list<Trait> traits = []>

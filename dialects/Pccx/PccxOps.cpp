@@ -1,5 +1,4 @@
-//===- PccxOps.cpp - pccx v002 dialect ---------------------------*- C++
-//-*-===//
+//===- PccxOps.cpp - pccx v002 dialect -------------------------*- C++ -*-===//
 //
 // Verification and encoding are driven by the field table of
 // hw/isa/PccxIsa.def: an op attribute is found by the field's name, and
@@ -500,31 +499,83 @@ LogicalResult HostKernelOp::verify() {
                              << "' needs parameter '" << p.key << "'";
       continue;
     }
+    auto paramError = [&] {
+      return emitOpError() << "host kernel '" << getKernel()
+                           << "': parameter '" << p.key << "' ";
+    };
     SmallVector<HostRegionAttr> regions;
     if (!matchesKind(p, value, regions))
-      return emitOpError() << "parameter '" << p.key << "' must be "
-                           << (p.kind == abi::ParamKind::Region
-                                   ? "a #pccx.region"
-                               : p.kind == abi::ParamKind::RegionList
-                                   ? "a list of #pccx.region"
-                                   : abi::paramKindName(p.kind));
+      return paramError() << "must be "
+                          << (p.kind == abi::ParamKind::Region
+                                  ? "a #pccx.region"
+                              : p.kind == abi::ParamKind::RegionList
+                                  ? "a list of #pccx.region"
+                                  : abi::paramKindName(p.kind));
     // A symbolic region must lie inside the host buffer it names.
     for (HostRegionAttr r : regions) {
       if (!r.getBuffer())
         continue;
       HostBufferOp buffer = lookupHostBuffer(*this, r.getBuffer());
       if (!buffer)
-        return emitOpError()
-               << "parameter '" << p.key << "' names " << r.getBuffer()
-               << ", which is not a pccx.host.buffer of the "
-                  "program";
+        return paramError() << "names " << r.getBuffer()
+                            << ", which is not a pccx.host.buffer of the "
+                               "program";
       // The region's own verifier bounded offset and span by 2^40 each.
       if (uint64_t(r.getOffset() + r.getSpanWords()) > buffer.getWords())
-        return emitOpError()
-               << "parameter '" << p.key << "' reaches word "
-               << r.getOffset() + r.getSpanWords() << " of " << r.getBuffer()
-               << ", which has " << buffer.getWords() << " words";
+        return paramError()
+               << "reaches word " << r.getOffset() + r.getSpanWords() << " of "
+               << r.getBuffer() << ", which has " << buffer.getWords()
+               << " words";
     }
   }
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The target on the IR
+//===----------------------------------------------------------------------===//
+
+Attribute TargetAttr::parse(AsmParser &parser, Type) {
+  std::string name;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseString(&name) || parser.parseGreater())
+    return {};
+  machine::Target target;
+  if (!machine::lookupTarget(name, target)) {
+    parser.emitError(loc) << "unknown target \"" << name
+                          << "\" (known: " << machine::targetNames() << ")";
+    return {};
+  }
+  return TargetAttr::get(parser.getContext(), target);
+}
+
+void TargetAttr::print(AsmPrinter &printer) const {
+  printer << "<\"" << getProfile().name << "\">";
+}
+
+LogicalResult PccxDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != kTargetAttrName)
+    return success();
+  if (!llvm::isa<ModuleOp>(op))
+    return op->emitError() << "'" << kTargetAttrName
+                           << "' belongs on the module";
+  if (!llvm::isa<TargetAttr>(attr.getValue()))
+    return op->emitError() << "'" << kTargetAttrName
+                           << "' must be a #pccx.target, e.g. "
+                              "#pccx.target<\"v002\">";
+  return success();
+}
+
+machine::Target pccx::dialect::targetOf(Operation *op) {
+  for (; op; op = op->getParentOp())
+    if (auto module = dyn_cast<ModuleOp>(op))
+      if (auto target = module->getAttrOfType<TargetAttr>(kTargetAttrName))
+        return target.getTarget();
+  return machine::kDefaultTarget;
+}
+
+void pccx::dialect::setTarget(ModuleOp module, machine::Target target) {
+  module->setAttr(kTargetAttrName,
+                  TargetAttr::get(module.getContext(), target));
 }

@@ -6,12 +6,14 @@
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "hw/isa/Isa.h"
+#include "hw/machine/Target.h"
 
 #include "dialects/Pccx/PccxOpsDialect.h.inc"
 
@@ -41,6 +43,16 @@ mlir::FailureOr<isa::Instruction> toInstruction(mlir::Operation *op,
 /// using their assigned `address`.
 std::optional<int64_t> resolveAllocatedBuffer(mlir::Operation *user,
                                               mlir::FlatSymbolRefAttr sym);
+
+/// The module attribute that names the target (a #pccx.target).
+constexpr llvm::StringLiteral kTargetAttrName = "pccx.target";
+
+/// The target of the module enclosing `op` (or `op` itself): its
+/// pccx.target, or the documented v002 semantics when it records none.
+machine::Target targetOf(mlir::Operation *op);
+
+/// Records `target` on `module` as its pccx.target.
+void setTarget(mlir::ModuleOp module, machine::Target target);
 
 /// Sources a patch point may take its value from.
 bool isPatchSource(llvm::StringRef source);

@@ -44,6 +44,49 @@ enum class HostParam : uint16_t {
 #include "hw/abi/HostKernels.def"
 };
 
+/// Kind and kernel of every parameter, usable in constant expressions (the
+/// typed accessors check a parameter's kind when they compile).
+constexpr ParamKind kParamKinds[] = {
+#define PCCX_HOST_PARAM(Kernel, Id, Key, Kind, Role, Required) ParamKind::Kind,
+#include "hw/abi/HostKernels.def"
+};
+constexpr HostKernel kParamKernels[] = {
+#define PCCX_HOST_PARAM(Kernel, Id, Key, Kind, Role, Required)                 \
+  HostKernel::Kernel,
+#include "hw/abi/HostKernels.def"
+};
+constexpr ParamKind paramKind(HostParam param) {
+  return kParamKinds[unsigned(param)];
+}
+constexpr HostKernel paramKernel(HostParam param) {
+  return kParamKernels[unsigned(param)];
+}
+
+/// A parameter id as a type, so that an accessor knows its kind at compile
+/// time; converts to the HostParam it stands for.
+template <HostParam P> struct ParamId {
+  static constexpr HostParam id = P;
+  static constexpr ParamKind kind = paramKind(P);
+  static constexpr HostKernel kernel = paramKernel(P);
+  constexpr operator HostParam() const { return P; }
+};
+
+/// The parameters of each kernel by name: param::RmsNorm::Eps is the id of
+/// rms_norm's "eps". Each PCCX_HOST_KERNEL row closes the previous kernel's
+/// struct and opens its own (the first closes the empty struct before it).
+namespace param {
+struct TableStart {
+#define PCCX_HOST_KERNEL(Id, Name)                                             \
+  }                                                                            \
+  ;                                                                            \
+  struct Id {                                                                  \
+    static constexpr HostKernel kernel = HostKernel::Id;
+#define PCCX_HOST_PARAM(Kernel, Id, Key, Kind, Role, Required)                 \
+  static constexpr ParamId<HostParam::Kernel##_##Id> Id{};
+#include "hw/abi/HostKernels.def"
+};
+} // namespace param
+
 struct ParamInfo {
   HostParam id;
   HostKernel kernel;

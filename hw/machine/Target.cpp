@@ -42,6 +42,12 @@ std::string missingCapability(const isa::Instruction &inst, Target target) {
     return formatString("target %s has no GEMV result write-back path (a GEMV "
                         "result cannot reach L2)",
                         p.name);
+  if (inst.opcode == isa::Opcode::Cvo &&
+      inst.get(isa::Field::Cvo_length) > p.cvoMaxLength)
+    return formatString("length %u exceeds the %u elements of a CVO on "
+                        "target %s",
+                        inst.get(isa::Field::Cvo_length), p.cvoMaxLength,
+                        p.name);
   return "";
 }
 
@@ -58,6 +64,12 @@ std::string wrongResult(const isa::Instruction &inst, Target target) {
         "SFU functions gives the documented result (docs/isa-semantics.md "
         "§13)",
         p.name);
+  if (inst.opcode == isa::Opcode::Memcpy && !p.memcpyL2ToL2 &&
+      !inst.get(isa::Field::Memcpy_from_device) &&
+      !inst.get(isa::Field::Memcpy_to_device))
+    return formatString("target %s has no L2-to-L2 MEMCPY (from_device = "
+                        "to_device = 0 copies L2 to the host window)",
+                        p.name);
   return "";
 }
 

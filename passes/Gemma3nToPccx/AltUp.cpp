@@ -15,24 +15,23 @@ namespace pccx::lowering {
 /// What predict and correct share: the output stack (over the input stack
 /// when the op is `in_place`), the active stream, the stack height, eps and
 /// the optional coefficient clip.
-template <typename AltUpOp>
-void ProgramLowering::altupStackParams(AltUpOp a, Value stack,
-                                       SmallVectorImpl<NamedAttribute> &params) {
+template <typename AltUpOp, typename Call>
+void ProgramLowering::altupStackParams(AltUpOp a, Value stack, Call &call) {
   Place &out = a->hasAttr("in_place") ? reuseHost(stack, a.getResult())
                                       : newHostValue(a.getResult());
   int64_t numInputs =
       cast<RankedTensorType>(stack.getType()).getShape().end()[-2];
-  params.append({attr("out", region(out)),
-                 attr("active", i64(int64_t(a.getActive()))),
-                 attr("num_inputs", i64(numInputs)),
-                 attr("eps", f64(a.getEps().convertToFloat()))});
+  call.Out = region(out);
+  call.Active = int64_t(a.getActive());
+  call.NumInputs = numInputs;
+  call.Eps = double(a.getEps().convertToFloat());
   if (auto clip = a.getCoefClipAttr())
-    params.push_back(attr("clip", f64(clip.getValueAsDouble())));
+    call.Clip = clip.getValueAsDouble();
 }
 
 LogicalResult ProgramLowering::altupProjections(
     Operation *at, ArrayRef<Value> inputs, ValueRange weights,
-    SmallVectorImpl<Value> &out, SmallVectorImpl<Attribute> &regions) {
+    SmallVectorImpl<Value> &out, SmallVectorImpl<pd::HostRegionAttr> &regions) {
   for (auto [input, weight] : llvm::zip_equal(inputs, weights)) {
     Value projected = out.emplace_back(
         scratch(at, cast<RankedTensorType>(input.getType()).getShape()));
@@ -49,7 +48,7 @@ LogicalResult ProgramLowering::visit(AltUpInitOp a) {
   // per-layer-input projection before them).
   SmallVector<Value> inputs(a.getProjections().size(), a.getX0());
   SmallVector<Value> projected;
-  SmallVector<Attribute> regions;
+  SmallVector<pd::HostRegionAttr> regions;
   if (failed(altupProjections(a, inputs, a.getProjections(), projected,
                               regions)) ||
       failed(ensureHost(a.getX0())))
@@ -57,43 +56,40 @@ LogicalResult ProgramLowering::visit(AltUpInitOp a) {
   Place &out = newHostValue(a.getResult());
   SmallVector<Value> kernelInputs{a.getX0()};
   kernelInputs.append(projected);
-  LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::AltUpInit),
-                               kernelInputs, {a.getResult()},
-                               {attr("x0", region(place(a.getX0()))),
-                                attr("out", region(out)),
-                                attr("projected", b_.getArrayAttr(regions))});
+  hc::AltUpInit call;
+  call.X0 = region(place(a.getX0()));
+  call.Out = region(out);
+  call.Projected = regions;
+  LogicalResult r = hostKernel(kernelInputs, {a.getResult()}, call);
   for (Value v : llvm::reverse(projected))
     dropScratch(v);
   return r;
 }
 
 LogicalResult ProgramLowering::visit(AltUpPredictOp a) {
-  SmallVector<NamedAttribute> params;
-  if (failed(tensorParam(a.getRouterNorm(), "router_norm", params)) ||
-      failed(tensorParam(a.getRouter(), "router", params)) ||
-      failed(tensorParam(a.getCoefs(), "coefs", params)) ||
+  hc::AltUpPredict call;
+  if (failed(tensorParam(a.getRouterNorm(), call.RouterNorm)) ||
+      failed(tensorParam(a.getRouter(), call.Router)) ||
+      failed(tensorParam(a.getCoefs(), call.Coefs)) ||
       failed(ensureHost(a.getStreams())))
     return failure();
-  params.push_back(attr("streams", region(place(a.getStreams()))));
-  altupStackParams(a, a.getStreams(), params);
-  return hostKernel(kernelName(pccx::abi::HostKernel::AltUpPredict),
-                    {a.getStreams()}, {a.getResult()}, params);
+  call.Streams = region(place(a.getStreams()));
+  altupStackParams(a, a.getStreams(), call);
+  return hostKernel({a.getStreams()}, {a.getResult()}, call);
 }
 
 LogicalResult ProgramLowering::visit(AltUpCorrectOp a) {
-  SmallVector<NamedAttribute> params;
-  if (failed(tensorParam(a.getRouterNorm(), "router_norm", params)) ||
-      failed(tensorParam(a.getRouter(), "router", params)) ||
-      failed(tensorParam(a.getCoefs(), "coefs", params)) ||
+  hc::AltUpCorrect call;
+  if (failed(tensorParam(a.getRouterNorm(), call.RouterNorm)) ||
+      failed(tensorParam(a.getRouter(), call.Router)) ||
+      failed(tensorParam(a.getCoefs(), call.Coefs)) ||
       failed(ensureHost(a.getPredictions())) ||
       failed(ensureHost(a.getOutput())))
     return failure();
-  params.append({attr("predictions", region(place(a.getPredictions()))),
-                 attr("output", region(place(a.getOutput())))});
-  altupStackParams(a, a.getPredictions(), params);
-  return hostKernel(kernelName(pccx::abi::HostKernel::AltUpCorrect),
-                    {a.getPredictions(), a.getOutput()}, {a.getResult()},
-                    params);
+  call.Predictions = region(place(a.getPredictions()));
+  call.Output = region(place(a.getOutput()));
+  altupStackParams(a, a.getPredictions(), call);
+  return hostKernel({a.getPredictions(), a.getOutput()}, {a.getResult()}, call);
 }
 
 LogicalResult ProgramLowering::visit(AltUpCollapseOp a) {
@@ -107,18 +103,18 @@ LogicalResult ProgramLowering::visit(AltUpCollapseOp a) {
   for (int64_t k = 1; k < numStreams; ++k)
     views.push_back(streamView(a, a.getStreams(), k, shape));
   SmallVector<Value> projected;
-  SmallVector<Attribute> regions;
+  SmallVector<pd::HostRegionAttr> regions;
   if (failed(
           altupProjections(a, views, a.getProjections(), projected, regions)))
     return failure();
   Place &out = newHostValue(a.getResult());
   SmallVector<Value> kernelInputs{a.getStreams()};
   kernelInputs.append(projected);
-  LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::AltUpCollapse),
-                               kernelInputs, {a.getResult()},
-                               {attr("streams", region(place(a.getStreams()))),
-                                attr("out", region(out)),
-                                attr("projected", b_.getArrayAttr(regions))});
+  hc::AltUpCollapse call;
+  call.Streams = region(place(a.getStreams()));
+  call.Out = region(out);
+  call.Projected = regions;
+  LogicalResult r = hostKernel(kernelInputs, {a.getResult()}, call);
   for (Value v : llvm::reverse(projected))
     dropScratch(v);
   for (Value v : llvm::reverse(views))

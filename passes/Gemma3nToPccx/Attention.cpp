@@ -23,10 +23,10 @@ LogicalResult ProgramLowering::visit(KVCacheWriteOp w) {
   Place result;
   result.cache = found->second.cache;
   places_[w.getResult()] = result;
-  return hostKernel(kernelName(pccx::abi::HostKernel::CacheWrite),
-                    {w.getRows()}, {},
-                    {attr("rows", region(place(w.getRows()))),
-                     attr("cache", b_.getStringAttr(found->second.cache))});
+  hc::CacheWrite call;
+  call.Rows = region(place(w.getRows()));
+  call.Cache = found->second.cache;
+  return hostKernel({w.getRows()}, {}, call);
 }
 
 void ProgramLowering::softmaxOnSfu(const std::string &scores, int64_t offset,
@@ -89,13 +89,15 @@ LogicalResult ProgramLowering::npuAttention(AttentionOp a) {
       failed(ensureHost(qRaw)))
     return failure();
   Place &qHost = newHostValue(q);
-  if (failed(hostKernel(
-          kernelName(abi::HostKernel::QueryNormRope), {qRaw}, {q},
-          {attr("q", region(place(qRaw))), attr("out", region(qHost)),
-           attr("q_norm", b_.getStringAttr(*qNorm)), attr("heads", i64(heads)),
-           attr("head_dim", i64(headDim)),
-           attr("theta", f64(a.getRopeTheta().convertToDouble())),
-           attr("eps", f64(a.getEps().convertToFloat()))})))
+  hc::QueryNormRope queryRope;
+  queryRope.Q = region(place(qRaw));
+  queryRope.Out = region(qHost);
+  queryRope.QNorm = *qNorm;
+  queryRope.Heads = heads;
+  queryRope.HeadDim = headDim;
+  queryRope.Theta = a.getRopeTheta().convertToDouble();
+  queryRope.Eps = a.getEps().convertToFloat();
+  if (failed(hostKernel({qRaw}, {q}, queryRope)))
     return failure();
   dropScratch(qRaw);
   if (failed(ensureL2(q)))
@@ -171,22 +173,23 @@ LogicalResult ProgramLowering::hostAttention(AttentionOp a) {
   SmallVector<int64_t> shape(qShape.begin(), qShape.end());
   shape.back() = heads * headDim;
   Value qRaw = scratch(a, shape);
-  SmallVector<NamedAttribute> params;
   FailureOr<std::string> qNorm = hostTensor(a.getQNorm());
   if (failed(qNorm) || failed(matmul(a.getInput(), a.getQProj(), qRaw, "q")) ||
       failed(ensureHost(qRaw)))
     return failure();
   const double theta = a.getRopeTheta().convertToDouble();
   const double eps = a.getEps().convertToFloat();
-  if (failed(hostKernel(
-          kernelName(pccx::abi::HostKernel::AttentionScores), {qRaw}, {},
-          {attr("q", region(place(qRaw))),
-           attr("q_norm", b_.getStringAttr(*qNorm)),
-           attr("k_cache", b_.getStringAttr(kc.cache)),
-           attr("heads", i64(heads)), attr("kv_heads", i64(kvHeads)),
-           attr("head_dim", i64(headDim)),
-           attr("theta", b_.getF64FloatAttr(theta)),
-           attr("eps", b_.getF64FloatAttr(eps)), attr("window", i64(window))})))
+  hc::AttentionScores scoresCall;
+  scoresCall.Q = region(place(qRaw));
+  scoresCall.QNorm = *qNorm;
+  scoresCall.KCache = kc.cache;
+  scoresCall.Heads = heads;
+  scoresCall.KvHeads = kvHeads;
+  scoresCall.HeadDim = headDim;
+  scoresCall.Theta = theta;
+  scoresCall.Eps = eps;
+  scoresCall.Window = window;
+  if (failed(hostKernel({qRaw}, {}, scoresCall)))
     return failure();
   dropScratch(qRaw);
 
@@ -218,12 +221,17 @@ LogicalResult ProgramLowering::hostAttention(AttentionOp a) {
       memcpy(/*toHost=*/true, scores, probs, h * capWords, capWords, 1,
              capWords);
     }
-    hostCall(abi::HostKernel::AttentionValues,
-             {attr("probs", region(probs, 0, capacity, heads, capWords)),
-              attr("v_cache", b_.getStringAttr(vc.cache)),
-              attr("heads", i64(heads)), attr("kv_heads", i64(kvHeads)),
-              attr("head_dim", i64(headDim)), attr("window", i64(window)),
-              attr("row", i64(r)), attr("out", region(oPlace))});
+    hc::AttentionValues values;
+    values.Probs = region(probs, 0, capacity, heads, capWords);
+    values.VCache = vc.cache;
+    values.Heads = heads;
+    values.KvHeads = kvHeads;
+    values.HeadDim = headDim;
+    values.Window = window;
+    values.Row = r;
+    values.Out = region(oPlace);
+    if (failed(hostCall(values)))
+      return failure();
   }
   releaseHost(probs);
   LogicalResult r = matmul(oRaw, a.getOProj(), a.getResult(), "attn");

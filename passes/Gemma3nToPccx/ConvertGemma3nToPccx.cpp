@@ -40,6 +40,13 @@ struct ConvertGemma3nToPccxPass
                          << attention << "'";
       return signalPassFailure();
     }
+    pccx::machine::Target targetId;
+    if (!pccx::machine::lookupTarget(target, targetId)) {
+      module.emitError() << "target must be one of "
+                         << pccx::machine::targetNames() << ", got '"
+                         << target << "'";
+      return signalPassFailure();
+    }
     pccx::import::Gemma3nTextConfig config;
     std::string error;
     if (!pccx::moduleConfig(module, &config, &error)) {
@@ -65,6 +72,7 @@ struct ConvertGemma3nToPccxPass
       tables.push_back(b.getNamedAttr(name, recipe));
     module->setAttr("pccx.host_tensors", b.getDictionaryAttr(tensors));
     module->setAttr("pccx.gather_tables", b.getDictionaryAttr(tables));
+    pccx::dialect::setTarget(module, targetId);
     for (func::FuncOp fn : functions)
       fn.erase();
   }

@@ -26,12 +26,11 @@ LogicalResult ProgramLowering::visit(FFNOp f) {
     if (failed(ensureHost(gate)))
       return failure();
     Place &out = newHostValue(sparse);
-    if (failed(hostKernel(
-            kernelName(pccx::abi::HostKernel::GaussianTopK), {gate}, {sparse},
-            {attr("in", region(place(gate))), attr("out", region(out)),
-             attr("multiplier",
-                  b_.getF64FloatAttr(
-                      float(pccx::import::normalQuantile(sparsity))))})))
+    hc::GaussianTopK call;
+    call.In = region(place(gate));
+    call.Out = region(out);
+    call.Multiplier = float(pccx::import::normalQuantile(sparsity));
+    if (failed(hostKernel({gate}, {sparse}, call)))
       return failure();
     dropHost(gate);
     gate = sparse;
@@ -48,10 +47,11 @@ LogicalResult ProgramLowering::visit(FFNOp f) {
   // full-size prefill step holds two [rows, intermediate] regions, not three.
   const pd::HostRegionAttr actRegion = region(place(act));
   const pd::HostRegionAttr prodRegion = region(reuseHost(act, prod));
-  if (failed(hostKernel(kernelName(pccx::abi::HostKernel::Mul), {act, up},
-                        {prod},
-                        {attr("a", actRegion), attr("b", region(place(up))),
-                         attr("out", prodRegion)})))
+  hc::Mul product;
+  product.A = actRegion;
+  product.B = region(place(up));
+  product.Out = prodRegion;
+  if (failed(hostKernel({act, up}, {prod}, product)))
     return failure();
   place(act).host.clear(); // overwritten
   dropHost(up);

@@ -55,13 +55,19 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
       memcpy(/*toHost=*/true, buffer, row, first / 8, rowWords, 1,
              wordsFor(count));
     }
-    if (cap)
-      hostCall(
-          abi::HostKernel::SoftCap,
-          {attr("in", rowRegion), attr("out", rowRegion),
-           attr("cap", b_.getF64FloatAttr(cap.getCap().convertToFloat()))});
-    hostCall(abi::HostKernel::EmitLogits,
-             {attr("in", rowRegion), attr("first_row", i64(r))});
+    if (cap) {
+      hc::SoftCap capCall;
+      capCall.In = rowRegion;
+      capCall.Out = rowRegion;
+      capCall.Cap = cap.getCap().convertToFloat();
+      if (failed(hostCall(capCall)))
+        return failure();
+    }
+    hc::EmitLogits emit;
+    emit.In = rowRegion;
+    emit.FirstRow = r;
+    if (failed(hostCall(emit)))
+      return failure();
   }
   releaseHost(row);
   logitsEmitted_ = true;
@@ -77,9 +83,10 @@ LogicalResult ProgramLowering::visit(func::ReturnOp r) {
   Value logits = r.getOperand(0);
   if (failed(ensureHost(logits)))
     return failure();
-  return hostKernel(
-      kernelName(pccx::abi::HostKernel::EmitLogits), {logits}, {},
-      {attr("in", region(place(logits))), attr("first_row", i64(0))});
+  hc::EmitLogits emit;
+  emit.In = region(place(logits));
+  emit.FirstRow = int64_t(0);
+  return hostKernel({logits}, {}, emit);
 }
 
 } // namespace pccx::lowering

@@ -94,13 +94,6 @@ pd::CvoOp ProgramLowering::cvoOp(StringRef func, const std::string &src,
                               IntegerAttr(), IntegerAttr());
 }
 
-pd::HostKernelOp ProgramLowering::hostCall(abi::HostKernel kernel,
-                                           ArrayRef<NamedAttribute> params) {
-  return b_.create<pd::HostKernelOp>(loc(),
-                                     b_.getStringAttr(kernelName(kernel)),
-                                     b_.getDictionaryAttr(params));
-}
-
 Place ProgramLowering::layoutOf(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
   Place p;
@@ -179,18 +172,20 @@ void ProgramLowering::releaseDead(Operation *op) {
   }
 }
 
-LogicalResult ProgramLowering::hostKernel(StringRef kernel,
-                                          ArrayRef<Value> inputs,
-                                          ArrayRef<Value> outputs,
-                                          ArrayRef<NamedAttribute> params) {
+LogicalResult
+ProgramLowering::emitHostKernel(abi::HostKernel kernel, ArrayRef<Value> inputs,
+                                ArrayRef<Value> outputs,
+                                FailureOr<DictionaryAttr> params) {
+  if (failed(params))
+    return failure();
   for (Value v : inputs)
     if (failed(ensureHost(v)))
       return failure();
   for (Value v : outputs)
     if (place(v).host.empty())
       return emitError(loc()) << "internal: output has no host region";
-  b_.create<pd::HostKernelOp>(loc(), b_.getStringAttr(kernel),
-                              b_.getDictionaryAttr(params));
+  b_.create<pd::HostKernelOp>(loc(), b_.getStringAttr(kernelName(kernel)),
+                              *params);
   return success();
 }
 
@@ -287,8 +282,11 @@ LogicalResult ProgramLowering::run() {
     one_ = newBuffer(1, "one");
     sum_ = newBuffer(1, "sum");
     std::string at = allocateHost(1);
-    hostCall(abi::HostKernel::Fill, {attr("out", region(at, 0, 1, 1, 1)),
-                                     attr("value", b_.getF64FloatAttr(1.0))});
+    hc::Fill one;
+    one.Out = region(at, 0, 1, 1, 1);
+    one.Value = 1.0;
+    if (failed(hostCall(one)))
+      return failure();
     memcpy(/*toHost=*/false, one_, at, 0, 1, 1, 1);
     releaseHost(at);
   }

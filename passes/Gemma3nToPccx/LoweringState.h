@@ -22,6 +22,7 @@
 
 #include "compiler/model/ModelInfo.h"
 #include "compiler/model/WeightEvaluator.h"
+#include "dialects/Pccx/HostCall.h"
 #include "hw/abi/HostAbi.h"
 #include "hw/machine/MachineModel.h"
 
@@ -38,6 +39,7 @@ namespace pccx::lowering {
 using namespace mlir;
 using namespace pccx::gemma3n;
 namespace pd = pccx::dialect;
+namespace hc = pccx::dialect::hostcall;
 
 /// Kernel names come from the host-kernel ABI (hw/abi/HostKernels.def).
 inline StringRef kernelName(abi::HostKernel kernel) {
@@ -188,10 +190,21 @@ private:
   }
 
   // ---- emission helpers --------------------------------------------------
-  /// A host kernel call after moving `inputs` to the host window.
-  LogicalResult hostKernel(StringRef kernel, ArrayRef<Value> inputs,
-                           ArrayRef<Value> outputs,
-                           ArrayRef<NamedAttribute> params);
+  /// A host kernel call after moving `inputs` to the host window; `call`
+  /// is the kernel's struct of dialects/Pccx/HostCall.h.
+  template <typename Call>
+  LogicalResult hostKernel(ArrayRef<Value> inputs, ArrayRef<Value> outputs,
+                           const Call &call) {
+    return emitHostKernel(Call::kernel, inputs, outputs,
+                          hc::buildParams(loc(), call));
+  }
+  /// A host kernel call whose regions are in the host window already.
+  template <typename Call> LogicalResult hostCall(const Call &call) {
+    return hostKernel({}, {}, call);
+  }
+  LogicalResult emitHostKernel(abi::HostKernel kernel, ArrayRef<Value> inputs,
+                               ArrayRef<Value> outputs,
+                               FailureOr<DictionaryAttr> params);
   /// The name under which `table` holds the recipe of `weight` (added if
   /// new); `what` names the operand in the error.
   FailureOr<std::string> tableName(Value weight, const char *what,
@@ -224,8 +237,6 @@ private:
   pd::GemmOp gemm_(const std::string &dest, const std::string &src);
   pd::CvoOp cvoOp(StringRef func, const std::string &src,
                   const std::string &dst, int64_t length);
-  pd::HostKernelOp hostCall(abi::HostKernel kernel,
-                            ArrayRef<NamedAttribute> params);
   LogicalResult cvo(StringRef func, const Place &src, const std::string &dst,
                     ArrayRef<NamedAttribute> extra = {});
   /// The softmax of `length` scores at word `offset` of `scores`, in place,
@@ -252,16 +263,15 @@ private:
   LogicalResult altupProjections(Operation *at, ArrayRef<Value> inputs,
                                  ValueRange weights,
                                  SmallVectorImpl<Value> &out,
-                                 SmallVectorImpl<Attribute> &regions);
+                                 SmallVectorImpl<pd::HostRegionAttr> &regions);
   /// Places `view` as stream `index` of the host-window stack `stack` (its
   /// rows every A-th row of the stack's).
   void placeStreamView(Value stack, int64_t index, Value view);
   /// A scratch value of `shape` placed by placeStreamView.
   Value streamView(Operation *at, Value stack, int64_t index,
                    ArrayRef<int64_t> shape);
-  template <typename AltUpOp>
-  void altupStackParams(AltUpOp a, Value stack,
-                        SmallVectorImpl<NamedAttribute> &params);
+  template <typename AltUpOp, typename Call>
+  void altupStackParams(AltUpOp a, Value stack, Call &call);
   // Norms.cpp: norms, sums and the soft-cap.
   LogicalResult visit(RMSNormOp op);
   LogicalResult visit(CombineOp op);
@@ -287,14 +297,13 @@ private:
   LogicalResult lowerLogits(LMHeadOp head, SoftCapOp cap);
 
   // ---- parameter helpers ---------------------------------------------------
-  FloatAttr f64(double v) { return b_.getF64FloatAttr(v); }
-  /// Adds `key` = the host-tensor name of weight `w` to `params`.
-  LogicalResult tensorParam(Value w, StringRef key,
-                            SmallVectorImpl<NamedAttribute> &params) {
+  /// Sets Tensor parameter `param` to the host-tensor name of weight `w`.
+  template <abi::HostParam P>
+  LogicalResult tensorParam(Value w, hc::Param<P> &param) {
     FailureOr<std::string> name = hostTensor(w);
     if (failed(name))
       return failure();
-    params.push_back(attr(key, b_.getStringAttr(*name)));
+    param = *name;
     return success();
   }
   bool logitsEmitted_ = false;

@@ -11,21 +11,20 @@
 namespace pccx::lowering {
 
 LogicalResult ProgramLowering::visit(RMSNormOp n) {
-  SmallVector<NamedAttribute> params;
-  if (n.getGain() && failed(tensorParam(n.getGain(), "gain", params)))
+  hc::RmsNorm call;
+  if (n.getGain() && failed(tensorParam(n.getGain(), call.Gain)))
     return failure();
   if (failed(ensureHost(n.getInput())))
     return failure();
   Place &out = newHostValue(n.getResult());
-  params.append({attr("in", region(place(n.getInput()))),
-                 attr("out", region(out)),
-                 attr("eps", f64(n.getEps().convertToFloat()))});
-  return hostKernel(kernelName(pccx::abi::HostKernel::RmsNorm), {n.getInput()},
-                    {n.getResult()}, params);
+  call.In = region(place(n.getInput()));
+  call.Out = region(out);
+  call.Eps = n.getEps().convertToFloat();
+  return hostKernel({n.getInput()}, {n.getResult()}, call);
 }
 
 LogicalResult ProgramLowering::visit(CombineOp c) {
-  SmallVector<Attribute> inputs;
+  SmallVector<pd::HostRegionAttr> inputs;
   SmallVector<Value> values(c.getInputs().begin(), c.getInputs().end());
   for (Value v : values) {
     if (failed(ensureHost(v)))
@@ -33,10 +32,11 @@ LogicalResult ProgramLowering::visit(CombineOp c) {
     inputs.push_back(region(place(v)));
   }
   Place &out = newHostValue(c.getResult());
-  return hostKernel(
-      kernelName(pccx::abi::HostKernel::Combine), values, {c.getResult()},
-      {attr("inputs", b_.getArrayAttr(inputs)), attr("out", region(out)),
-       attr("scale", f64(c.getScale().convertToFloat()))});
+  hc::Combine call;
+  call.Inputs = inputs;
+  call.Out = region(out);
+  call.Scale = c.getScale().convertToFloat();
+  return hostKernel(values, {c.getResult()}, call);
 }
 
 LogicalResult ProgramLowering::visit(SoftCapOp s) {
@@ -45,11 +45,11 @@ LogicalResult ProgramLowering::visit(SoftCapOp s) {
   if (failed(ensureHost(s.getInput())))
     return failure();
   Place &out = newHostValue(s.getResult());
-  return hostKernel(kernelName(pccx::abi::HostKernel::SoftCap), {s.getInput()},
-                    {s.getResult()},
-                    {attr("in", region(place(s.getInput()))),
-                     attr("out", region(out)),
-                     attr("cap", f64(s.getCap().convertToFloat()))});
+  hc::SoftCap call;
+  call.In = region(place(s.getInput()));
+  call.Out = region(out);
+  call.Cap = s.getCap().convertToFloat();
+  return hostKernel({s.getInput()}, {s.getResult()}, call);
 }
 
 } // namespace pccx::lowering

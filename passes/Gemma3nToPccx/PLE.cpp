@@ -17,10 +17,11 @@ LogicalResult ProgramLowering::visit(EmbedOp e) {
   if (failed(table))
     return failure();
   Place &out = newHostValue(e.getResult());
-  return hostKernel(
-      kernelName(pccx::abi::HostKernel::Embed), {}, {e.getResult()},
-      {attr("out", region(out)), attr("table", b_.getStringAttr(*table)),
-       attr("scale", f64(e.getScale().convertToFloat()))});
+  hc::Embed call;
+  call.Out = region(out);
+  call.Table = *table;
+  call.Scale = e.getScale().convertToFloat();
+  return hostKernel({}, {e.getResult()}, call);
 }
 
 LogicalResult ProgramLowering::visit(PerLayerInputsOp p) {
@@ -35,8 +36,8 @@ LogicalResult ProgramLowering::visit(PerLayerInputsOp p) {
   if (failed(matmul(p.getX0(), p.getProjection(), projValue, "ple_proj")))
     return failure();
   FailureOr<std::string> table = gatherTable(p.getTable());
-  SmallVector<NamedAttribute> params;
-  if (failed(table) || failed(tensorParam(p.getNorm(), "norm", params)))
+  hc::PerLayerInputs call;
+  if (failed(table) || failed(tensorParam(p.getNorm(), call.Norm)))
     return failure();
   if (failed(ensureHost(projValue)))
     return failure();
@@ -45,17 +46,15 @@ LogicalResult ProgramLowering::visit(PerLayerInputsOp p) {
       cast<RankedTensorType>(p.getX0().getType()).getShape().back();
   const int64_t width =
       cast<RankedTensorType>(p.getNorm().getType()).getShape().back();
-  params.append({attr("proj", region(place(projValue))),
-                 attr("out", region(out)),
-                 attr("table", b_.getStringAttr(*table)),
-                 attr("num_layers", i64(int64_t(p.getNumLayers()))),
-                 attr("eps", f64(p.getEps().convertToFloat())),
-                 attr("proj_scale", f64(float(1.0 / std::sqrt(double(h))))),
-                 attr("embed_scale", f64(float(std::sqrt(double(width))))),
-                 attr("input_scale", f64(float(1.0 / std::sqrt(2.0))))});
-  LogicalResult r =
-      hostKernel(kernelName(pccx::abi::HostKernel::PerLayerInputs), {projValue},
-                 {p.getResult()}, params);
+  call.Proj = region(place(projValue));
+  call.Out = region(out);
+  call.Table = *table;
+  call.NumLayers = int64_t(p.getNumLayers());
+  call.Eps = p.getEps().convertToFloat();
+  call.ProjScale = float(1.0 / std::sqrt(double(h)));
+  call.EmbedScale = float(std::sqrt(double(width)));
+  call.InputScale = float(1.0 / std::sqrt(2.0));
+  LogicalResult r = hostKernel({projValue}, {p.getResult()}, call);
   dropScratch(projValue);
   return r;
 }
@@ -90,11 +89,11 @@ LogicalResult ProgramLowering::visit(PLEInjectOp p) {
       return failure();
     Value scaled = temp(rowShape);
     Place &out = newHostValue(scaled);
-    if (failed(hostKernel(kernelName(pccx::abi::HostKernel::MulTensor),
-                          {active}, {scaled},
-                          {attr("in", region(place(active))),
-                           attr("tensor", b_.getStringAttr(*scale)),
-                           attr("out", region(out))})))
+    hc::MulTensor call;
+    call.In = region(place(active));
+    call.Tensor = *scale;
+    call.Out = region(out);
+    if (failed(hostKernel({active}, {scaled}, call)))
       return failure();
     gateIn = scaled;
   }
@@ -117,10 +116,11 @@ LogicalResult ProgramLowering::visit(PLEInjectOp p) {
   // The product is element-wise (host); it overwrites the GELU output.
   const pd::HostRegionAttr geluRegion = region(place(gelu));
   const pd::HostRegionAttr gatedRegion = region(reuseHost(gelu, gated));
-  if (failed(hostKernel(kernelName(pccx::abi::HostKernel::Mul),
-                        {gelu, p.getPerLayerInputs()}, {gated},
-                        {attr("a", geluRegion), attr("b", pliRow),
-                         attr("out", gatedRegion)})))
+  hc::Mul product;
+  product.A = geluRegion;
+  product.B = pliRow;
+  product.Out = gatedRegion;
+  if (failed(hostKernel({gelu, p.getPerLayerInputs()}, {gated}, product)))
     return failure();
   place(gelu).host.clear(); // overwritten
   if (failed(ensureL2(gated)))
@@ -135,15 +135,14 @@ LogicalResult ProgramLowering::visit(PLEInjectOp p) {
   const Place streamsPlace = place(p.getStreams());
   Place &out = p->hasAttr("in_place") ? reuseHost(p.getStreams(), p.getResult())
                                       : newHostValue(p.getResult());
-  if (failed(hostKernel(
-          kernelName(pccx::abi::HostKernel::PleInject),
-          {p.getStreams(), projected}, {p.getResult()},
-          {attr("streams", region(streamsPlace)),
-           attr("projected", region(place(projected))),
-           attr("post_norm", b_.getStringAttr(*norm)),
-           attr("num_inputs", i64(a)),
-           attr("eps", b_.getF64FloatAttr(p.getEps().convertToFloat())),
-           attr("out", region(out))})))
+  hc::PleInject inject;
+  inject.Streams = region(streamsPlace);
+  inject.Projected = region(place(projected));
+  inject.PostNorm = *norm;
+  inject.NumInputs = a;
+  inject.Eps = p.getEps().convertToFloat();
+  inject.Out = region(out);
+  if (failed(hostKernel({p.getStreams(), projected}, {p.getResult()}, inject)))
     return failure();
   for (Value t : llvm::reverse(temps))
     dropScratch(t);

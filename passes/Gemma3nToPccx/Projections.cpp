@@ -65,18 +65,18 @@ LogicalResult ProgramLowering::matmul(Value input, Value weight, Value result,
 
 LogicalResult ProgramLowering::visit(LaurelOp l) {
   Value lowT, rankT;
-  SmallVector<NamedAttribute> params;
+  hc::AddRmsNorm call;
   if (failed(laurelProjection(l, l.getInput(), l.getLeft(), l.getRight(), lowT,
                               rankT)) ||
-      failed(tensorParam(l.getNorm(), "gain", params)) ||
+      failed(tensorParam(l.getNorm(), call.Gain)) ||
       failed(ensureHost(l.getInput())) || failed(ensureHost(lowT)))
     return failure();
   Place &out = newHostValue(l.getResult());
-  params.append({attr("x", region(place(l.getInput()))),
-                 attr("y", region(place(lowT))), attr("out", region(out)),
-                 attr("eps", f64(l.getEps().convertToFloat()))});
-  LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::AddRmsNorm),
-                               {l.getInput(), lowT}, {l.getResult()}, params);
+  call.X = region(place(l.getInput()));
+  call.Y = region(place(lowT));
+  call.Out = region(out);
+  call.Eps = l.getEps().convertToFloat();
+  LogicalResult r = hostKernel({l.getInput(), lowT}, {l.getResult()}, call);
   dropScratch(lowT);
   dropScratch(rankT);
   return r;
@@ -84,27 +84,26 @@ LogicalResult ProgramLowering::visit(LaurelOp l) {
 
 LogicalResult ProgramLowering::visit(LaurelResidualOp l) {
   Value lowT, rankT;
-  SmallVector<NamedAttribute> params;
+  hc::LaurelResidual call;
   if (failed(laurelProjection(l, l.getXn(), l.getLeft(), l.getRight(), lowT,
                               rankT)) ||
-      failed(tensorParam(l.getAttnGain(), "attn_gain", params)) ||
-      failed(tensorParam(l.getLaurelGain(), "laurel_gain", params)))
+      failed(tensorParam(l.getAttnGain(), call.AttnGain)) ||
+      failed(tensorParam(l.getLaurelGain(), call.LaurelGain)))
     return failure();
   const Value hostInputs[] = {l.getAct(), l.getAttn(), l.getXn(), lowT};
   for (Value v : hostInputs)
     if (failed(ensureHost(v)))
       return failure();
   Place &out = newHostValue(l.getResult());
-  params.append(
-      {attr("act", region(place(l.getAct()))),
-       attr("attn", region(place(l.getAttn()))),
-       attr("xn", region(place(l.getXn()))), attr("low", region(place(lowT))),
-       attr("out", region(out)),
-       attr("residual_scale", f64(l.getResidualScale().convertToFloat())),
-       attr("eps", f64(l.getEps().convertToFloat()))});
-  LogicalResult r = hostKernel(
-      kernelName(pccx::abi::HostKernel::LaurelResidual),
-      {l.getAct(), l.getAttn(), l.getXn(), lowT}, {l.getResult()}, params);
+  call.Act = region(place(l.getAct()));
+  call.Attn = region(place(l.getAttn()));
+  call.Xn = region(place(l.getXn()));
+  call.Low = region(place(lowT));
+  call.Out = region(out);
+  call.ResidualScale = l.getResidualScale().convertToFloat();
+  call.Eps = l.getEps().convertToFloat();
+  LogicalResult r = hostKernel({l.getAct(), l.getAttn(), l.getXn(), lowT},
+                               {l.getResult()}, call);
   dropScratch(lowT);
   dropScratch(rankT);
   return r;
@@ -113,22 +112,23 @@ LogicalResult ProgramLowering::visit(LaurelResidualOp l) {
 LogicalResult ProgramLowering::visit(KVProjectOp kv) {
   auto shape = cast<RankedTensorType>(kv.getK().getType()).getShape();
   Value kRaw = scratch(kv, shape), vRaw = scratch(kv, shape);
-  SmallVector<NamedAttribute> params;
+  hc::KvNormRope call;
   if (failed(matmul(kv.getInput(), kv.getKProj(), kRaw, "k")) ||
       failed(matmul(kv.getInput(), kv.getVProj(), vRaw, "v")) ||
-      failed(tensorParam(kv.getKNorm(), "k_norm", params)) ||
+      failed(tensorParam(kv.getKNorm(), call.KNorm)) ||
       failed(ensureHost(kRaw)) || failed(ensureHost(vRaw)))
     return failure();
   Place &k = newHostValue(kv.getK());
   Place &v = newHostValue(kv.getV());
-  params.append({attr("k", region(place(kRaw))), attr("v", region(place(vRaw))),
-                 attr("k_out", region(k)), attr("v_out", region(v)),
-                 attr("kv_heads", i64(int64_t(kv.getNumKvHeads()))),
-                 attr("head_dim", i64(int64_t(kv.getHeadDim()))),
-                 attr("theta", f64(kv.getRopeTheta().convertToDouble())),
-                 attr("eps", f64(kv.getEps().convertToFloat()))});
-  LogicalResult r = hostKernel(kernelName(pccx::abi::HostKernel::KvNormRope),
-                               {kRaw, vRaw}, {kv.getK(), kv.getV()}, params);
+  call.K = region(place(kRaw));
+  call.V = region(place(vRaw));
+  call.KOut = region(k);
+  call.VOut = region(v);
+  call.KvHeads = int64_t(kv.getNumKvHeads());
+  call.HeadDim = int64_t(kv.getHeadDim());
+  call.Theta = kv.getRopeTheta().convertToDouble();
+  call.Eps = kv.getEps().convertToFloat();
+  LogicalResult r = hostKernel({kRaw, vRaw}, {kv.getK(), kv.getV()}, call);
   dropScratch(kRaw);
   dropScratch(vRaw);
   return r;

@@ -37,6 +37,7 @@ bool isWordAttribute(Operation *op, StringAttr name) {
 
 struct VerifyLegalityPass : pccx::impl::VerifyLegalityBase<VerifyLegalityPass> {
   void runOnOperation() override {
+    const pccx::machine::Target target = pd::targetOf(getOperation());
     WalkResult result = getOperation().walk([&](Operation *op) {
       if (!pd::opcodeOf(op))
         return WalkResult::advance();
@@ -64,6 +65,17 @@ struct VerifyLegalityPass : pccx::impl::VerifyLegalityBase<VerifyLegalityPass> {
       std::string encodeError;
       if (!pccx::isa::encode(*inst, word, &encodeError)) {
         op->emitOpError() << "does not encode: " << encodeError;
+        return WalkResult::interrupt();
+      }
+      // Hand-written programs (pccx-as, conformance vectors) may still
+      // carry such words for bring-up; a compiled module may not.
+      std::string missing = pccx::machine::missingCapability(*inst, target);
+      if (missing.empty())
+        missing = pccx::machine::wrongResult(*inst, target);
+      if (!missing.empty()) {
+        op->emitOpError() << "cannot run on target "
+                          << pccx::machine::targetProfile(target).name
+                          << ": " << missing;
         return WalkResult::interrupt();
       }
       return WalkResult::advance();

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/host/HostKernels.h"
+#include "runtime/host/KernelArgs.h"
 
 #include "hw/numerics/Dot.h"
 #include "hw/numerics/Elementary.h"
@@ -16,7 +17,6 @@
 #include "hw/numerics/Quantize.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -76,151 +76,20 @@ void rope(float *head, int64_t d, const float *angles) {
   }
 }
 
-/// Access to a bound call's arguments, with errors naming the kernel and
-/// the parameter. Keys are those of hw/abi/HostKernels.def.
-class Call {
-public:
-  Call(const BoundCall &call, HostContext &ctx, std::string *error)
-      : call_(call), ctx_(ctx), error_(error) {}
+using Region = KernelArgs::Region;
 
-  bool fail(const std::string &key, const std::string &why) {
-    *error_ = "host kernel '" +
-              std::string(abi::kernelInfo(call_.kernel).name) +
-              "': parameter '" + key + "' " + why;
-    return false;
-  }
-
-  struct Region {
-    float *base = nullptr;
-    int64_t elems = 0, rows = 0, stride = 0;
-    float *row(int64_t r) const { return base + r * stride * 8; }
-  };
-
-  bool region(const char *key, Region *out, int64_t elems = -1,
-              int64_t rows = -1) {
-    return regionFrom(key, arg(key).region, out, elems, rows);
-  }
-
-  /// Regions of a RegionList parameter.
-  const std::vector<abi::HostRegion> &regions(const char *key) {
-    return arg(key).regions;
-  }
-
-  bool regionFrom(const std::string &key, const abi::HostRegion &r, Region *out,
-                  int64_t elems, int64_t rows) {
-    std::string why = r.check(ctx_.windowWords);
-    if (!why.empty())
-      return fail(key, why);
-    if (elems >= 0 && r.elems != elems)
-      return fail(key, "has " + std::to_string(r.elems) +
-                           " elements per row, expected " +
-                           std::to_string(elems));
-    if (rows >= 0 && r.rows != rows)
-      return fail(key, "has " + std::to_string(r.rows) + " rows, expected " +
-                           std::to_string(rows));
-    *out = Region{ctx_.window + r.offset * 8, r.elems, r.rows, r.stride};
-    return true;
-  }
-
-  bool integer(const char *key, int64_t *out, bool required = true,
-               int64_t dflt = 0) {
-    const BoundArg &a = arg(key);
-    *out = a.present ? a.integer : dflt;
-    return a.present || !required || fail(key, "is missing");
-  }
-
-  bool number(const char *key, double *out, bool required = true,
-              double dflt = 0) {
-    const BoundArg &a = arg(key);
-    *out = a.present ? a.number : dflt;
-    return a.present || !required || fail(key, "is missing");
-  }
-
-  bool has(const char *key) { return arg(key).present; }
-
-  /// A host tensor with the given shape.
-  bool tensor(const char *key, const HostTensor **out, int64_t rows,
-              int64_t cols) {
-    const BoundArg &a = arg(key);
-    if (!a.present || a.tensors.size() != 1)
-      return fail(key, "must name a host tensor");
-    return tensorShaped(key, a.names[0], a.tensors[0], out, rows, cols);
-  }
-
-  bool tensorShaped(const std::string &key, const std::string &name,
-                    const HostTensor *t, const HostTensor **out, int64_t rows,
-                    int64_t cols) {
-    if (t->rows != rows || t->cols != cols)
-      return fail(key, "names host tensor '" + name + "' of shape [" +
-                           std::to_string(t->rows) + ", " +
-                           std::to_string(t->cols) + "], expected [" +
-                           std::to_string(rows) + ", " + std::to_string(cols) +
-                           "]");
-    *out = t;
-    return true;
-  }
-
-  bool cache(const char *key, KvCache **out, int64_t width) {
-    const BoundArg &a = arg(key);
-    if (!ctx_.caches || a.cache < 0 || size_t(a.cache) >= ctx_.caches->size())
-      return fail(key, "names KV cache '" + a.names[0] +
-                           "', which this session does not hold");
-    KvCache &c = (*ctx_.caches)[size_t(a.cache)];
-    if (c.width() != width)
-      return fail(key, "names a KV cache of width " +
-                           std::to_string(c.width()) + ", expected " +
-                           std::to_string(width));
-    *out = &c;
-    return true;
-  }
-
-  bool gather(const char *key, const GatherTable **out, int64_t cols) {
-    const BoundArg &a = arg(key);
-    if (a.gather->cols != cols)
-      return fail(key, "names a gather table of " +
-                           std::to_string(a.gather->cols) +
-                           " columns, expected " + std::to_string(cols));
-    *out = a.gather;
-    return true;
-  }
-
-  /// Step rows must match the tokens the runtime supplied.
-  bool stepRows(const char *key, int64_t rows) {
-    if (rows != int64_t(ctx_.tokens.size()))
-      return fail(key, "has " + std::to_string(rows) +
-                           " rows but the step has " +
-                           std::to_string(ctx_.tokens.size()) + " tokens");
-    return true;
-  }
-
-  HostContext &ctx() { return ctx_; }
-
-private:
-  /// The argument of `key`, which the kernel's table declares.
-  const BoundArg &arg(const char *key) const {
-    const abi::ParamInfo *p = abi::lookupParam(call_.kernel, key);
-    assert(p && "kernel reads a parameter HostKernels.def does not declare");
-    return call_.args[p->slot];
-  }
-
-  const BoundCall &call_;
-  HostContext &ctx_;
-  std::string *error_;
-};
-
-using Region = Call::Region;
-
-bool kernelEmbed(Call &c) {
+bool kernelEmbed(KernelArgs &c) {
+  using K = abi::param::Embed;
   Region out;
   const GatherTable *table;
   double scale;
-  if (!c.region("out", &out) || !c.stepRows("out", out.rows) ||
-      !c.gather("table", &table, out.elems) || !c.number("scale", &scale))
+  if (!c.region(K::Out, &out) || !c.stepRows(K::Out, out.rows) ||
+      !c.gather(K::Table, &table, out.elems) || !c.number(K::Scale, &scale))
     return false;
   for (int64_t r = 0; r < out.rows; ++r) {
     int32_t token = c.ctx().tokens[size_t(r)];
     if (token < 0 || token >= table->rows)
-      return c.fail("table", "has no row for token " + std::to_string(token));
+      return c.fail(K::Table, "has no row for token " + std::to_string(token));
     table->readRow(token, out.row(r));
     for (int64_t e = 0; e < out.elems; ++e)
       out.row(r)[e] *= float(scale);
@@ -228,25 +97,26 @@ bool kernelEmbed(Call &c) {
   return true;
 }
 
-bool kernelPerLayerInputs(Call &c) {
+bool kernelPerLayerInputs(KernelArgs &c) {
+  using K = abi::param::PerLayerInputs;
   Region proj, out;
   int64_t layers;
   double eps, projScale, embedScale, inputScale;
-  if (!c.integer("num_layers", &layers) || !c.region("proj", &proj) ||
-      !c.stepRows("proj", proj.rows))
+  if (!c.integer(K::NumLayers, &layers) || !c.region(K::Proj, &proj) ||
+      !c.stepRows(K::Proj, proj.rows))
     return false;
   if (layers <= 0 || proj.elems % layers)
-    return c.fail("num_layers", "must be positive and divide the width of "
+    return c.fail(K::NumLayers, "must be positive and divide the width of "
                                 "'proj'");
   int64_t p = proj.elems / layers;
   const GatherTable *table;
   const HostTensor *norm;
-  if (!c.region("out", &out, p, proj.rows * layers) ||
-      !c.gather("table", &table, proj.elems) ||
-      !c.tensor("norm", &norm, 1, p) || !c.number("eps", &eps) ||
-      !c.number("proj_scale", &projScale) ||
-      !c.number("embed_scale", &embedScale) ||
-      !c.number("input_scale", &inputScale))
+  if (!c.region(K::Out, &out, p, proj.rows * layers) ||
+      !c.gather(K::Table, &table, proj.elems) ||
+      !c.tensor(K::Norm, &norm, 1, p) || !c.number(K::Eps, &eps) ||
+      !c.number(K::ProjScale, &projScale) ||
+      !c.number(K::EmbedScale, &embedScale) ||
+      !c.number(K::InputScale, &inputScale))
     return false;
   std::vector<float> row(size_t(proj.elems)), y(size_t(proj.elems));
   for (int64_t r = 0; r < proj.rows; ++r) {
@@ -268,16 +138,19 @@ bool kernelPerLayerInputs(Call &c) {
   return true;
 }
 
-/// The regions of the RegionList `key`: `count` of them, each of `rows`
-/// rows of `elems`.
-bool regionList(Call &c, const char *key, int64_t count, int64_t elems,
-                int64_t rows, std::vector<Region> *out) {
-  const std::vector<abi::HostRegion> &list = c.regions(key);
-  if (int64_t(list.size()) != count)
-    return c.fail(key, "must list " + std::to_string(count) + " regions");
-  out->assign(list.size(), Region());
-  for (size_t i = 0; i < list.size(); ++i)
-    if (!c.regionFrom(key, list[i], &(*out)[i], elems, rows))
+/// The regions of RegionList parameter `param`: `count` of them, each of
+/// `rows` rows of `elems`.
+template <abi::HostParam P>
+bool regionList(KernelArgs &c, abi::ParamId<P> param, int64_t count,
+                int64_t elems, int64_t rows, std::vector<Region> *out) {
+  const std::vector<abi::HostRegion> *list;
+  if (!c.regions(param, &list))
+    return false;
+  if (int64_t(list->size()) != count)
+    return c.fail(param, "must list " + std::to_string(count) + " regions");
+  out->assign(list->size(), Region());
+  for (size_t i = 0; i < list->size(); ++i)
+    if (!c.regionFrom(param, (*list)[i], &(*out)[i], elems, rows))
       return false;
   return true;
 }
@@ -291,17 +164,18 @@ void matchMagnitude(const float *u, int64_t n, float target, float *out) {
     out[i] = u[i] * scale;
 }
 
-bool kernelAltUpInit(Call &c) {
+bool kernelAltUpInit(KernelArgs &c) {
+  using K = abi::param::AltUpInit;
   Region x0, out;
-  if (!c.region("x0", &x0))
+  if (!c.region(K::X0, &x0))
     return false;
   int64_t h = x0.elems, t = x0.rows;
-  if (!c.region("out", &out, h) || out.rows % t)
-    return c.fail("out", "must have a multiple of x0's rows");
+  if (!c.region(K::Out, &out, h) || out.rows % t)
+    return c.fail(K::Out, "must have a multiple of x0's rows");
   int64_t a = out.rows / t;
   // The NPU's projections of x0, one region per stream 1 .. A-1.
   std::vector<Region> projected;
-  if (!regionList(c, "projected", a - 1, h, t, &projected))
+  if (!regionList(c, K::Projected, a - 1, h, t, &projected))
     return false;
   std::vector<float> src(static_cast<size_t>(h));
   for (int64_t r = 0; r < t; ++r) {
@@ -334,32 +208,35 @@ struct AltUpParams {
   bool hasClip = false;
 };
 
-bool altupParams(Call &c, const char *streamsKey, int64_t coefRows,
+/// The parameters altup_predict and altup_correct share (K: the kernel's
+/// abi::param struct), with `streams` the stack the router reads.
+template <typename K, abi::HostParam S>
+bool altupParams(KernelArgs &c, abi::ParamId<S> streams, int64_t coefRows,
                  AltUpParams *p) {
-  if (!c.region(streamsKey, &p->streams))
+  if (!c.region(streams, &p->streams))
     return false;
   if (p->a > 64 || p->streams.rows % p->a)
-    return c.fail(streamsKey, "must have num_inputs (at most 64) rows per "
-                              "token");
+    return c.fail(streams, "must have num_inputs (at most 64) rows per "
+                           "token");
   p->h = p->streams.elems;
   p->t = p->streams.rows / p->a;
-  if (!c.region("out", &p->out, p->h, p->streams.rows) ||
-      !c.integer("active", &p->active) || p->active < 0 || p->active >= p->a)
-    return c.fail("active", "must be a stream index below num_inputs");
-  if (!c.tensor("router_norm", &p->norm, 1, p->h) ||
-      !c.tensor("router", &p->router, p->a, p->h) ||
-      !c.tensor("coefs", &p->coefs, coefRows, p->a) ||
-      !c.number("eps", &p->eps))
+  if (!c.region(K::Out, &p->out, p->h, p->streams.rows) ||
+      !c.integer(K::Active, &p->active) || p->active < 0 || p->active >= p->a)
+    return c.fail(K::Active, "must be a stream index below num_inputs");
+  if (!c.tensor(K::RouterNorm, &p->norm, 1, p->h) ||
+      !c.tensor(K::Router, &p->router, p->a, p->h) ||
+      !c.tensor(K::Coefs, &p->coefs, coefRows, p->a) ||
+      !c.number(K::Eps, &p->eps) || !c.given(K::Clip, &p->hasClip))
     return false;
-  p->hasClip = c.has("clip");
-  return !p->hasClip || c.number("clip", &p->clip);
+  return !p->hasClip || c.number(K::Clip, &p->clip);
 }
 
-bool kernelAltUpPredict(Call &c) {
+bool kernelAltUpPredict(KernelArgs &c) {
+  using K = abi::param::AltUpPredict;
   AltUpParams p;
-  if (!c.integer("num_inputs", &p.a) || p.a <= 0)
-    return c.fail("num_inputs", "must be positive");
-  if (!altupParams(c, "streams", p.a * p.a, &p))
+  if (!c.integer(K::NumInputs, &p.a) || p.a <= 0)
+    return c.fail(K::NumInputs, "must be positive");
+  if (!altupParams<K>(c, K::Streams, p.a * p.a, &p))
     return false;
   const int64_t a = p.a, h = p.h;
   std::vector<float> m(static_cast<size_t>(a)), coef(size_t(a * a)),
@@ -390,13 +267,14 @@ bool kernelAltUpPredict(Call &c) {
   return true;
 }
 
-bool kernelAltUpCorrect(Call &c) {
+bool kernelAltUpCorrect(KernelArgs &c) {
+  using K = abi::param::AltUpCorrect;
   AltUpParams p;
   Region output;
-  if (!c.integer("num_inputs", &p.a) || p.a <= 0)
-    return c.fail("num_inputs", "must be positive");
-  if (!altupParams(c, "predictions", p.a, &p) ||
-      !c.region("output", &output, p.h, p.t))
+  if (!c.integer(K::NumInputs, &p.a) || p.a <= 0)
+    return c.fail(K::NumInputs, "must be positive");
+  if (!altupParams<K>(c, K::Predictions, p.a, &p) ||
+      !c.region(K::Output, &output, p.h, p.t))
     return false;
   const int64_t a = p.a, h = p.h;
   std::vector<float> m(static_cast<size_t>(a)), coef(static_cast<size_t>(a)),
@@ -425,15 +303,16 @@ bool kernelAltUpCorrect(Call &c) {
   return true;
 }
 
-bool kernelAltUpCollapse(Call &c) {
+bool kernelAltUpCollapse(KernelArgs &c) {
+  using K = abi::param::AltUpCollapse;
   Region streams, out;
-  if (!c.region("out", &out) || !c.region("streams", &streams, out.elems) ||
+  if (!c.region(K::Out, &out) || !c.region(K::Streams, &streams, out.elems) ||
       streams.rows % out.rows)
-    return c.fail("streams", "must hold num_inputs rows per output row");
+    return c.fail(K::Streams, "must hold num_inputs rows per output row");
   int64_t h = out.elems, a = streams.rows / out.rows;
   // The NPU's un-projections of streams 1 .. A-1.
   std::vector<Region> projected;
-  if (!regionList(c, "projected", a - 1, h, out.rows, &projected))
+  if (!regionList(c, K::Projected, a - 1, h, out.rows, &projected))
     return false;
   std::vector<float> u(static_cast<size_t>(h)), sum(static_cast<size_t>(h));
   for (int64_t r = 0; r < out.rows; ++r) {
@@ -451,13 +330,15 @@ bool kernelAltUpCollapse(Call &c) {
   return true;
 }
 
-bool kernelRmsNorm(Call &c) {
+bool kernelRmsNorm(KernelArgs &c) {
+  using K = abi::param::RmsNorm;
   Region in, out;
   double eps;
   const HostTensor *gain = nullptr;
-  if (!c.region("in", &in) || !c.region("out", &out, in.elems, in.rows) ||
-      !c.number("eps", &eps) ||
-      (c.has("gain") && !c.tensor("gain", &gain, 1, in.elems)))
+  bool hasGain;
+  if (!c.region(K::In, &in) || !c.region(K::Out, &out, in.elems, in.rows) ||
+      !c.number(K::Eps, &eps) || !c.given(K::Gain, &hasGain) ||
+      (hasGain && !c.tensor(K::Gain, &gain, 1, in.elems)))
     return false;
   for (int64_t r = 0; r < in.rows; ++r)
     rms(in.row(r), gain ? gain->data : nullptr, in.elems, float(eps),
@@ -465,13 +346,16 @@ bool kernelRmsNorm(Call &c) {
   return true;
 }
 
-bool kernelAddRmsNorm(Call &c) {
+bool kernelAddRmsNorm(KernelArgs &c) {
+  using K = abi::param::AddRmsNorm;
   Region x, y, out;
   double eps;
   const HostTensor *gain = nullptr;
-  if (!c.region("x", &x) || !c.region("y", &y, x.elems, x.rows) ||
-      !c.region("out", &out, x.elems, x.rows) || !c.number("eps", &eps) ||
-      (c.has("gain") && !c.tensor("gain", &gain, 1, x.elems)))
+  bool hasGain;
+  if (!c.region(K::X, &x) || !c.region(K::Y, &y, x.elems, x.rows) ||
+      !c.region(K::Out, &out, x.elems, x.rows) || !c.number(K::Eps, &eps) ||
+      !c.given(K::Gain, &hasGain) ||
+      (hasGain && !c.tensor(K::Gain, &gain, 1, x.elems)))
     return false;
   std::vector<float> n(size_t(x.elems));
   for (int64_t r = 0; r < x.rows; ++r) {
@@ -482,17 +366,21 @@ bool kernelAddRmsNorm(Call &c) {
   return true;
 }
 
-bool kernelCombine(Call &c) {
+bool kernelCombine(KernelArgs &c) {
+  using K = abi::param::Combine;
   Region out;
   double scale;
-  if (!c.region("out", &out) || !c.number("scale", &scale))
+  if (!c.region(K::Out, &out) || !c.number(K::Scale, &scale))
     return false;
-  const std::vector<abi::HostRegion> &list = c.regions("inputs");
+  const std::vector<abi::HostRegion> *inputList;
+  if (!c.regions(K::Inputs, &inputList))
+    return false;
+  const std::vector<abi::HostRegion> &list = *inputList;
   if (list.empty())
-    return c.fail("inputs", "must list regions");
+    return c.fail(K::Inputs, "must list regions");
   std::vector<Region> inputs(list.size());
   for (size_t i = 0; i < list.size(); ++i)
-    if (!c.regionFrom("inputs", list[i], &inputs[i], out.elems, out.rows))
+    if (!c.regionFrom(K::Inputs, list[i], &inputs[i], out.elems, out.rows))
       return false;
   std::vector<float> acc(size_t(out.elems));
   for (int64_t r = 0; r < out.rows; ++r) {
@@ -506,10 +394,11 @@ bool kernelCombine(Call &c) {
   return true;
 }
 
-bool kernelMul(Call &c) {
+bool kernelMul(KernelArgs &c) {
+  using K = abi::param::Mul;
   Region a, b, out;
-  if (!c.region("a", &a) || !c.region("b", &b, a.elems, a.rows) ||
-      !c.region("out", &out, a.elems, a.rows))
+  if (!c.region(K::A, &a) || !c.region(K::B, &b, a.elems, a.rows) ||
+      !c.region(K::Out, &out, a.elems, a.rows))
     return false;
   for (int64_t r = 0; r < a.rows; ++r)
     for (int64_t e = 0; e < a.elems; ++e)
@@ -517,11 +406,12 @@ bool kernelMul(Call &c) {
   return true;
 }
 
-bool kernelMulTensor(Call &c) {
+bool kernelMulTensor(KernelArgs &c) {
+  using K = abi::param::MulTensor;
   Region in, out;
   const HostTensor *t;
-  if (!c.region("in", &in) || !c.region("out", &out, in.elems, in.rows) ||
-      !c.tensor("tensor", &t, 1, in.elems))
+  if (!c.region(K::In, &in) || !c.region(K::Out, &out, in.elems, in.rows) ||
+      !c.tensor(K::Tensor, &t, 1, in.elems))
     return false;
   for (int64_t r = 0; r < in.rows; ++r)
     for (int64_t e = 0; e < in.elems; ++e)
@@ -529,11 +419,12 @@ bool kernelMulTensor(Call &c) {
   return true;
 }
 
-bool kernelGaussianTopK(Call &c) {
+bool kernelGaussianTopK(KernelArgs &c) {
+  using K = abi::param::GaussianTopK;
   Region in, out;
   double multiplier;
-  if (!c.region("in", &in) || !c.region("out", &out, in.elems, in.rows) ||
-      !c.number("multiplier", &multiplier))
+  if (!c.region(K::In, &in) || !c.region(K::Out, &out, in.elems, in.rows) ||
+      !c.number(K::Multiplier, &multiplier))
     return false;
   const int64_t n = in.elems;
   for (int64_t r = 0; r < in.rows; ++r) {
@@ -559,38 +450,76 @@ struct HeadParams {
 
 constexpr int64_t kMaxHeads = 4096, kMaxHeadDim = 65536;
 
-bool headParams(Call &c, HeadParams *p, bool needQueryHeads) {
-  if ((needQueryHeads && !c.integer("heads", &p->heads)) ||
-      !c.integer("kv_heads", &p->kvHeads) ||
-      !c.integer("head_dim", &p->headDim))
+/// The Int parameters bindCall bounds by kMaxHeads (head counts) and by
+/// kMaxHeadDim (head widths) rather than by the general 2^24.
+bool isHeadCount(abi::HostParam param) {
+  using P = abi::HostParam;
+  switch (param) {
+  case P::QueryNormRope_Heads:
+  case P::AttentionScores_Heads:
+  case P::AttentionValues_Heads:
+  case P::KvNormRope_KvHeads:
+  case P::AttentionScores_KvHeads:
+  case P::AttentionValues_KvHeads:
+    return true;
+  default:
+    return false;
+  }
+}
+bool isHeadWidth(abi::HostParam param) {
+  using P = abi::HostParam;
+  switch (param) {
+  case P::KvNormRope_HeadDim:
+  case P::QueryNormRope_HeadDim:
+  case P::AttentionScores_HeadDim:
+  case P::AttentionValues_HeadDim:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// kv_heads, head_dim and, for a kernel with query heads, heads of
+/// kernel K (its abi::param struct); errors name heads, or kv_heads when
+/// the kernel has no query heads.
+template <typename K, bool kQueryHeads>
+bool headParams(KernelArgs &c, HeadParams *p) {
+  abi::HostParam named = K::KvHeads;
+  if constexpr (kQueryHeads) {
+    named = K::Heads;
+    if (!c.integer(K::Heads, &p->heads))
+      return false;
+  }
+  if (!c.integer(K::KvHeads, &p->kvHeads) ||
+      !c.integer(K::HeadDim, &p->headDim))
     return false;
   if (p->kvHeads <= 0 || p->headDim <= 0 || p->headDim % 2 ||
-      (needQueryHeads && (p->heads <= 0 || p->heads % p->kvHeads)))
-    return c.fail("heads", "are inconsistent (heads a positive multiple of "
-                           "kv_heads, head_dim positive and even)");
+      (kQueryHeads && (p->heads <= 0 || p->heads % p->kvHeads)))
+    return c.fail(named, "are inconsistent (heads a positive multiple of "
+                         "kv_heads, head_dim positive and even)");
   // Bounds far above any model keep heads * head_dim (a row width) from
   // overflowing before the regions are checked against it.
   if (p->kvHeads > kMaxHeads || p->headDim > kMaxHeadDim ||
-      (needQueryHeads && p->heads > kMaxHeads))
-    return c.fail("heads", "exceed " + std::to_string(kMaxHeads) +
-                               " heads or " + std::to_string(kMaxHeadDim) +
-                               " values per head");
+      (kQueryHeads && p->heads > kMaxHeads))
+    return c.fail(named, "exceed " + std::to_string(kMaxHeads) + " heads or " +
+                             std::to_string(kMaxHeadDim) + " values per head");
   return true;
 }
 
-bool kernelKvNormRope(Call &c) {
+bool kernelKvNormRope(KernelArgs &c) {
+  using K = abi::param::KvNormRope;
   HeadParams hp;
   Region k, v, kOut, vOut;
   const HostTensor *kNorm;
-  if (!headParams(c, &hp, false) || !c.number("theta", &hp.theta) ||
-      !c.number("eps", &hp.eps))
+  if (!headParams<K, false>(c, &hp) || !c.number(K::Theta, &hp.theta) ||
+      !c.number(K::Eps, &hp.eps))
     return false;
   int64_t width = hp.kvHeads * hp.headDim;
-  if (!c.region("k", &k, width) || !c.stepRows("k", k.rows) ||
-      !c.region("v", &v, width, k.rows) ||
-      !c.region("k_out", &kOut, width, k.rows) ||
-      !c.region("v_out", &vOut, width, k.rows) ||
-      !c.tensor("k_norm", &kNorm, 1, hp.headDim))
+  if (!c.region(K::K, &k, width) || !c.stepRows(K::K, k.rows) ||
+      !c.region(K::V, &v, width, k.rows) ||
+      !c.region(K::KOut, &kOut, width, k.rows) ||
+      !c.region(K::VOut, &vOut, width, k.rows) ||
+      !c.tensor(K::KNorm, &kNorm, 1, hp.headDim))
     return false;
   for (int64_t r = 0; r < k.rows; ++r)
     for (int64_t g = 0; g < hp.kvHeads; ++g) {
@@ -605,21 +534,22 @@ bool kernelKvNormRope(Call &c) {
   return true;
 }
 
-bool kernelQueryNormRope(Call &c) {
+bool kernelQueryNormRope(KernelArgs &c) {
+  using K = abi::param::QueryNormRope;
   int64_t heads, headDim;
   double theta, eps;
   Region q, out;
   const HostTensor *qNorm;
-  if (!c.integer("heads", &heads) || !c.integer("head_dim", &headDim) ||
-      !c.number("theta", &theta) || !c.number("eps", &eps))
+  if (!c.integer(K::Heads, &heads) || !c.integer(K::HeadDim, &headDim) ||
+      !c.number(K::Theta, &theta) || !c.number(K::Eps, &eps))
     return false;
   if (heads <= 0 || headDim <= 0 || headDim % 2 || heads > kMaxHeads ||
       headDim > kMaxHeadDim)
-    return c.fail("heads", "are inconsistent (positive heads, head_dim "
-                           "positive and even)");
-  if (!c.region("q", &q, heads * headDim) || !c.stepRows("q", q.rows) ||
-      !c.region("out", &out, heads * headDim, q.rows) ||
-      !c.tensor("q_norm", &qNorm, 1, headDim))
+    return c.fail(K::Heads, "are inconsistent (positive heads, head_dim "
+                            "positive and even)");
+  if (!c.region(K::Q, &q, heads * headDim) || !c.stepRows(K::Q, q.rows) ||
+      !c.region(K::Out, &out, heads * headDim, q.rows) ||
+      !c.tensor(K::QNorm, &qNorm, 1, headDim))
     return false;
   std::vector<float> head(static_cast<size_t>(headDim));
   for (int64_t r = 0; r < q.rows; ++r)
@@ -633,18 +563,19 @@ bool kernelQueryNormRope(Call &c) {
   return true;
 }
 
-bool kernelCacheWrite(Call &c) {
+bool kernelCacheWrite(KernelArgs &c) {
+  using K = abi::param::CacheWrite;
   Region rows;
   KvCache *cache;
-  if (!c.region("rows", &rows) || !c.stepRows("rows", rows.rows) ||
-      !c.cache("cache", &cache, rows.elems))
+  if (!c.region(K::Rows, &rows) || !c.stepRows(K::Rows, rows.rows) ||
+      !c.cache(K::Cache, &cache, rows.elems))
     return false;
   // A ring shorter than the step would overwrite positions the step's
   // first rows still attend to.
   if (rows.rows > cache->slots())
-    return c.fail("cache", "holds " + std::to_string(cache->slots()) +
-                               " positions but this step writes " +
-                               std::to_string(rows.rows));
+    return c.fail(K::Cache, "holds " + std::to_string(cache->slots()) +
+                                " positions but this step writes " +
+                                std::to_string(rows.rows));
   for (int64_t r = 0; r < rows.rows; ++r)
     cache->write(c.ctx().position + r, rows.row(r));
   return true;
@@ -655,42 +586,47 @@ int64_t firstVisible(int64_t q, int64_t window) {
   return window > 0 ? std::max<int64_t>(0, q - window + 1) : 0;
 }
 
-bool cacheCovers(Call &c, const KvCache &cache, int64_t q, int64_t window) {
+/// Whether `cache` holds every position a query at q sees (K: the
+/// attention kernel's abi::param struct).
+template <typename K>
+bool cacheCovers(KernelArgs &c, const KvCache &cache, int64_t q,
+                 int64_t window) {
   int64_t span = q - firstVisible(q, window) + 1;
   if (span > cache.slots())
-    return c.fail("window", "needs " + std::to_string(span) +
-                                " cached positions but the cache has " +
-                                std::to_string(cache.slots()) + " slots");
+    return c.fail(K::Window, "needs " + std::to_string(span) +
+                                 " cached positions but the cache has " +
+                                 std::to_string(cache.slots()) + " slots");
   return true;
 }
 
-bool kernelAttentionScores(Call &c) {
+bool kernelAttentionScores(KernelArgs &c) {
+  using K = abi::param::AttentionScores;
   HeadParams hp;
   Region q;
   const HostTensor *qNorm;
   KvCache *keys;
   int64_t window;
-  if (!headParams(c, &hp, true) || !c.number("theta", &hp.theta) ||
-      !c.number("eps", &hp.eps) || !c.integer("window", &window) ||
-      window < 0 || !c.region("q", &q, hp.heads * hp.headDim) ||
-      !c.stepRows("q", q.rows) || !c.tensor("q_norm", &qNorm, 1, hp.headDim) ||
-      !c.cache("k_cache", &keys, hp.kvHeads * hp.headDim))
+  if (!headParams<K, true>(c, &hp) || !c.number(K::Theta, &hp.theta) ||
+      !c.number(K::Eps, &hp.eps) || !c.integer(K::Window, &window) ||
+      window < 0 || !c.region(K::Q, &q, hp.heads * hp.headDim) ||
+      !c.stepRows(K::Q, q.rows) || !c.tensor(K::QNorm, &qNorm, 1, hp.headDim) ||
+      !c.cache(K::KCache, &keys, hp.kvHeads * hp.headDim))
     return false;
   if (!c.ctx().dynamicRecords)
-    return c.fail("k_cache", "has no record queue to write scores to");
+    return c.fail(K::KCache, "has no record queue to write scores to");
   const int64_t groups = hp.heads / hp.kvHeads, d = hp.headDim;
   // The ring must still hold the first key of row 0 after the whole step's
   // keys were written.
   const int64_t span = c.ctx().position + q.rows - 1 -
                        firstVisible(c.ctx().position, window) + 1;
   if (span > keys->slots())
-    return c.fail("k_cache", "holds " + std::to_string(keys->slots()) +
+    return c.fail(K::KCache, "holds " + std::to_string(keys->slots()) +
                                  " positions but this step spans " +
                                  std::to_string(span));
   std::vector<float> head(static_cast<size_t>(d));
   for (int64_t r = 0; r < q.rows; ++r) {
     const int64_t pos = c.ctx().position + r;
-    if (!cacheCovers(c, *keys, pos, window))
+    if (!cacheCovers<K>(c, *keys, pos, window))
       return false;
     const int64_t first = firstVisible(pos, window), n = pos - first + 1;
     for (int64_t h = 0; h < hp.heads; ++h) {
@@ -723,7 +659,8 @@ bool kernelAttentionScores(Call &c) {
   return true;
 }
 
-bool kernelAttentionValues(Call &c) {
+bool kernelAttentionValues(KernelArgs &c) {
+  using K = abi::param::AttentionValues;
   HeadParams hp;
   Region probs, out;
   KvCache *values;
@@ -732,13 +669,14 @@ bool kernelAttentionValues(Call &c) {
   // output row is computed (the compiler goes row by row to keep the
   // window small); without it, every row.
   int64_t only = -1;
-  if (!headParams(c, &hp, true) || !c.integer("window", &window) ||
-      window < 0 || !c.region("out", &out, hp.heads * hp.headDim) ||
-      !c.stepRows("out", out.rows) || !c.integer("row", &only, false, -1) ||
-      only >= out.rows ||
-      !c.region("probs", &probs, -1, (only >= 0 ? 1 : out.rows) * hp.heads) ||
-      !c.cache("v_cache", &values, hp.kvHeads * hp.headDim))
-    return only >= out.rows ? c.fail("row", "is past the step's rows") : false;
+  bool hasRow;
+  if (!headParams<K, true>(c, &hp) || !c.integer(K::Window, &window) ||
+      window < 0 || !c.region(K::Out, &out, hp.heads * hp.headDim) ||
+      !c.stepRows(K::Out, out.rows) || !c.given(K::Row, &hasRow) ||
+      (hasRow && !c.integer(K::Row, &only)) || only >= out.rows ||
+      !c.region(K::Probs, &probs, -1, (only >= 0 ? 1 : out.rows) * hp.heads) ||
+      !c.cache(K::VCache, &values, hp.kvHeads * hp.headDim))
+    return only >= out.rows ? c.fail(K::Row, "is past the step's rows") : false;
   const int64_t groups = hp.heads / hp.kvHeads, d = hp.headDim;
   for (int64_t r = std::max<int64_t>(only, 0);
        r < (only >= 0 ? only + 1 : out.rows); ++r) {
@@ -746,11 +684,11 @@ bool kernelAttentionValues(Call &c) {
     const int64_t pos = c.ctx().position + r;
     const int64_t first = firstVisible(pos, window), n = pos - first + 1;
     if (n > probs.elems)
-      return c.fail("probs", "holds " + std::to_string(probs.elems) +
-                                 " probabilities per row, position " +
-                                 std::to_string(pos) + " needs " +
-                                 std::to_string(n));
-    if (!cacheCovers(c, *values, pos, window))
+      return c.fail(K::Probs, "holds " + std::to_string(probs.elems) +
+                                  " probabilities per row, position " +
+                                  std::to_string(pos) + " needs " +
+                                  std::to_string(n));
+    if (!cacheCovers<K>(c, *values, pos, window))
       return false;
     for (int64_t h = 0; h < hp.heads; ++h) {
       const float *p = probs.row(probRow * hp.heads + h);
@@ -767,17 +705,19 @@ bool kernelAttentionValues(Call &c) {
   return true;
 }
 
-bool kernelLaurelResidual(Call &c) {
+bool kernelLaurelResidual(KernelArgs &c) {
+  using K = abi::param::LaurelResidual;
   Region act, attn, xn, low, out;
   const HostTensor *attnGain, *laurelGain;
   double scale, eps;
-  if (!c.region("act", &act) || !c.region("attn", &attn, act.elems, act.rows) ||
-      !c.region("xn", &xn, act.elems, act.rows) ||
-      !c.region("low", &low, act.elems, act.rows) ||
-      !c.region("out", &out, act.elems, act.rows) ||
-      !c.tensor("attn_gain", &attnGain, 1, act.elems) ||
-      !c.tensor("laurel_gain", &laurelGain, 1, act.elems) ||
-      !c.number("residual_scale", &scale) || !c.number("eps", &eps))
+  if (!c.region(K::Act, &act) ||
+      !c.region(K::Attn, &attn, act.elems, act.rows) ||
+      !c.region(K::Xn, &xn, act.elems, act.rows) ||
+      !c.region(K::Low, &low, act.elems, act.rows) ||
+      !c.region(K::Out, &out, act.elems, act.rows) ||
+      !c.tensor(K::AttnGain, &attnGain, 1, act.elems) ||
+      !c.tensor(K::LaurelGain, &laurelGain, 1, act.elems) ||
+      !c.number(K::ResidualScale, &scale) || !c.number(K::Eps, &eps))
     return false;
   const int64_t h = act.elems;
   std::vector<float> a(static_cast<size_t>(h)), l(static_cast<size_t>(h));
@@ -791,19 +731,20 @@ bool kernelLaurelResidual(Call &c) {
   return true;
 }
 
-bool kernelPleInject(Call &c) {
+bool kernelPleInject(KernelArgs &c) {
+  using K = abi::param::PleInject;
   Region streams, projected, out;
   int64_t a;
   const HostTensor *postNorm;
   double eps;
-  if (!c.region("streams", &streams) || !c.integer("num_inputs", &a) ||
+  if (!c.region(K::Streams, &streams) || !c.integer(K::NumInputs, &a) ||
       a <= 0 || streams.rows % a)
-    return c.fail("streams", "must hold num_inputs rows per token");
+    return c.fail(K::Streams, "must hold num_inputs rows per token");
   const int64_t h = streams.elems, t = streams.rows / a;
   // The per-layer input, gated and projected on the NPU: one row per token.
-  if (!c.region("projected", &projected, h, t) ||
-      !c.region("out", &out, h, streams.rows) ||
-      !c.tensor("post_norm", &postNorm, 1, h) || !c.number("eps", &eps))
+  if (!c.region(K::Projected, &projected, h, t) ||
+      !c.region(K::Out, &out, h, streams.rows) ||
+      !c.tensor(K::PostNorm, &postNorm, 1, h) || !c.number(K::Eps, &eps))
     return false;
   std::vector<float> inj(static_cast<size_t>(h));
   for (int64_t r = 0; r < t; ++r) {
@@ -820,28 +761,30 @@ bool kernelPleInject(Call &c) {
   return true;
 }
 
-bool kernelFill(Call &c) {
+bool kernelFill(KernelArgs &c) {
+  using K = abi::param::Fill;
   Region out;
   double value;
-  if (!c.region("out", &out) || !c.number("value", &value))
+  if (!c.region(K::Out, &out) || !c.number(K::Value, &value))
     return false;
   for (int64_t r = 0; r < out.rows; ++r)
     std::fill(out.row(r), out.row(r) + out.elems, float(value));
   return true;
 }
 
-bool kernelEmitLogits(Call &c) {
+bool kernelEmitLogits(KernelArgs &c) {
+  using K = abi::param::EmitLogits;
   Region in;
   int64_t first;
-  if (!c.region("in", &in) || !c.integer("first_row", &first))
+  if (!c.region(K::In, &in) || !c.integer(K::FirstRow, &first))
     return false;
   HostContext &ctx = c.ctx();
   if (!ctx.logits || in.elems != ctx.vocab)
-    return c.fail("in", "has " + std::to_string(in.elems) +
-                            " logits per row, the vocabulary has " +
-                            std::to_string(ctx.vocab));
+    return c.fail(K::In, "has " + std::to_string(in.elems) +
+                             " logits per row, the vocabulary has " +
+                             std::to_string(ctx.vocab));
   if (first < 0 || first > int64_t(ctx.tokens.size()) - in.rows)
-    return c.fail("first_row", "names rows past the step's " +
+    return c.fail(K::FirstRow, "names rows past the step's " +
                                    std::to_string(ctx.tokens.size()) +
                                    " tokens");
   // Logits leave the runtime here: a NaN (refused by the session, but
@@ -855,14 +798,15 @@ bool kernelEmitLogits(Call &c) {
   return true;
 }
 
-bool kernelSoftCap(Call &c) {
+bool kernelSoftCap(KernelArgs &c) {
+  using K = abi::param::SoftCap;
   Region in, out;
   double cap;
-  if (!c.region("in", &in) || !c.region("out", &out, in.elems, in.rows) ||
-      !c.number("cap", &cap))
+  if (!c.region(K::In, &in) || !c.region(K::Out, &out, in.elems, in.rows) ||
+      !c.number(K::Cap, &cap))
     return false;
   if (!(cap > 0))
-    return c.fail("cap", "must be a positive number");
+    return c.fail(K::Cap, "must be a positive number");
   const float capf = float(cap);
   auto softcap = [capf](float x) { return hw::tanhf(x / capf) * capf; };
   HostContext::SoftCapTable &table = c.ctx().softCapTable;
@@ -1109,12 +1053,9 @@ bool bindCall(const std::string &kernel, const json &params,
       // where every tool binds, keeps the profiler's and the kernels' loops
       // over it finite whatever the bundle says; the kernels check exact
       // consistency when they run.
-      const int64_t limit = std::strcmp(p.key, "heads") == 0 ||
-                                    std::strcmp(p.key, "kv_heads") == 0
-                                ? 4096
-                            : std::strcmp(p.key, "head_dim") == 0
-                                ? 65536
-                                : int64_t(1) << 24;
+      const int64_t limit = isHeadCount(p.id)   ? kMaxHeads
+                            : isHeadWidth(p.id) ? kMaxHeadDim
+                                                : int64_t(1) << 24;
       if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
         return fail(p.key, expected + " from 0 to " + std::to_string(limit));
       a.integer = v.get<int64_t>();
@@ -1196,12 +1137,12 @@ bool bindCall(const std::string &kernel, const json &params,
 
 bool runKernel(const BoundCall &call, HostContext &context,
                std::string *error) {
-  using Fn = bool (*)(Call &);
+  using Fn = bool (*)(KernelArgs &);
   static const Fn kernels[] = {
 #define PCCX_HOST_KERNEL(Id, Name) kernel##Id,
 #include "hw/abi/HostKernels.def"
   };
-  Call c(call, context, error);
+  KernelArgs c(call, context, error);
   return kernels[unsigned(call.kernel)](c);
 }
 

@@ -145,6 +145,15 @@ struct BoundCall {
   abi::HostKernel kernel = abi::HostKernel::Fill;
   std::vector<BoundArg> args; ///< by parameter slot
   std::vector<abi::HostRegion> inputs, outputs;
+
+  /// The argument of `param` when it is a parameter of this call's kernel
+  /// that the call gives; otherwise null.
+  const BoundArg *find(abi::HostParam param) const {
+    const abi::ParamInfo &p = abi::paramInfo(param);
+    return p.kernel == kernel && p.slot < args.size() && args[p.slot].present
+               ? &args[p.slot]
+               : nullptr;
+  }
 };
 
 /// What names in a call resolve to.

@@ -83,8 +83,11 @@ double callOverheadNs() {
   host::BindTables tables;
   host::BoundCall call;
   std::string error;
-  if (!host::bindCall("fill", {{"out", {0, 1, 1, 1}}, {"value", 1.0}}, tables,
-                      &call, &error))
+  using Fill = abi::param::Fill;
+  const nlohmann::json params = {{abi::paramInfo(Fill::Out).key, {0, 1, 1, 1}},
+                                 {abi::paramInfo(Fill::Value).key, 1.0}};
+  if (!host::bindCall(abi::kernelInfo(Fill::kernel).name, params, tables, &call,
+                      &error))
     return 0;
   const int reps = 20000;
   double ns = bestNs([&] {

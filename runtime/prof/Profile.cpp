@@ -21,26 +21,19 @@ using isa::Field;
 
 namespace {
 
-const host::BoundArg *findArg(const host::BoundCall &call, const char *key) {
-  const abi::ParamInfo *p = abi::lookupParam(call.kernel, key);
-  if (!p || p->slot >= call.args.size() || !call.args[p->slot].present)
-    return nullptr;
-  return &call.args[p->slot];
-}
-
-int64_t integerArg(const host::BoundCall &call, const char *key,
+int64_t integerArg(const host::BoundCall &call, abi::HostParam param,
                    int64_t fallback = 0) {
-  const host::BoundArg *a = findArg(call, key);
+  const host::BoundArg *a = call.find(param);
   return a ? a->integer : fallback;
 }
 
-double numberArg(const host::BoundCall &call, const char *key) {
-  const host::BoundArg *a = findArg(call, key);
+double numberArg(const host::BoundCall &call, abi::HostParam param) {
+  const host::BoundArg *a = call.find(param);
   return a ? a->number : 0.0;
 }
 
-abi::HostRegion regionArg(const host::BoundCall &call, const char *key) {
-  const host::BoundArg *a = findArg(call, key);
+abi::HostRegion regionArg(const host::BoundCall &call, abi::HostParam param) {
+  const host::BoundArg *a = call.find(param);
   return a ? a->region : abi::HostRegion{};
 }
 
@@ -57,8 +50,9 @@ double cacheElementOps(host::KvDtype dtype) {
 }
 
 const exec::CacheSpec *cacheArg(const host::BoundCall &call,
-                                const ReplayContext &context, const char *key) {
-  const host::BoundArg *a = findArg(call, key);
+                                const ReplayContext &context,
+                                abi::HostParam param) {
+  const host::BoundArg *a = call.find(param);
   if (!a || !context.caches || a->cache < 0 ||
       size_t(a->cache) >= context.caches->size())
     return nullptr;
@@ -93,6 +87,238 @@ void addRope(HostWork &w, double d, int64_t position, double theta,
     w.transcendentals += 1.5 * d;
 }
 
+/// What a cost rule sees of a call.
+struct CostInput {
+  const host::BoundCall &call;
+  const ReplayContext &context;
+  int64_t position;
+  RopeTables *ropeTables;
+  bool is(HostKernel kernel) const { return call.kernel == kernel; }
+};
+
+// The cost rules PCCX_HOST_COST names in hw/abi/HostKernels.def: each adds
+// a call's work beyond the traffic of its In and Out regions, which
+// hostWork counts for every call.
+
+void costGatherRows(const CostInput &in, HostWork &w) {
+  using K = abi::param::Embed;
+  abi::HostRegion out = regionArg(in.call, K::Out);
+  const host::BoundArg *g = in.call.find(K::Table);
+  w.bytes +=
+      double(out.rows) * gatherRowBytes(g ? g->gather : nullptr, out.elems);
+  w.flops += 2 * elements(out); // dequantise and scale
+}
+
+void costPerLayerInputs(const CostInput &in, HostWork &w) {
+  using K = abi::param::PerLayerInputs;
+  abi::HostRegion proj = regionArg(in.call, K::Proj);
+  int64_t layers = std::max<int64_t>(integerArg(in.call, K::NumLayers, 1), 1);
+  const host::BoundArg *g = in.call.find(K::Table);
+  w.bytes +=
+      double(proj.rows) * gatherRowBytes(g ? g->gather : nullptr, proj.elems);
+  w.flops += 9 * elements(proj); // dequantise, scale, rms, combine
+  w.transcendentals += double(proj.rows * layers);
+}
+
+void costAltUpStreams(const CostInput &in, HostWork &w) {
+  bool init = in.is(HostKernel::AltUpInit);
+  abi::HostRegion tokens =
+      regionArg(in.call, init ? abi::HostParam(abi::param::AltUpInit::X0)
+                              : abi::param::AltUpCollapse::Out);
+  const host::BoundArg *list =
+      in.call.find(init ? abi::HostParam(abi::param::AltUpInit::Projected)
+                        : abi::param::AltUpCollapse::Projected);
+  double h = double(tokens.elems), t = double(tokens.rows);
+  double streams = list ? double(list->regions.size()) + 1 : 1;
+  w.flops += t * (streams * 4 * h); // magnitudes and sums
+  w.transcendentals += t * streams; // one sqrt per stream
+}
+
+void costAltUpRouter(const CostInput &in, HostWork &w) {
+  using Predict = abi::param::AltUpPredict;
+  using Correct = abi::param::AltUpCorrect;
+  bool predict = in.is(HostKernel::AltUpPredict);
+  auto pick = [predict](abi::HostParam p, abi::HostParam c) {
+    return predict ? p : c;
+  };
+  abi::HostRegion streams =
+      regionArg(in.call, pick(Predict::Streams, Correct::Predictions));
+  double a = double(std::max<int64_t>(
+      integerArg(in.call, pick(Predict::NumInputs, Correct::NumInputs), 1), 1));
+  double h = double(streams.elems), t = double(streams.rows) / a;
+  w.flops += 4 * h * t; // rms() of the router input per token
+  w.transcendentals += t;
+  const host::BoundArg *router =
+      in.call.find(pick(Predict::Router, Correct::Router));
+  if (router && !router->tensors.empty() && router->tensors[0]) {
+    const host::HostTensor *r = router->tensors[0];
+    w.flops += 2.0 * double(r->rows * r->cols) * t;
+    w.bytes += 4.0 * double(r->rows * r->cols) * t;
+  }
+  w.transcendentals += a * t; // tanh per router output
+  if (predict)
+    w.flops += t * (2 * a * a * a + 2 * a * a * h + a * h);
+  else
+    w.flops += t * (2 * a * a + h + 2 * a * h);
+}
+
+void costRowNorm(const CostInput &in, HostWork &w) {
+  const bool add = in.is(HostKernel::AddRmsNorm);
+  abi::HostRegion rows =
+      regionArg(in.call, add ? abi::HostParam(abi::param::AddRmsNorm::X)
+                             : abi::param::RmsNorm::In);
+  w.flops += 4 * elements(rows) + (add ? elements(rows) : 0);
+  w.transcendentals += double(rows.rows);
+}
+
+void costCombine(const CostInput &in, HostWork &w) {
+  w.flops += double(in.call.inputs.size() + 1) *
+             elements(regionArg(in.call, abi::param::Combine::Out));
+}
+
+/// One operation per element of the output.
+void costElementwise(const CostInput &in, HostWork &w) {
+  w.flops += elements(regionArg(
+      in.call, in.is(HostKernel::Mul) ? abi::HostParam(abi::param::Mul::Out)
+                                      : abi::param::MulTensor::Out));
+}
+
+void costGaussianTopK(const CostInput &in, HostWork &w) {
+  abi::HostRegion x = regionArg(in.call, abi::param::GaussianTopK::In);
+  w.flops += 5 * elements(x);
+  w.bytes += 8 * elements(x); // three passes over the row
+  w.transcendentals += double(x.rows);
+}
+
+void costHeadNormRope(const CostInput &in, HostWork &w) {
+  using Kv = abi::param::KvNormRope;
+  using Query = abi::param::QueryNormRope;
+  // Per row and head: the rms() of the head (keys: and of the value
+  // head), and its rotation.
+  const bool keys = in.is(HostKernel::KvNormRope);
+  auto pick = [keys](abi::HostParam k, abi::HostParam q) {
+    return keys ? k : q;
+  };
+  const int64_t rows = regionArg(in.call, pick(Kv::K, Query::Q)).rows,
+                heads = integerArg(in.call, pick(Kv::KvHeads, Query::Heads), 1);
+  const double d = double(
+                   integerArg(in.call, pick(Kv::HeadDim, Query::HeadDim), 1)),
+               theta = numberArg(in.call, pick(Kv::Theta, Query::Theta));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h) {
+      addRms(w, d);
+      if (keys)
+        addRms(w, d);
+      addRope(w, d, in.position + r, theta, in.ropeTables);
+    }
+}
+
+void costCacheWrite(const CostInput &in, HostWork &w) {
+  using K = abi::param::CacheWrite;
+  abi::HostRegion rows = regionArg(in.call, K::Rows);
+  const exec::CacheSpec *c = cacheArg(in.call, in.context, K::Cache);
+  host::KvDtype dt = c ? c->dtype : host::KvDtype::F32;
+  // INT8 storage (host int8 caches and the NPU's KV records) quantizes:
+  // a max pass, a divide and a round per element.
+  const bool int8 = dt == host::KvDtype::Int8 ||
+                    dt == host::KvDtype::KeyRecords ||
+                    dt == host::KvDtype::ValueRecords;
+  w.flops += (int8 ? 3 : cacheElementOps(dt)) * elements(rows);
+  // The NPU's KV records lie in the DMA buffer, mapped uncached.
+  if (c && c->records())
+    w.uncachedWriteBytes += cacheElementBytes(dt) * elements(rows);
+  else
+    w.bytes += cacheElementBytes(dt) * elements(rows);
+}
+
+void costAttention(const CostInput &in, HostWork &w) {
+  using Scores = abi::param::AttentionScores;
+  using Values = abi::param::AttentionValues;
+  const bool scores = in.is(HostKernel::AttentionScores);
+  auto pick = [scores](abi::HostParam s, abi::HostParam v) {
+    return scores ? s : v;
+  };
+  const exec::CacheSpec *c =
+      cacheArg(in.call, in.context, pick(Scores::KCache, Values::VCache));
+  host::KvDtype dt = c ? c->dtype : host::KvDtype::F32;
+  double d =
+      double(integerArg(in.call, pick(Scores::HeadDim, Values::HeadDim), 1));
+  int64_t heads = integerArg(in.call, pick(Scores::Heads, Values::Heads), 1);
+  int64_t window = integerArg(in.call, pick(Scores::Window, Values::Window), 0);
+  abi::HostRegion rowsOf = regionArg(in.call, pick(Scores::Q, Values::Out));
+  int64_t first = 0, last = rowsOf.rows;
+  if (!scores && in.call.find(Values::Row)) {
+    first = integerArg(in.call, Values::Row);
+    last = first + 1;
+  }
+  for (int64_t r = first; r < last; ++r) {
+    double n = double(attentionSpan(in.position + r, window));
+    for (int64_t h = 0; h < heads; ++h) {
+      // Every key (or value) of the span is read and converted once per
+      // query head, then a dot product or an axpy of head_dim.
+      w.flops += n * d * (2 + cacheElementOps(dt));
+      w.bytes += n * d * cacheElementBytes(dt);
+      if (scores) {
+        addRms(w, d);
+        addRope(w, d, in.position + r, numberArg(in.call, Scores::Theta),
+                in.ropeTables);
+        // The record handed to the NPU: allocated zeroed, then filled.
+        w.bytes += 2.0 * double(hw::recordBytes(hw::WeightFormat::Int4,
+                                                int64_t(n), 1));
+      }
+    }
+  }
+}
+
+void costLaurelResidual(const CostInput &in, HostWork &w) {
+  abi::HostRegion act = regionArg(in.call, abi::param::LaurelResidual::Act);
+  // Two rms() per row and the residual sum.
+  w.flops += 12 * elements(act);
+  w.transcendentals += 2 * double(act.rows);
+}
+
+void costPleInject(const CostInput &in, HostWork &w) {
+  using K = abi::param::PleInject;
+  abi::HostRegion streams = regionArg(in.call, K::Streams);
+  double a = double(std::max<int64_t>(integerArg(in.call, K::NumInputs, 1), 1));
+  double t = double(streams.rows) / a, h = double(streams.elems);
+  w.flops += t * (4 * h + a * h); // rms() of the projection, the sums
+  w.transcendentals += t;
+}
+
+void costSoftCapLookup(const CostInput &in, HostWork &w) {
+  // The logits come back from the NPU as BF16: one table lookup each
+  // (the table's one-time build is not charged to a token).
+  abi::HostRegion x = regionArg(in.call, abi::param::SoftCap::In);
+  w.flops += elements(x);
+  w.tableLookups += elements(x);
+}
+
+/// Nothing beyond the region traffic.
+void costRegionTraffic(const CostInput &, HostWork &) {}
+
+void costEmitLogits(const CostInput &in, HostWork &w) {
+  // Into the logits rows.
+  w.bytes += 4 * elements(regionArg(in.call, abi::param::EmitLogits::In));
+}
+
+using CostRule = void (*)(const CostInput &, HostWork &);
+
+/// The rule of each kernel. Declared only: a kernel without a
+/// PCCX_HOST_COST row has no specialization, and kCostRules below does
+/// not compile.
+template <HostKernel Kernel> struct CostRuleOf;
+#define PCCX_HOST_COST(Kernel, Rule)                                           \
+  template <> struct CostRuleOf<HostKernel::Kernel> {                          \
+    static constexpr CostRule rule = cost##Rule;                               \
+  };
+#include "hw/abi/HostKernels.def"
+
+constexpr CostRule kCostRules[] = {
+#define PCCX_HOST_KERNEL(Id, Name) CostRuleOf<HostKernel::Id>::rule,
+#include "hw/abi/HostKernels.def"
+};
+
 } // namespace
 
 HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
@@ -106,184 +332,7 @@ HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
     w.bytes += 4 * elements(r);
   for (const abi::HostRegion &r : call.outputs)
     w.bytes += 4 * elements(r);
-  auto tensor = [&](const char *key, size_t i = 0) -> const host::HostTensor * {
-    const host::BoundArg *a = findArg(call, key);
-    return a && i < a->tensors.size() ? a->tensors[i] : nullptr;
-  };
-  auto matvec = [&](const host::HostTensor *t, double times) {
-    if (!t)
-      return;
-    w.flops += 2.0 * double(t->rows * t->cols) * times;
-    w.bytes += 4.0 * double(t->rows * t->cols) * times;
-  };
-  switch (call.kernel) {
-  case HostKernel::Embed: {
-    abi::HostRegion out = regionArg(call, "out");
-    const host::BoundArg *g = findArg(call, "table");
-    w.bytes +=
-        double(out.rows) * gatherRowBytes(g ? g->gather : nullptr, out.elems);
-    w.flops += 2 * elements(out); // dequantise and scale
-    break;
-  }
-  case HostKernel::PerLayerInputs: {
-    abi::HostRegion proj = regionArg(call, "proj");
-    int64_t layers = std::max<int64_t>(integerArg(call, "num_layers", 1), 1);
-    const host::BoundArg *g = findArg(call, "table");
-    w.bytes +=
-        double(proj.rows) * gatherRowBytes(g ? g->gather : nullptr, proj.elems);
-    w.flops += 9 * elements(proj); // dequantise, scale, rms, combine
-    w.transcendentals += double(proj.rows * layers);
-    break;
-  }
-  case HostKernel::AltUpInit:
-  case HostKernel::AltUpCollapse: {
-    bool init = call.kernel == HostKernel::AltUpInit;
-    abi::HostRegion tokens = regionArg(call, init ? "x0" : "out");
-    const host::BoundArg *list = findArg(call, "projected");
-    double h = double(tokens.elems), t = double(tokens.rows);
-    double streams = list ? double(list->regions.size()) + 1 : 1;
-    w.flops += t * (streams * 4 * h); // magnitudes and sums
-    w.transcendentals += t * streams; // one sqrt per stream
-    break;
-  }
-  case HostKernel::AltUpPredict:
-  case HostKernel::AltUpCorrect: {
-    bool predict = call.kernel == HostKernel::AltUpPredict;
-    abi::HostRegion streams =
-        regionArg(call, predict ? "streams" : "predictions");
-    double a = double(std::max<int64_t>(integerArg(call, "num_inputs", 1), 1));
-    double h = double(streams.elems), t = double(streams.rows) / a;
-    w.flops += 4 * h * t; // rms() of the router input per token
-    w.transcendentals += t;
-    matvec(tensor("router"), t);
-    w.transcendentals += a * t; // tanh per router output
-    if (predict)
-      w.flops += t * (2 * a * a * a + 2 * a * a * h + a * h);
-    else
-      w.flops += t * (2 * a * a + h + 2 * a * h);
-    break;
-  }
-  case HostKernel::RmsNorm:
-  case HostKernel::AddRmsNorm: {
-    abi::HostRegion in =
-        regionArg(call, call.kernel == HostKernel::RmsNorm ? "in" : "x");
-    w.flops += 4 * elements(in) +
-               (call.kernel == HostKernel::AddRmsNorm ? elements(in) : 0);
-    w.transcendentals += double(in.rows);
-    break;
-  }
-  case HostKernel::Combine:
-    w.flops +=
-        double(call.inputs.size() + 1) * elements(regionArg(call, "out"));
-    break;
-  case HostKernel::Mul:
-  case HostKernel::MulTensor:
-    w.flops += elements(regionArg(call, "out"));
-    break;
-  case HostKernel::GaussianTopK: {
-    abi::HostRegion in = regionArg(call, "in");
-    w.flops += 5 * elements(in);
-    w.bytes += 8 * elements(in); // three passes over the row
-    w.transcendentals += double(in.rows);
-    break;
-  }
-  case HostKernel::KvNormRope:
-  case HostKernel::QueryNormRope: {
-    // Per row and head: the rms() of the head (keys: and of the value
-    // head), and its rotation.
-    const bool keys = call.kernel == HostKernel::KvNormRope;
-    const int64_t rows = regionArg(call, keys ? "k" : "q").rows,
-                  heads = integerArg(call, keys ? "kv_heads" : "heads", 1);
-    const double d = double(integerArg(call, "head_dim", 1)),
-                 theta = numberArg(call, "theta");
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t h = 0; h < heads; ++h) {
-        addRms(w, d);
-        if (keys)
-          addRms(w, d);
-        addRope(w, d, position + r, theta, ropeTables);
-      }
-    break;
-  }
-  case HostKernel::CacheWrite: {
-    abi::HostRegion rows = regionArg(call, "rows");
-    const exec::CacheSpec *c = cacheArg(call, context, "cache");
-    host::KvDtype dt = c ? c->dtype : host::KvDtype::F32;
-    // INT8 storage (host int8 caches and the NPU's KV records) quantizes:
-    // a max pass, a divide and a round per element.
-    const bool int8 = dt == host::KvDtype::Int8 ||
-                      dt == host::KvDtype::KeyRecords ||
-                      dt == host::KvDtype::ValueRecords;
-    w.flops += (int8 ? 3 : cacheElementOps(dt)) * elements(rows);
-    // The NPU's KV records lie in the DMA buffer, mapped uncached.
-    if (c && c->records())
-      w.uncachedWriteBytes += cacheElementBytes(dt) * elements(rows);
-    else
-      w.bytes += cacheElementBytes(dt) * elements(rows);
-    break;
-  }
-  case HostKernel::AttentionScores:
-  case HostKernel::AttentionValues: {
-    bool scores = call.kernel == HostKernel::AttentionScores;
-    const exec::CacheSpec *c =
-        cacheArg(call, context, scores ? "k_cache" : "v_cache");
-    host::KvDtype dt = c ? c->dtype : host::KvDtype::F32;
-    double d = double(integerArg(call, "head_dim", 1));
-    int64_t heads = integerArg(call, "heads", 1);
-    int64_t window = integerArg(call, "window", 0);
-    abi::HostRegion rowsOf = regionArg(call, scores ? "q" : "out");
-    int64_t first = 0, last = rowsOf.rows;
-    if (!scores && findArg(call, "row")) {
-      first = integerArg(call, "row");
-      last = first + 1;
-    }
-    for (int64_t r = first; r < last; ++r) {
-      double n = double(attentionSpan(position + r, window));
-      for (int64_t h = 0; h < heads; ++h) {
-        // Every key (or value) of the span is read and converted once per
-        // query head, then a dot product or an axpy of head_dim.
-        w.flops += n * d * (2 + cacheElementOps(dt));
-        w.bytes += n * d * cacheElementBytes(dt);
-        if (scores) {
-          addRms(w, d);
-          addRope(w, d, position + r, numberArg(call, "theta"), ropeTables);
-          // The record handed to the NPU: allocated zeroed, then filled.
-          w.bytes += 2.0 * double(hw::recordBytes(hw::WeightFormat::Int4,
-                                                  int64_t(n), 1));
-        }
-      }
-    }
-    break;
-  }
-  case HostKernel::LaurelResidual: {
-    abi::HostRegion act = regionArg(call, "act");
-    // Two rms() per row and the residual sum.
-    w.flops += 12 * elements(act);
-    w.transcendentals += 2 * double(act.rows);
-    break;
-  }
-  case HostKernel::PleInject: {
-    abi::HostRegion streams = regionArg(call, "streams");
-    double a = double(std::max<int64_t>(integerArg(call, "num_inputs", 1), 1));
-    double t = double(streams.rows) / a, h = double(streams.elems);
-    w.flops += t * (4 * h + a * h); // rms() of the projection, the sums
-    w.transcendentals += t;
-    break;
-  }
-  case HostKernel::SoftCap: {
-    // The logits come back from the NPU as BF16: one table lookup each
-    // (the table's one-time build is not charged to a token).
-    abi::HostRegion in = regionArg(call, "in");
-    w.flops += elements(in);
-    w.tableLookups += elements(in);
-    break;
-  }
-  case HostKernel::Fill:
-    break;
-  case HostKernel::EmitLogits:
-    w.bytes += 4 * elements(regionArg(call, "in")); // into the logits rows
-    break;
-  }
+  kCostRules[unsigned(call.kernel)]({call, context, position, ropeTables}, w);
   return w;
 }
 

@@ -563,13 +563,12 @@ bool Simulator::execCvo(const Instruction &inst, std::string &msg) {
     msg = formatString("recip_scale applies only to scale, not to %s", funcName);
     return false;
   }
-  size_t length = inst.get(Field::Cvo_length);
-  if (length > profile_->cvoMaxLength) {
-    msg = formatString("length %zu exceeds the %u elements of a CVO on "
-                       "target %s",
-                       length, profile_->cvoMaxLength, profile_->name);
+  std::string missing = machine::missingCapability(inst, profile_->id);
+  if (!missing.empty()) {
+    msg = missing;
     return false;
   }
+  size_t length = inst.get(Field::Cvo_length);
   if (length == 0)
     return true;
   if (subEmax && !emaxArmed_) {

@@ -179,8 +179,71 @@ pccx.program @p {
 
 pccx.program @p {
   pccx.segment @s {
-    // expected-error @+1 {{parameter 'in' must be a #pccx.region}}
+    // expected-error @+1 {{host kernel 'emit_logits': parameter 'in' must be a #pccx.region}}
     pccx.host.kernel "emit_logits" {params = {in = [1, 8, 1, 1], first_row = 0}}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{host kernel 'emit_logits': parameter 'first_row' must be an integer}}
+    pccx.host.kernel "emit_logits" {params = {in = #pccx.region<offset = 0, elems = 8, rows = 1, stride = 1>, first_row = 1.5}}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{host kernel 'fill': parameter 'value' must be a number}}
+    pccx.host.kernel "fill" {params = {out = #pccx.region<offset = 0, elems = 8, rows = 1, stride = 1>, value = "one"}}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{host kernel 'mul_tensor': parameter 'tensor' must be the name of a host tensor}}
+    pccx.host.kernel "mul_tensor" {params = {in = #pccx.region<offset = 0, elems = 8, rows = 1, stride = 1>, out = #pccx.region<offset = 0, elems = 8, rows = 1, stride = 1>, tensor = 3}}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{host kernel 'combine': parameter 'inputs' must be a list of #pccx.region}}
+    pccx.host.kernel "combine" {params = {inputs = #pccx.region<offset = 0, elems = 8, rows = 1, stride = 1>, out = #pccx.region<offset = 0, elems = 8, rows = 1, stride = 1>, scale = 1.0}}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{host kernel 'cache_write': parameter 'cache' must be the name of a KV cache}}
+    pccx.host.kernel "cache_write" {params = {rows = #pccx.region<offset = 0, elems = 8, rows = 1, stride = 1>, cache = ["kv"]}}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{host kernel 'embed': parameter 'table' must be the name of a gather table}}
+    pccx.host.kernel "embed" {params = {out = #pccx.region<offset = 0, elems = 8, rows = 1, stride = 1>, table = 0, scale = 1.0}}
+  }
+}
+
+// -----
+
+pccx.program @p {
+  pccx.segment @s {
+    // expected-error @+1 {{host kernel 'fill' needs parameter 'out'}}
+    pccx.host.kernel "fill"
   }
 }
 
@@ -224,7 +287,7 @@ pccx.program @p {
 
 pccx.program @p {
   pccx.segment @s {
-    // expected-error @+1 {{parameter 'out' names @h.9, which is not a pccx.host.buffer of the program}}
+    // expected-error @+1 {{host kernel 'fill': parameter 'out' names @h.9, which is not a pccx.host.buffer of the program}}
     pccx.host.kernel "fill" {params = {out = #pccx.region<buffer = @h.9, offset = 0, elems = 8, rows = 1, stride = 1>, value = 1.0}}
   }
 }
@@ -234,7 +297,7 @@ pccx.program @p {
 pccx.program @p {
   pccx.host.buffer @h.0 {words = 4, alloc = 0, free = 1}
   pccx.segment @s {
-    // expected-error @+1 {{parameter 'out' reaches word 5 of @h.0, which has 4 words}}
+    // expected-error @+1 {{host kernel 'fill': parameter 'out' reaches word 5 of @h.0, which has 4 words}}
     pccx.host.kernel "fill" {params = {out = #pccx.region<buffer = @h.0, offset = 4, elems = 8, rows = 1, stride = 1>, value = 1.0}}
   }
 }

@@ -63,7 +63,7 @@ func.func @prefill(%tok: tensor<?xi32>, %pos: tensor<1xi32>) -> tensor<?x64xf32>
 }
 
 // Host tensors are vectors only: no projection matrix among them.
-// CHECK: pccx.host_tensors = {model.layers.1.altup.correct_output_scale = {tensor = "model.layers.1.altup.correct_output_scale"}, model.layers.1.post_per_layer_input_norm.weight = {tensor = "model.layers.1.post_per_layer_input_norm.weight"}, model.per_layer_projection_norm.weight = {tensor = "model.per_layer_projection_norm.weight"}}}
+// CHECK: pccx.host_tensors = {model.layers.1.altup.correct_output_scale = {tensor = "model.layers.1.altup.correct_output_scale"}, model.layers.1.post_per_layer_input_norm.weight = {tensor = "model.layers.1.post_per_layer_input_norm.weight"}, model.per_layer_projection_norm.weight = {tensor = "model.per_layer_projection_norm.weight"}}, pccx.target = #pccx.target<"v002">}
 // CHECK-LABEL: pccx.program @decode
 // CHECK-LABEL: pccx.segment @prologue
 // CHECK: pccx.host.kernel "embed" {params = {out = #pccx.region<buffer = @[[X:h\.[0-9]+]],
