@@ -11,7 +11,7 @@ using namespace mlir;
 
 namespace pccx {
 
-void buildModelPipeline(OpPassManager &pm, const PipelineOptions &o) {
+void buildModelPipeline(OpPassManager &pm, const CompileOptions &o) {
   pm.addPass(createResolveKvSharing());
   if (o.foldNormGains)
     pm.addPass(createFoldNormGains());
@@ -19,19 +19,19 @@ void buildModelPipeline(OpPassManager &pm, const PipelineOptions &o) {
     pm.addPass(createFuseLaurel());
   QuantizeWeightsOptions quant;
   quant.report = o.quantReport;
-  quant.int8Tensors = o.int8Tensors;
-  quant.int4Scales = o.int4Scales;
-  quant.int4Rounding = o.int4Rounding;
+  quant.int8Tensors = o.int8Weights;
+  quant.int4Scales = hw::scaleRuleName(o.int4Scales);
+  quant.int4Rounding = hw::roundingName(o.int4Rounding);
   quant.int4StreamProjections = o.int4StreamProjections;
   pm.addPass(createQuantizeWeights(quant));
   pm.addPass(createPlaceAltUpStreams());
 }
 
-void buildLoweringPipeline(OpPassManager &pm, const PipelineOptions &o) {
+void buildLoweringPipeline(OpPassManager &pm, const CompileOptions &o) {
   ConvertGemma3nToPccxOptions convert;
   convert.prefillRows = o.prefillRows;
-  convert.attention = o.attention;
-  convert.target = o.target;
+  convert.attention = attentionName(o.attention);
+  convert.target = machine::targetProfile(o.target).name;
   pm.addPass(createConvertGemma3nToPccx(convert));
   pm.addPass(createPlaceHostBuffers());
   pm.addPass(createAllocateConstants());
@@ -40,8 +40,14 @@ void buildLoweringPipeline(OpPassManager &pm, const PipelineOptions &o) {
   pm.addPass(createVerifyLegality());
 }
 
+void buildCompilePipeline(OpPassManager &pm, const CompileOptions &o) {
+  buildModelPipeline(pm, o);
+  buildLoweringPipeline(pm, o);
+}
+
 namespace {
-struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
+/// The compile options the pipelines read, as pass-pipeline options.
+struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
   Option<int64_t> prefillRows{*this, "prefill-rows",
                               llvm::cl::desc("Tokens per prefill step"),
                               llvm::cl::init(16)};
@@ -76,41 +82,55 @@ struct CLIPipelineOptions : public PassPipelineOptions<CLIPipelineOptions> {
       llvm::cl::desc("The AltUp stream and per-layer projections in INT4 "
                      "instead of INT8"),
       llvm::cl::init(false)};
-  PipelineOptions get() const {
-    PipelineOptions o;
-    o.prefillRows = prefillRows;
-    o.attention = attention;
-    o.target = target;
-    o.quantReport = quantReport;
-    o.int8Tensors = int8Tensors;
-    o.int4Scales = int4Scales;
-    o.int4Rounding = int4Rounding;
-    o.int4StreamProjections = int4StreamProjections;
-    return o;
+
+  /// The options typed; the other compile options keep their defaults.
+  bool get(CompileOptions *o, std::string *error) const {
+    o->prefillRows = prefillRows;
+    o->quantReport = quantReport;
+    o->int8Weights = int8Tensors;
+    o->int4StreamProjections = int4StreamProjections;
+    return parseAttention(attention, &o->attention, error) &&
+           parseTarget(target, &o->target, error) &&
+           parseInt4Scales(int4Scales, &o->int4Scales, error) &&
+           parseInt4Rounding(int4Rounding, &o->int4Rounding, error);
   }
 };
+
+/// Registers a pipeline built from the typed options; a value the options
+/// do not accept fails the pipeline text, naming the option.
+void registerPipeline(StringRef name, StringRef description,
+                      void (*build)(OpPassManager &, const CompileOptions &)) {
+  registerPassPipeline(
+      name, description,
+      [build](OpPassManager &pm, StringRef text,
+              function_ref<LogicalResult(const Twine &)> errorHandler) {
+        PipelineCLOptions parsed;
+        if (failed(parsed.parseFromString(text)))
+          return failure();
+        CompileOptions options;
+        std::string error;
+        if (!parsed.get(&options, &error))
+          return errorHandler(error);
+        build(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(PipelineCLOptions());
+      });
+}
 } // namespace
 
 void registerPipelines() {
-  PassPipelineRegistration<CLIPipelineOptions>(
-      "gemma3n-model-pipeline",
-      "Model passes: KV sharing, norm-gain folding, LAuReL fusion, INT4, "
-      "AltUp stream placement",
-      [](OpPassManager &pm, const CLIPipelineOptions &o) {
-        buildModelPipeline(pm, o.get());
-      });
-  PassPipelineRegistration<CLIPipelineOptions>(
-      "pccx-lowering-pipeline",
-      "gemma3n -> pccx and the machine passes",
-      [](OpPassManager &pm, const CLIPipelineOptions &o) {
-        buildLoweringPipeline(pm, o.get());
-      });
-  PassPipelineRegistration<CLIPipelineOptions>(
-      "pccx-compile-pipeline", "What pccx-compile runs before emission",
-      [](OpPassManager &pm, const CLIPipelineOptions &o) {
-        buildModelPipeline(pm, o.get());
-        buildLoweringPipeline(pm, o.get());
-      });
+  registerPipeline("gemma3n-model-pipeline",
+                   "Model passes: KV sharing, norm-gain folding, LAuReL "
+                   "fusion, INT4, AltUp stream placement",
+                   buildModelPipeline);
+  registerPipeline("pccx-lowering-pipeline",
+                   "gemma3n -> pccx and the machine passes",
+                   buildLoweringPipeline);
+  registerPipeline("pccx-compile-pipeline",
+                   "What pccx-compile runs before emission",
+                   buildCompilePipeline);
 }
 
 } // namespace pccx

@@ -43,16 +43,15 @@ bool emitOptionsFromModule(ModuleOp module, EmitOptions *options,
     recorded.erase("chat_template");
   }
   auto kv = dict.getAs<StringAttr>("kv_dtype");
-  if (!kv || (kv.getValue() != "f16" && kv.getValue() != "f32" &&
-              kv.getValue() != "int8")) {
+  std::string why;
+  if (!kv || !parseKvDtype(kv.getValue(), &options->kvDtype, &why)) {
     *error = std::string(kCompileOptionsAttr) +
              ": 'kv_dtype' must be \"f16\", \"f32\" or \"int8\"";
     return false;
   }
-  options->kvDtype = kv.str();
   // Modules saved before target profiles record none: v002.
   if (auto target = dict.getAs<StringAttr>("target")) {
-    if (!machine::lookupTarget(target.getValue(), options->target)) {
+    if (!parseTarget(target.getValue(), &options->target, &why)) {
       *error = std::string(kCompileOptionsAttr) + ": 'target' \"" +
                target.str() + "\" is not a known target (" +
                machine::targetNames() + ")";

@@ -10,6 +10,7 @@
 #ifndef PCCX_COMPILER_EMIT_EMITBUNDLE_H
 #define PCCX_COMPILER_EMIT_EMITBUNDLE_H
 
+#include "compiler/CompileOptions.h"
 #include "hw/machine/Target.h"
 #include "hw/numerics/Gptq.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -24,13 +25,13 @@
 namespace pccx {
 
 struct EmitOptions {
-  /// Stored in the manifest ("compile_options").
+  /// Stored in the manifest ("compile_options"): compileOptionsRecord().
   nlohmann::json compileOptions = nlohmann::json::object();
   /// The target profile the words follow; recorded in the manifest, and
   /// what it cannot run is refused.
   machine::Target target = machine::kDefaultTarget;
-  /// "f16", "f32" or "int8": storage of the KV caches on the device.
-  std::string kvDtype = "f16";
+  /// Storage of the host KV caches (attention on the host).
+  KvDtype kvDtype = KvDtype::F16;
   /// Optional tokenizer model file to embed.
   std::string tokenizerPath;
   /// The checkpoint's chat template (Jinja text), stored verbatim under the
@@ -49,13 +50,9 @@ struct EmitOptions {
   unsigned threads = 0;
 };
 
-/// Module attribute holding the compile options (a dictionary: max_seq_len,
-/// prefill_rows, kv_dtype, ..., and optionally `tokenizer`, the path of a
-/// SentencePiece model to embed). pccx-compile sets it at import so that a
-/// saved module carries what the bundle needs (pccx-translate).
-constexpr const char kCompileOptionsAttr[] = "pccx.compile_options";
-
-/// The emit options a module records in kCompileOptionsAttr.
+/// The emit options a module records in kCompileOptionsAttr
+/// (recordCompileOptions): the manifest's compile options, and the
+/// kv_dtype, target, tokenizer and chat template they name.
 bool emitOptionsFromModule(mlir::ModuleOp module, EmitOptions *options,
                            std::string *error);
 

@@ -48,9 +48,8 @@ bundle::PatchPoint patchPoint(pd::PatchAttr p, const std::string &section,
 
 } // namespace
 
-bool encodeProgram(pd::ProgramOp program, WeightPlan &weights,
-                   const std::string &kvDtype, machine::Target target,
-                   bundle::ModelManifest &manifest,
+bool encodeProgram(pd::ProgramOp program, WeightPlan &weights, KvDtype kvDtype,
+                   machine::Target target, bundle::ModelManifest &manifest,
                    std::vector<uint64_t> &words, std::string *error) {
   const std::string section = "program." + program.getSymName().str();
   bundle::ProgramEntry entry;
@@ -180,9 +179,9 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights,
   if (auto c = program->getAttrOfType<DictionaryAttr>("caches"))
     for (NamedAttribute e : c) {
       auto dims = cast<ArrayAttr>(e.getValue());
-      bundle::CacheEntry cache{e.getName().str(),
-                               cast<IntegerAttr>(dims[0]).getInt(),
-                               cast<IntegerAttr>(dims[1]).getInt(), kvDtype};
+      bundle::CacheEntry cache{
+          e.getName().str(), cast<IntegerAttr>(dims[0]).getInt(),
+          cast<IntegerAttr>(dims[1]).getInt(), kvDtypeName(kvDtype)};
       // [slots, width, layout, kv heads, window]: records in device memory.
       if (dims.size() == 5) {
         cache.dtype = "int8";

@@ -11,6 +11,7 @@
 #ifndef PCCX_COMPILER_EMIT_PROGRAMENCODER_H
 #define PCCX_COMPILER_EMIT_PROGRAMENCODER_H
 
+#include "compiler/CompileOptions.h"
 #include "compiler/emit/WeightPlan.h"
 #include "dialects/Pccx/PccxOps.h"
 #include "hw/machine/Target.h"
@@ -22,11 +23,11 @@
 namespace pccx {
 
 /// Appends program `program` to `manifest` and returns its words in
-/// `words`. `kvDtype` is the storage of the program's caches. Errors name
+/// `words`. `kvDtype` is the storage of the program's host caches. Errors name
 /// the op that cannot be encoded, or that `target` cannot run (the missing
 /// capability).
 bool encodeProgram(dialect::ProgramOp program, WeightPlan &weights,
-                   const std::string &kvDtype, machine::Target target,
+                   KvDtype kvDtype, machine::Target target,
                    bundle::ModelManifest &manifest,
                    std::vector<uint64_t> &words, std::string *error);
 

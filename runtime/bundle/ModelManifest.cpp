@@ -616,7 +616,7 @@ static bool readModelManifestUnguarded(const Bundle &bundle, ModelManifest *out,
   if (!options || !options->is_object())
     return rd.fail("'compile_options'", "missing or not an object");
   m.compileOptions = *options;
-  if (!rd.integer(*options, "max_seq_len", "compile_options", &m.maxPositions,
+  if (!rd.integer(*options, "max_seq_len", "compile_options", &m.maxSeqLen,
                   1, int64_t(1) << 31))
     return false;
 

@@ -133,7 +133,7 @@ struct ModelManifest {
   nlohmann::json config = nlohmann::json::object();
   nlohmann::json compileOptions = nlohmann::json::object();
   int64_t vocabSize = 0;    ///< config.vocab_size
-  int64_t maxPositions = 0; ///< compile_options.max_seq_len
+  int64_t maxSeqLen = 0;    ///< compile_options.max_seq_len
   std::vector<ProgramEntry> programs;
   std::vector<SegmentEntry> segments;
   std::vector<PatchPoint> patchPoints;

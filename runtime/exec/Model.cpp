@@ -8,6 +8,7 @@
 #include "runtime/bundle/ModelManifest.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <unistd.h>
 
@@ -128,6 +129,63 @@ bool prepareProgram(const bundle::Bundle &b, const std::string &path,
   return true;
 }
 
+/// Every KV cache must have the slots the manifest's max_seq_len implies
+/// (docs/lowering.md, section 3): a global layer's cache holds every
+/// position, a sliding layer's is a ring of the window plus the rows a
+/// prefill step writes before its first row reads. Positions wrap around a
+/// cache, so any other count would mix positions without an error.
+bool checkCacheSlots(const bundle::ModelManifest &manifest, std::string *why) {
+  const json *layerTypes = nullptr;
+  if (auto it = manifest.config.find("layer_types");
+      it != manifest.config.end() && it->is_array())
+    layerTypes = &*it;
+  auto integer = [](const json &object, const char *key, int64_t *out) {
+    auto it = object.find(key);
+    if (it == object.end() || !it->is_number_integer())
+      return false;
+    *out = it->get<int64_t>();
+    return true;
+  };
+  for (const bundle::CacheEntry &c : manifest.caches) {
+    // Caches are named kv.<layer>.<k|v> (one per layer that owns one).
+    unsigned layer = 0;
+    char kind = 0, end = 0;
+    const bool sliding =
+        layerTypes &&
+        std::sscanf(c.name.c_str(), "kv.%u.%c%c", &layer, &kind, &end) == 2 &&
+        layer < layerTypes->size() &&
+        (*layerTypes)[layer] == "sliding_attention";
+    int64_t expected = manifest.maxSeqLen;
+    std::string rule = "compile_options.max_seq_len (" +
+                       std::to_string(manifest.maxSeqLen) + ")";
+    if (sliding) {
+      int64_t window = 0, rows = 0;
+      if (!integer(manifest.config, "sliding_window", &window) || window < 1 ||
+          !integer(manifest.compileOptions, "prefill_rows", &rows) ||
+          rows < 1) {
+        *why = "KV cache '" + c.name + "' belongs to a sliding layer, but "
+               "config.sliding_window or compile_options.prefill_rows is "
+               "missing or not a positive integer";
+        return false;
+      }
+      // Compared only when both are below max_seq_len (at most 2^31, the
+      // reader's bound): the sum cannot overflow.
+      if (window < expected && rows < expected &&
+          window + rows - 1 < expected) {
+        expected = window + rows - 1;
+        rule = "config.sliding_window + compile_options.prefill_rows - 1 (" +
+               std::to_string(expected) + "), less than " + rule;
+      }
+    }
+    if (c.slots != expected) {
+      *why = "KV cache '" + c.name + "' has " + std::to_string(c.slots) +
+             " slots, but " + rule + " gives " + std::to_string(expected);
+      return false;
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 uint64_t Model::defaultHostMemoryLimit() {
@@ -151,7 +209,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
     return nullptr;
   m->config_ = manifest.config;
   m->vocab_ = manifest.vocabSize;
-  m->maxPositions_ = manifest.maxPositions;
+  m->maxSeqLen_ = manifest.maxSeqLen;
 
   // Sections the tables point into (readModelManifest checked every range).
   auto sectionData = [&](const char *name) -> const uint8_t * {
@@ -244,6 +302,13 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
     return nullptr;
   }
   m->sessionBytes_ = sessionBytes;
+  {
+    std::string why;
+    if (!checkCacheSlots(manifest, &why)) {
+      fail(error, path, why);
+      return nullptr;
+    }
+  }
 
   for (const bundle::ProgramEntry &entry : manifest.programs) {
     std::unique_ptr<Program> p;

@@ -129,7 +129,7 @@ public:
   /// The target profile the programs were compiled for.
   machine::Target target() const { return target_; }
   /// Positions the KV caches hold (the compile's --max-seq-len).
-  int64_t maxPositions() const { return maxPositions_; }
+  int64_t maxSeqLen() const { return maxSeqLen_; }
   std::vector<int32_t> eosTokens() const;
   int32_t bosToken() const;
   /// The weights section (every static weight record), or null.
@@ -146,7 +146,7 @@ private:
   std::map<std::string, int> cacheIndex_;
   std::map<std::string, host::HostTensor> tensors_;
   std::map<std::string, host::GatherTable> gathers_;
-  int64_t vocab_ = 0, maxPositions_ = 0;
+  int64_t vocab_ = 0, maxSeqLen_ = 0;
   uint64_t sessionBytes_ = 0;
   machine::Target target_ = machine::kDefaultTarget;
 };

@@ -115,11 +115,11 @@ bool Session::consume(const std::vector<int32_t> &tokens, bool decodeOnly,
                std::to_string(model_.vocabSize()) + ")";
       return false;
     }
-  if (int64_t(tokens.size()) > model_.maxPositions() - position_) {
+  if (int64_t(tokens.size()) > model_.maxSeqLen() - position_) {
     *error = "positions " + std::to_string(position_) + ".." +
              std::to_string(position_ + int64_t(tokens.size()) - 1) +
              " exceed the KV cache of " +
-             std::to_string(model_.maxPositions()) +
+             std::to_string(model_.maxSeqLen()) +
              " positions (compile with a larger --max-seq-len)";
     return false;
   }

@@ -39,7 +39,7 @@ public:
 
   int64_t position() const { return position_; }
   /// Positions the KV caches hold.
-  int64_t capacity() const { return model_.maxPositions(); }
+  int64_t capacity() const { return model_.maxSeqLen(); }
   /// Forgets every cached position.
   void reset();
   /// Consumes `tokens` at the next positions and appends one row of

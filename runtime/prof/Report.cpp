@@ -19,7 +19,7 @@ bool profileModel(const exec::Model &model,
                   const std::vector<int64_t> &positions, const Params &params,
                   ProfileRun *out, std::string *error) {
   out->params = params;
-  ReplayContext context{&model.caches(), model.maxPositions()};
+  ReplayContext context{&model.caches(), model.maxSeqLen()};
   context.target = model.target();
   if (!model.decode()) {
     *error = "the bundle has no decode program";

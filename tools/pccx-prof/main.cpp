@@ -180,7 +180,7 @@ static int run(int argc, char **argv) {
   if (!model)
     return cl.fail(error);
   if (positions.empty()) // a small bundle (the demo's 256) holds fewer
-    positions = {std::max<int64_t>(0, std::min<int64_t>(512, model->maxPositions() - 1))};
+    positions = {std::max<int64_t>(0, std::min<int64_t>(512, model->maxSeqLen() - 1))};
   pccx::prof::ProfileRun run;
   run.bundle = bundlePath;
   run.machine = machine;

@@ -7,6 +7,7 @@
 
 #include "dialects/Gemma3n/model/ModelImporter.h"
 
+
 #include "dialects/Gemma3n/Gemma3nOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,7 +36,7 @@ struct LayerStamp : public OpBuilder::Listener {
   int64_t layer = -1;
   void notifyOperationInserted(Operation *op,
                                OpBuilder::InsertPoint) override {
-    if (layer >= 0 && !isa<WeightOp>(op))
+    if (layer >= 0 && !llvm::isa<WeightOp>(op))
       op->setAttr(kLayerAttr,
                   IntegerAttr::get(IntegerType::get(op->getContext(), 64),
                                    layer));
@@ -45,8 +46,8 @@ struct LayerStamp : public OpBuilder::Listener {
 class FunctionImporter {
 public:
   FunctionImporter(MLIRContext &ctx, const LoadedCheckpoint &ckpt,
-                   const ImportOptions &options, bool prefill)
-      : ctx(ctx), b(&ctx), ckpt(ckpt), cfg(ckpt.config), options(options),
+                   int64_t maxSeqLen, bool prefill)
+      : ctx(ctx), b(&ctx), ckpt(ckpt), cfg(ckpt.config), maxSeqLen(maxSeqLen),
         prefill(prefill) {
     b.setListener(&stamp);
   }
@@ -106,7 +107,7 @@ private:
   OpBuilder b;
   const LoadedCheckpoint &ckpt;
   const import::Gemma3nTextConfig &cfg;
-  const ImportOptions &options;
+  const int64_t maxSeqLen;
   bool prefill;
   std::map<std::string, Value> weights;
   /// Weight ops are inserted before this placeholder, which is erased once
@@ -118,7 +119,7 @@ func::FuncOp FunctionImporter::build(ModuleOp module) {
   const int64_t H = cfg.hidden_size, L = cfg.num_hidden_layers,
                 P = cfg.hidden_size_per_layer_input, A = cfg.altup_num_inputs,
                 V = cfg.vocab_size, hd = cfg.head_dim,
-                kvDim = cfg.num_key_value_heads * hd, S = options.maxSeqLen;
+                kvDim = cfg.num_key_value_heads * hd, S = maxSeqLen;
   const uint64_t active = uint64_t(cfg.altup_active_idx);
 
   // Signature: tokens, positions, then (k, v) caches of every layer that
@@ -302,12 +303,12 @@ func::FuncOp FunctionImporter::build(ModuleOp module) {
 
 OwningOpRef<ModuleOp> importModel(MLIRContext &context,
                                   const LoadedCheckpoint &checkpoint,
-                                  const ImportOptions &options,
+                                  int64_t maxSeqLen,
                                   std::string *error) {
   context.loadDialect<gemma3n::Gemma3nDialect, func::FuncDialect>();
-  if (options.maxSeqLen <= 0) {
+  if (maxSeqLen <= 0) {
     *error = "max-seq-len must be positive, got " +
-             std::to_string(options.maxSeqLen);
+             std::to_string(maxSeqLen);
     return nullptr;
   }
   OpBuilder b(&context);
@@ -323,11 +324,10 @@ OwningOpRef<ModuleOp> importModel(MLIRContext &context,
   llvm::sys::path::remove_dots(dir, /*remove_dot_dot=*/true);
   (*module)->setAttr(kCheckpointAttr, b.getStringAttr(dir));
   (*module)->setAttr(kPrefixAttr, b.getStringAttr(checkpoint.prefix));
-  (*module)->setAttr(kMaxSeqLenAttr, b.getI64IntegerAttr(options.maxSeqLen));
   (*module)->setAttr(kKvSharingAttr, b.getStringAttr("unresolved"));
-  FunctionImporter(context, checkpoint, options, /*prefill=*/false)
+  FunctionImporter(context, checkpoint, maxSeqLen, /*prefill=*/false)
       .build(*module);
-  FunctionImporter(context, checkpoint, options, /*prefill=*/true)
+  FunctionImporter(context, checkpoint, maxSeqLen, /*prefill=*/true)
       .build(*module);
   if (failed(verify(*module))) {
     *error = "internal error: the imported module does not verify";

@@ -22,14 +22,12 @@
 
 namespace pccx {
 
-struct ImportOptions {
-  /// KV-cache slots per layer (positions beyond it wrap as a ring).
-  int64_t maxSeqLen = 1024;
-};
-
+/// The gemma3n module of `checkpoint`, its KV caches `maxSeqLen` slots long
+/// (CompileOptions::maxSeqLen: of the compile options, only it shapes the
+/// imported IR).
 mlir::OwningOpRef<mlir::ModuleOp>
 importModel(mlir::MLIRContext &context, const LoadedCheckpoint &checkpoint,
-            const ImportOptions &options, std::string *error);
+            int64_t maxSeqLen, std::string *error);
 
 } // namespace pccx
 

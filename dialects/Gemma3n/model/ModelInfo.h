@@ -26,7 +26,6 @@ namespace pccx {
 constexpr const char kConfigAttr[] = "gemma3n.config";
 constexpr const char kCheckpointAttr[] = "gemma3n.checkpoint";
 constexpr const char kPrefixAttr[] = "gemma3n.prefix";
-constexpr const char kMaxSeqLenAttr[] = "gemma3n.max_seq_len";
 /// "unresolved" after import (every layer caches its own K/V), "resolved"
 /// once the kv-sharing pass has applied the config's sharing.
 constexpr const char kKvSharingAttr[] = "gemma3n.kv_sharing";

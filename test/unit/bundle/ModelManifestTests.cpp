@@ -135,7 +135,7 @@ TEST_F(ModelManifestTest, RoundTripsEveryTable) {
   ASSERT_TRUE(readModelManifest(*b, &out, &error)) << error;
   EXPECT_EQ(toJson(out), toJson(in));
   EXPECT_EQ(out.vocabSize, 16);
-  EXPECT_EQ(out.maxPositions, 8);
+  EXPECT_EQ(out.maxSeqLen, 8);
   ASSERT_EQ(out.programs.size(), 1u);
   EXPECT_EQ(out.programs[0].windowWords, 12);
   ASSERT_EQ(out.programs[0].weights.size(), 2u);

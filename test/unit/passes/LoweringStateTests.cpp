@@ -48,13 +48,11 @@ protected:
     pccx::registerAllDialects(registry);
     context_.appendDialectRegistry(registry);
     context_.loadAllAvailableDialects();
-    pccx::ImportOptions options;
-    options.maxSeqLen = 32;
-    module_ = pccx::importModel(context_, checkpoint_, options, &error);
+    module_ = pccx::importModel(context_, checkpoint_, /*maxSeqLen=*/32,
+                                &error);
     ASSERT_TRUE(module_) << error;
     PassManager pm(&context_);
-    pccx::PipelineOptions pipeline;
-    pccx::buildModelPipeline(pm, pipeline);
+    pccx::buildModelPipeline(pm, options);
     pm.addPass(pccx::createConvertGemma3nToPccx());
     pm.addPass(pccx::createPlaceHostBuffers());
     ASSERT_TRUE(succeeded(pm.run(*module_)));
