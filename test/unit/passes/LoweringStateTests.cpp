@@ -48,7 +48,9 @@ protected:
     pccx::registerAllDialects(registry);
     context_.appendDialectRegistry(registry);
     context_.loadAllAvailableDialects();
-    module_ = pccx::importModel(context_, checkpoint_, /*maxSeqLen=*/32,
+    pccx::CompileOptions options;
+    options.maxSeqLen = 32;
+    module_ = pccx::importModel(context_, checkpoint_, options.maxSeqLen,
                                 &error);
     ASSERT_TRUE(module_) << error;
     PassManager pm(&context_);
