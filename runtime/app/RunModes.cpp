@@ -9,6 +9,8 @@
 #include "runtime/reference/Reference.h"
 #include "runtime/reference/ReferenceCheckpoint.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -18,6 +20,14 @@
 #include <unistd.h>
 
 namespace pccx::app {
+
+namespace {
+
+/// docs/numerics.md figures between two sets of logits rows.
+struct Agreement {
+  double relMaxAbs = 0, cosine = 0;
+  int64_t top1 = 0, rows = 0;
+};
 
 Agreement compareLogits(const std::vector<float> &a,
                         const std::vector<float> &ref, int64_t vocab) {
@@ -48,6 +58,13 @@ nlohmann::json toJson(const Agreement &g) {
           {"top1_agree", g.top1},
           {"rows", g.rows}};
 }
+
+/// The bundle's logits for `consumed` against the float reference of the
+/// checkpoint in `checkpointDir`: on the bundle's own (quantized) weights,
+/// and the reference's cost of quantization (bundle weights vs original).
+struct ReferenceComparison {
+  Agreement sameWeights, quantization;
+};
 
 bool compareWithReference(const exec::Model &model,
                           const std::string &checkpointDir,
@@ -89,6 +106,8 @@ bool compareWithReference(const exec::Model &model,
       compareLogits(sameWeights, originalWeights, model.vocabSize());
   return true;
 }
+
+} // namespace
 
 bool runGenerateMode(const exec::Model &model, exec::Session &session,
                      const Tokenizer *tokenizer,

@@ -17,37 +17,11 @@
 #include "runtime/app/Tokenizer.h"
 #include "runtime/exec/Model.h"
 
-#include <nlohmann/json.hpp>
-
 #include <ostream>
 #include <string>
 #include <vector>
 
 namespace pccx::app {
-
-/// docs/numerics.md figures between two sets of logits rows.
-struct Agreement {
-  double relMaxAbs = 0, cosine = 0;
-  int64_t top1 = 0, rows = 0;
-};
-
-/// Agreement of `logits` with `reference`, both rows of `vocab` values.
-Agreement compareLogits(const std::vector<float> &logits,
-                        const std::vector<float> &reference, int64_t vocab);
-nlohmann::json toJson(const Agreement &agreement);
-
-/// The bundle's logits for `consumed` against the float reference of the
-/// checkpoint in `checkpointDir`: on the bundle's own (quantized) weights,
-/// and the reference's cost of quantization (bundle weights vs original).
-struct ReferenceComparison {
-  Agreement sameWeights, quantization;
-};
-bool compareWithReference(const exec::Model &model,
-                          const std::string &checkpointDir,
-                          const std::vector<int32_t> &consumed,
-                          const std::vector<float> &logits,
-                          bool referenceNumerics, ReferenceComparison *result,
-                          std::string *error);
 
 struct GenerateModeOptions {
   GenerateOptions generate;
