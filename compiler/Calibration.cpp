@@ -2,6 +2,8 @@
 
 #include "compiler/Calibration.h"
 
+#include "hw/support/InputFile.h"
+#include "runtime/app/Tokenizer.h"
 #include "runtime/reference/InputStatistics.h"
 #include "runtime/reference/Sensitivity.h"
 
@@ -19,6 +21,49 @@ constexpr size_t kGptqWindows = 64;
 /// Windows the INT8 budget scores each tensor on.
 constexpr size_t kBudgetWindows = 4;
 
+/// Calibration text as windows for measureSensitivity and the GPTQ
+/// statistics: `textPath` tokenized with the SentencePiece model at
+/// `tokenizerPath`, cut into consecutive windows of BOS + positions - 1
+/// tokens, at most `maxWindows` of them.
+bool tokenizeCalibrationText(const std::string &textPath,
+                             const std::string &tokenizerPath, int32_t bos,
+                             int64_t positions, size_t maxWindows,
+                             std::vector<std::vector<int32_t>> *windows,
+                             std::string *error) {
+  std::string text, model;
+  if (!support::readInputFile(textPath, support::kMaxDataFileBytes, &text,
+                              error) ||
+      !support::readInputFile(tokenizerPath, support::kMaxTokenizerFileBytes,
+                              &model, error))
+    return false;
+  auto tokenizer = app::Tokenizer::load(
+      reinterpret_cast<const uint8_t *>(model.data()), model.size(), error);
+  std::vector<int32_t> ids;
+  if (!tokenizer || !tokenizer->encode(text, &ids, error)) {
+    *error = tokenizerPath + ": " + *error;
+    return false;
+  }
+  if (bos < 0 || positions < 2) {
+    *error = "calibration needs a BOS token and windows of at least 2 "
+             "positions";
+    return false;
+  }
+  windows->clear();
+  const size_t perWindow = size_t(positions - 1);
+  for (size_t at = 0; at < ids.size() && windows->size() < maxWindows;
+       at += perWindow) {
+    std::vector<int32_t> w = {bos};
+    w.insert(w.end(), ids.begin() + long(at),
+             ids.begin() + long(std::min(ids.size(), at + perWindow)));
+    windows->push_back(std::move(w));
+  }
+  if (windows->empty()) {
+    *error = textPath + ": no calibration tokens";
+    return false;
+  }
+  return true;
+}
+
 /// The calibration text as windows of up to 128 positions (fewer when the
 /// KV cache holds fewer), at most `maxWindows`.
 bool calibrationWindows(const reference::ReferenceCheckpoint &checkpoint,
@@ -28,7 +73,7 @@ bool calibrationWindows(const reference::ReferenceCheckpoint &checkpoint,
                         std::vector<std::vector<int32_t>> *windows,
                         std::string *error) {
   *positions = std::min<int64_t>(128, options.maxSeqLen);
-  return reference::calibrationWindows(
+  return tokenizeCalibrationText(
       options.calibration, tokenizerModel(options, checkpointDir),
       int32_t(checkpoint.config.bos_token_id.value_or(-1)), *positions,
       maxWindows, windows, error);

@@ -511,4 +511,30 @@ float tanhf(float x) { return float(hw::tanh(double(x))); }
 float sinf(float x) { return float(hw::sin(double(x))); }
 float cosf(float x) { return float(hw::cos(double(x))); }
 
+namespace {
+double logSumExp(const float *x, int64_t n) {
+  double hi = x[0], sum = 0;
+  for (int64_t i = 1; i < n; ++i)
+    hi = x[i] > hi ? x[i] : hi;
+  for (int64_t i = 0; i < n; ++i)
+    sum += exp(double(x[i]) - hi);
+  return hi + log(sum);
+}
+} // namespace
+
+double negativeLogLikelihood(const float *logits, int64_t vocab,
+                             int32_t target) {
+  return logSumExp(logits, vocab) - double(logits[target]);
+}
+
+double klDivergence(const float *reference, const float *model, int64_t vocab) {
+  double lr = logSumExp(reference, vocab), lm = logSumExp(model, vocab);
+  double kl = 0;
+  for (int64_t i = 0; i < vocab; ++i) {
+    double logP = double(reference[i]) - lr;
+    kl += exp(logP) * (logP - (double(model[i]) - lm));
+  }
+  return kl > 0 ? kl : 0.0; // rounding can leave a tiny negative sum
+}
+
 } // namespace pccx::hw

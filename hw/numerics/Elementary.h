@@ -29,6 +29,8 @@
 #ifndef PCCX_HW_NUMERICS_ELEMENTARY_H
 #define PCCX_HW_NUMERICS_ELEMENTARY_H
 
+#include <cstdint>
+
 namespace pccx::hw {
 
 /// e^x.
@@ -52,6 +54,14 @@ float expf(float x);
 float tanhf(float x);
 float sinf(float x);
 float cosf(float x);
+
+/// Scores over a row of logits, in double through the functions above, so
+/// that perplexity and sensitivity figures are the same on every machine.
+/// -log softmax(logits)[target].
+double negativeLogLikelihood(const float *logits, int64_t vocab,
+                             int32_t target);
+/// KL(softmax(reference) || softmax(model)) in nats.
+double klDivergence(const float *reference, const float *model, int64_t vocab);
 
 } // namespace pccx::hw
 

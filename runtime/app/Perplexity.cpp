@@ -49,33 +49,6 @@ bool planWindows(int64_t textTokens, const PerplexityOptions &options,
   return true;
 }
 
-namespace {
-
-// exp and log are hw::'s so that the figures are the same on every machine.
-double logSumExp(const float *x, int64_t n) {
-  double hi = *std::max_element(x, x + n), sum = 0;
-  for (int64_t i = 0; i < n; ++i)
-    sum += hw::exp(double(x[i]) - hi);
-  return hi + hw::log(sum);
-}
-
-} // namespace
-
-double negativeLogLikelihood(const float *logits, int64_t vocab,
-                             int32_t target) {
-  return logSumExp(logits, vocab) - double(logits[target]);
-}
-
-double klDivergence(const float *reference, const float *model, int64_t vocab) {
-  double lr = logSumExp(reference, vocab), lm = logSumExp(model, vocab);
-  double kl = 0;
-  for (int64_t i = 0; i < vocab; ++i) {
-    double logP = double(reference[i]) - lr;
-    kl += hw::exp(logP) * (logP - (double(model[i]) - lm));
-  }
-  return std::max(kl, 0.0); // rounding can leave a tiny negative sum
-}
-
 MeanEstimate estimateMean(const std::vector<double> &values) {
   MeanEstimate e;
   const size_t n = values.size();
@@ -96,14 +69,14 @@ MeanEstimate estimateMean(const std::vector<double> &values) {
 
 void PerplexityScorer::add(const float *logits, const float *reference,
                            int64_t vocab, int32_t target) {
-  double nll = negativeLogLikelihood(logits, vocab, target);
+  double nll = hw::negativeLogLikelihood(logits, vocab, target);
   nll_.push_back(nll);
   if (!reference)
     return;
-  double refNll = negativeLogLikelihood(reference, vocab, target);
+  double refNll = hw::negativeLogLikelihood(reference, vocab, target);
   refNll_.push_back(refNll);
   diff_.push_back(nll - refNll);
-  kl_.push_back(klDivergence(reference, logits, vocab));
+  kl_.push_back(hw::klDivergence(reference, logits, vocab));
   if (std::max_element(logits, logits + vocab) - logits ==
       std::max_element(reference, reference + vocab) - reference)
     ++agree_;

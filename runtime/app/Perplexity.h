@@ -49,12 +49,6 @@ struct Window {
 bool planWindows(int64_t textTokens, const PerplexityOptions &options,
                  std::vector<Window> *windows, std::string *error);
 
-/// -log softmax(logits)[target], in double.
-double negativeLogLikelihood(const float *logits, int64_t vocab,
-                             int32_t target);
-/// KL(softmax(reference) || softmax(model)) in nats, in double.
-double klDivergence(const float *reference, const float *model, int64_t vocab);
-
 /// Mean of a sample and the standard error of that mean (sample standard
 /// deviation / sqrt(n); 0 for fewer than two values).
 struct MeanEstimate {

@@ -2,10 +2,8 @@
 
 #include "runtime/reference/Sensitivity.h"
 
-#include "hw/support/InputFile.h"
 
-#include "runtime/app/Perplexity.h"
-#include "runtime/app/Tokenizer.h"
+#include "hw/numerics/Elementary.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -69,7 +67,7 @@ bool measureSensitivity(const ReferenceCheckpoint &checkpoint,
     int64_t rows = 0;
     for (size_t w = 0; w < windows.size(); ++w)
       for (size_t r = 0; r < windows[w].size(); ++r, ++rows)
-        kl += app::klDivergence(original[w].data() + r * size_t(vocab),
+        kl += hw::klDivergence(original[w].data() + r * size_t(vocab),
                                 quantized[w].data() + r * size_t(vocab), vocab);
     TensorSensitivity s;
     s.name = t.name;
@@ -130,45 +128,6 @@ std::string exactNamesRegex(const std::vector<std::string> &names) {
     }
   }
   return regex;
-}
-
-bool calibrationWindows(const std::string &textPath,
-                        const std::string &tokenizerPath, int32_t bos,
-                        int64_t positions, size_t maxWindows,
-                        std::vector<std::vector<int32_t>> *windows,
-                        std::string *error) {
-  std::string text, model;
-  if (!support::readInputFile(textPath, support::kMaxDataFileBytes, &text,
-                              error) ||
-      !support::readInputFile(tokenizerPath, support::kMaxTokenizerFileBytes,
-                              &model, error))
-    return false;
-  auto tokenizer = app::Tokenizer::load(
-      reinterpret_cast<const uint8_t *>(model.data()), model.size(), error);
-  std::vector<int32_t> ids;
-  if (!tokenizer || !tokenizer->encode(text, &ids, error)) {
-    *error = tokenizerPath + ": " + *error;
-    return false;
-  }
-  if (bos < 0 || positions < 2) {
-    *error = "calibration needs a BOS token and windows of at least 2 "
-             "positions";
-    return false;
-  }
-  windows->clear();
-  const size_t perWindow = size_t(positions - 1);
-  for (size_t at = 0; at < ids.size() && windows->size() < maxWindows;
-       at += perWindow) {
-    std::vector<int32_t> w = {bos};
-    w.insert(w.end(), ids.begin() + long(at),
-             ids.begin() + long(std::min(ids.size(), at + perWindow)));
-    windows->push_back(std::move(w));
-  }
-  if (windows->empty()) {
-    *error = textPath + ": no calibration tokens";
-    return false;
-  }
-  return true;
 }
 
 } // namespace pccx::reference

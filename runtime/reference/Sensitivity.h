@@ -44,15 +44,6 @@ chooseInt8Tensors(const std::vector<TensorSensitivity> &tensors, double budget);
 /// int8-tensors option; empty for no names.
 std::string exactNamesRegex(const std::vector<std::string> &names);
 
-/// Calibration text as windows for measureSensitivity: `text` tokenized with
-/// the SentencePiece model at `tokenizerPath`, cut into consecutive windows
-/// of BOS + positions - 1 tokens, at most `maxWindows` of them.
-bool calibrationWindows(const std::string &textPath,
-                        const std::string &tokenizerPath, int32_t bos,
-                        int64_t positions, size_t maxWindows,
-                        std::vector<std::vector<int32_t>> *windows,
-                        std::string *error);
-
 } // namespace pccx::reference
 
 #endif

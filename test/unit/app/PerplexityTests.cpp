@@ -2,6 +2,8 @@
 
 #include "runtime/app/Perplexity.h"
 
+#include "hw/numerics/Elementary.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,23 +23,23 @@ PerplexityOptions windowOptions(int64_t ctx, int64_t stride, int32_t bos) {
 
 TEST(Perplexity, NllOfUniformLogitsIsLogVocab) {
   std::vector<float> logits(100, 3.5f);
-  EXPECT_NEAR(negativeLogLikelihood(logits.data(), 100, 17), std::log(100.0),
+  EXPECT_NEAR(pccx::hw::negativeLogLikelihood(logits.data(), 100, 17), std::log(100.0),
               1e-12);
   // A dominant target costs almost nothing; the others cost its margin.
   logits[17] = 50;
-  EXPECT_NEAR(negativeLogLikelihood(logits.data(), 100, 17), 0, 1e-12);
-  EXPECT_NEAR(negativeLogLikelihood(logits.data(), 100, 3), 46.5, 1e-9);
+  EXPECT_NEAR(pccx::hw::negativeLogLikelihood(logits.data(), 100, 17), 0, 1e-12);
+  EXPECT_NEAR(pccx::hw::negativeLogLikelihood(logits.data(), 100, 3), 46.5, 1e-9);
 }
 
 TEST(Perplexity, KlDivergence) {
   std::vector<float> p = {0, 0}, q = {0, float(std::log(3.0))};
   // p = (1/2, 1/2), q = (1/4, 3/4).
   double want = 0.5 * std::log(2.0) + 0.5 * std::log(2.0 / 3.0);
-  EXPECT_NEAR(klDivergence(p.data(), q.data(), 2), want, 1e-7);
-  EXPECT_EQ(klDivergence(p.data(), p.data(), 2), 0.0);
+  EXPECT_NEAR(pccx::hw::klDivergence(p.data(), q.data(), 2), want, 1e-7);
+  EXPECT_EQ(pccx::hw::klDivergence(p.data(), p.data(), 2), 0.0);
   // Invariant to a shift of either set of logits.
   std::vector<float> shifted = {7, 7 + float(std::log(3.0))};
-  EXPECT_NEAR(klDivergence(p.data(), shifted.data(), 2), want, 1e-6);
+  EXPECT_NEAR(pccx::hw::klDivergence(p.data(), shifted.data(), 2), want, 1e-6);
 }
 
 TEST(Perplexity, MeanAndStandardError) {
