@@ -2,6 +2,7 @@
 
 #include "hw/support/OutputFile.h"
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -104,22 +105,27 @@ bool OutputFile::open(const std::string &path, std::string *error) {
     ownsStream_ = true;
     return true;
   }
-  std::string tmpl = target_ + ".tmp.XXXXXX";
-  int slot = registerTemp(tmpl); // reserves handlers before the file exists
-  int fd = ::mkstemp(&tmpl[0]);
+  // The name is chosen and recorded for removePartialOutputs() before the
+  // file exists (O_EXCL makes it ours), so a signal at any moment finds
+  // the name of every temp file there is.
+  static std::atomic<unsigned> sequence{0};
+  int fd = -1, slot = -1;
+  std::string tmp;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmp = target_ + ".tmp." + std::to_string(::getpid()) + "." +
+          std::to_string(sequence.fetch_add(1));
+    slot = registerTemp(tmp);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && slot >= 0)
+      tempUsed[slot] = 0;
+    if (fd < 0 && errno != EEXIST)
+      break;
+  }
   if (fd < 0) {
     *error = path + ": cannot create a file beside it: " + errnoText();
-    if (slot >= 0)
-      tempUsed[slot] = 0;
     return false;
   }
-  if (slot >= 0) // the name mkstemp chose
-    std::memcpy(tempPaths[slot], tmpl.c_str(), tmpl.size() + 1);
-  tmp_ = tmpl;
-  // mkstemp creates 0600; an output gets the usual mode.
-  mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
+  tmp_ = tmp;
   stream_ = ::fdopen(fd, "wb");
   if (!stream_) {
     *error = path + ": cannot open: " + errnoText();

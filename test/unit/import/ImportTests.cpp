@@ -34,7 +34,7 @@ namespace {
          << "\"" << text << "\" does not contain \"" << part << "\"";
 }
 
-/// Whether a writer's temp file for `path` (PATH.tmp.XXXXXX) exists.
+/// Whether a writer's temp file for `path` (PATH.tmp.PID.N) exists.
 bool tempFileExists(const std::string &path) {
   const fs::path p(path);
   std::error_code ec;
