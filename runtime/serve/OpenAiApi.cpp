@@ -1,5 +1,4 @@
-//===- OpenAiApi.cpp - OpenAI-compatible requests and responses
-//------------===//
+//===- OpenAiApi.cpp - OpenAI-compatible requests and responses ----------===//
 
 #include "runtime/serve/OpenAiApi.h"
 
@@ -19,6 +18,74 @@ json errorBody(const ApiError &error) {
             {"type", error.type},
             {"param", orNull(error.param)},
             {"code", orNull(error.code)}}}};
+}
+
+const std::vector<RequestField> &requestFields() {
+  using H = FieldHandling;
+  static const std::vector<RequestField> fields = {
+      // Read and honoured (parseRequest).
+      {"model", kBothEndpoints, H::Supported, ""},
+      {"messages", kChatEndpoint, H::Supported, ""},
+      {"prompt", kCompletionsEndpoint, H::Supported, ""},
+      {"max_tokens", kBothEndpoints, H::Supported, ""},
+      {"max_completion_tokens", kChatEndpoint, H::Supported, ""},
+      {"temperature", kBothEndpoints, H::Supported, ""},
+      {"top_p", kBothEndpoints, H::Supported, ""},
+      {"presence_penalty", kBothEndpoints, H::Supported, ""},
+      {"frequency_penalty", kBothEndpoints, H::Supported, ""},
+      {"seed", kBothEndpoints, H::Supported, ""},
+      {"stop", kBothEndpoints, H::Supported, ""},
+      {"stream", kBothEndpoints, H::Supported, ""},
+      {"stream_options", kBothEndpoints, H::Supported, ""},
+      // llama.cpp's and vLLM's sampling fields.
+      {"top_k", kBothEndpoints, H::Supported, ""},
+      {"min_p", kBothEndpoints, H::Supported, ""},
+      {"repeat_penalty", kBothEndpoints, H::Supported, ""},
+      {"repetition_penalty", kBothEndpoints, H::Supported, ""},
+      // Asking for something the server does not do: refused, so that no
+      // request silently gets something else.
+      {"n", kBothEndpoints, H::Refused, "1"},
+      {"logit_bias", kBothEndpoints, H::Refused, "{}"},
+      {"logprobs", kChatEndpoint, H::Refused, "false"},
+      {"logprobs", kCompletionsEndpoint, H::Refused, ""},
+      {"top_logprobs", kChatEndpoint, H::Refused, "0"},
+      {"tools", kChatEndpoint, H::Refused, "[]"},
+      {"tool_choice", kChatEndpoint, H::Refused, "\"none\""},
+      {"functions", kChatEndpoint, H::Refused, "[]"},
+      {"function_call", kChatEndpoint, H::Refused, "\"none\""},
+      {"response_format", kChatEndpoint, H::Refused, "{\"type\":\"text\"}"},
+      {"modalities", kChatEndpoint, H::Refused, "[\"text\"]"},
+      {"audio", kChatEndpoint, H::Refused, ""},
+      {"reasoning_effort", kChatEndpoint, H::Refused, ""},
+      {"verbosity", kChatEndpoint, H::Refused, ""},
+      {"web_search_options", kChatEndpoint, H::Refused, ""},
+      {"echo", kCompletionsEndpoint, H::Refused, "false"},
+      {"best_of", kCompletionsEndpoint, H::Refused, "1"},
+      {"suffix", kCompletionsEndpoint, H::Refused, "\"\""},
+      // Bookkeeping and hints that do not change the reply.
+      {"user", kBothEndpoints, H::Ignored, ""},
+      {"store", kChatEndpoint, H::Ignored, ""},
+      {"metadata", kChatEndpoint, H::Ignored, ""},
+      {"service_tier", kChatEndpoint, H::Ignored, ""},
+      {"safety_identifier", kChatEndpoint, H::Ignored, ""},
+      {"prompt_cache_key", kChatEndpoint, H::Ignored, ""},
+      {"prediction", kChatEndpoint, H::Ignored, ""},
+      // Without tools (refused above) it has nothing to act on.
+      {"parallel_tool_calls", kChatEndpoint, H::Ignored, ""},
+  };
+  return fields;
+}
+
+const char *fieldHandlingName(FieldHandling handling) {
+  switch (handling) {
+  case FieldHandling::Supported:
+    return "supported";
+  case FieldHandling::Refused:
+    return "refused";
+  case FieldHandling::Ignored:
+    break;
+  }
+  return "ignored";
 }
 
 namespace {
@@ -75,17 +142,18 @@ public:
       *out = v->get<bool>();
     }
   }
-  /// Parameters the server does not implement: accepted at their neutral
-  /// value only, so that no request silently gets something else.
-  void unsupported(const char *name, const json &neutral) {
-    if (const json *v = field(name))
-      if (*v != neutral)
-        fail(name,
-             std::string("'") + name +
-                 "' is not supported by this "
-                 "server (only " +
-                 neutral.dump() + ")",
-             "unsupported_parameter");
+  /// A Refused field: accepted at a neutral value only.
+  void refuse(const RequestField &row) {
+    const json *v = field(row.name);
+    if (!v)
+      return;
+    const std::string neutral = row.neutral;
+    if (!neutral.empty() && *v == json::parse(neutral))
+      return;
+    fail(row.name,
+         std::string("'") + row.name + "' is not supported by this server (" +
+             (neutral.empty() ? "leave it out" : "only " + neutral) + ")",
+         "unsupported_parameter");
   }
 
 private:
@@ -205,21 +273,22 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
       r.fail("prompt", "'prompt' must be a string, a list of one string, or "
                        "a list of token ids (one prompt per request)");
     }
-    r.unsupported("echo", false);
-    r.unsupported("best_of", 1);
-    r.unsupported("suffix", "");
   }
 
   int64_t maxTokens = 0;
-  bool hasMax = r.integer("max_tokens", &maxTokens);
-  if (chat && !hasMax)
-    hasMax = r.integer("max_completion_tokens", &maxTokens);
+  const char *maxName = "max_tokens";
+  bool hasMax = r.integer(maxName, &maxTokens);
+  if (chat && !hasMax && !r.failed()) {
+    maxName = "max_completion_tokens";
+    hasMax = r.integer(maxName, &maxTokens);
+  }
   if (hasMax && !r.failed()) {
     if (maxTokens < 1)
-      r.fail("max_tokens", "'max_tokens' must be at least 1", "invalid_value");
+      r.fail(maxName, std::string("'") + maxName + "' must be at least 1",
+             "invalid_value");
     else if (maxTokens > limits.maxTokens)
-      r.fail("max_tokens",
-             "'max_tokens' is " + std::to_string(maxTokens) +
+      r.fail(maxName,
+             std::string("'") + maxName + "' is " + std::to_string(maxTokens) +
                  "; this server allows at most " +
                  std::to_string(limits.maxTokens),
              "invalid_value");
@@ -281,13 +350,10 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
         req.includeUsage = v.get<bool>();
     }
   }
-  r.unsupported("n", 1);
-  r.unsupported("logprobs", chat ? json(false) : json());
-  r.unsupported("logit_bias", json::object());
-  if (chat) {
-    r.unsupported("tools", json::array());
-    r.unsupported("top_logprobs", 0);
-  }
+  const unsigned endpoint = chat ? kChatEndpoint : kCompletionsEndpoint;
+  for (const RequestField &row : requestFields())
+    if (row.handling == FieldHandling::Refused && (row.endpoints & endpoint))
+      r.refuse(row);
   if (r.failed())
     return std::nullopt;
   return req;

@@ -16,6 +16,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pccx::serve {
 
@@ -30,6 +31,40 @@ struct ApiError {
 
 /// {"error": {"message", "type", "param", "code"}}
 nlohmann::json errorBody(const ApiError &error);
+
+/// What the server does with a request field (docs/serving.md, "Request
+/// fields", lists the same table; a unit test keeps the two equal).
+enum class FieldHandling {
+  Supported, ///< read and honoured
+  Refused,   ///< 400 unsupported_parameter naming it, unless a neutral value
+  Ignored,   ///< accepted and without effect, by design
+};
+
+/// The endpoints a table row applies to (a bit set).
+enum FieldEndpoints : unsigned {
+  kChatEndpoint = 1,        ///< /v1/chat/completions
+  kCompletionsEndpoint = 2, ///< /v1/completions
+  kBothEndpoints = kChatEndpoint | kCompletionsEndpoint,
+};
+
+/// One request field of OpenAI's chat-completions or completions API (or
+/// of llama.cpp's and vLLM's servers). Fields in no row are ignored, as
+/// OpenAI's own server ignores unknown fields.
+struct RequestField {
+  const char *name;
+  unsigned endpoints; ///< FieldEndpoints
+  FieldHandling handling;
+  /// Refused fields: the JSON value still accepted because it asks for
+  /// nothing (OpenAI's default); empty: only null or absent. Other rows:
+  /// empty.
+  const char *neutral;
+};
+
+/// The classification of every known request field, one row per field
+/// and endpoint set.
+const std::vector<RequestField> &requestFields();
+
+const char *fieldHandlingName(FieldHandling handling);
 
 /// What both endpoints read from a request.
 struct GenerationRequest {
@@ -56,8 +91,8 @@ struct RequestLimits {
 
 /// Parses a request body. `chat` selects /v1/chat/completions. Returns
 /// nullopt and fills `*error` (status 400, naming the field) when the body
-/// is not valid JSON, a field has the wrong type or value, or it asks for
-/// something the server does not do (n > 1, logprobs, penalties, tools).
+/// is not valid JSON, a field has the wrong type or value, or a Refused
+/// field of requestFields() has a value that is not neutral.
 std::optional<GenerationRequest> parseRequest(const std::string &body,
                                               bool chat,
                                               const RequestLimits &limits,

@@ -291,6 +291,21 @@ bool equalsIgnoringCase(const std::string &a, const char *b) {
   return true;
 }
 
+/// The response a request without the API key gets: OpenAI's 401.
+ApiError unauthorized(bool missing) {
+  ApiError e;
+  e.status = 401;
+  if (missing) {
+    e.message = "this server needs an API key: send the header "
+                "'Authorization: Bearer KEY'";
+  } else {
+    e.message = "the API key in the Authorization header is not this "
+                "server's";
+    e.code = "invalid_api_key";
+  }
+  return e;
+}
+
 /// Why a request's framing is refused before its body is read, or empty:
 /// conflicting or malformed Content-Length, Content-Length together with
 /// Transfer-Encoding (request smuggling), a coding other than chunked, a
@@ -427,6 +442,25 @@ private:
 
 void logLine(const std::string &line) {
   std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+bool bearerTokenMatches(const std::string &authorization,
+                        const std::string &key) {
+  static const char kScheme[] = "bearer ";
+  const size_t schemeLength = sizeof kScheme - 1;
+  if (key.empty() || authorization.size() < schemeLength ||
+      !equalsIgnoringCase(authorization.substr(0, schemeLength), kScheme))
+    return false;
+  size_t start = authorization.find_first_not_of(' ', schemeLength);
+  std::string token =
+      start == std::string::npos ? "" : authorization.substr(start);
+  // Every byte of the key is compared, whatever the token holds: the time
+  // depends on the key's length only.
+  unsigned char differ = token.size() != key.size();
+  for (size_t i = 0; i < key.size(); ++i)
+    differ |= (unsigned char)(i < token.size() ? token[i] : 0) ^
+              (unsigned char)key[i];
+  return differ == 0;
 }
 
 struct Server::Impl {
@@ -632,9 +666,30 @@ struct Server::Impl {
         sendError(res, e);
       });
     }
-    // Framing is checked before any body byte is read.
+    // Before any body byte is read: CORS preflights, the API key, then
+    // the framing.
     http.set_pre_routing_handler(
         [this](const httplib::Request &req, httplib::Response &res) {
+          if (req.method == "OPTIONS" && !allowedOrigin(req).empty() &&
+              req.has_header("Access-Control-Request-Method")) {
+            res.status = 204;
+            res.set_header("Access-Control-Allow-Methods",
+                           "GET, POST, OPTIONS");
+            res.set_header("Access-Control-Allow-Headers",
+                           "Authorization, Content-Type");
+            return httplib::Server::HandlerResponse::Handled;
+          }
+          if (!options.apiKey.empty() && req.path.rfind("/v1/", 0) == 0 &&
+              !(req.get_header_value_count("Authorization") == 1 &&
+                bearerTokenMatches(req.get_header_value("Authorization"),
+                                   options.apiKey))) {
+            if (tlConnection) // the body is left unread
+              tlConnection->closeAfterResponse();
+            res.set_header("Connection", "close");
+            res.set_header("WWW-Authenticate", "Bearer");
+            sendError(res, unauthorized(!req.has_header("Authorization")));
+            return httplib::Server::HandlerResponse::Handled;
+          }
           if (std::optional<ApiError> e =
                   framingError(req, options.maxBodyBytes)) {
             if (tlConnection) // the body is left unread
@@ -644,6 +699,18 @@ struct Server::Impl {
             return httplib::Server::HandlerResponse::Handled;
           }
           return httplib::Server::HandlerResponse::Unhandled;
+        });
+    // Every response to an allowed origin says so: httplib calls this
+    // before writing the headers of any response, errors and streams
+    // included.
+    http.set_post_routing_handler(
+        [this](const httplib::Request &req, httplib::Response &res) {
+          std::string origin = allowedOrigin(req);
+          if (!origin.empty()) {
+            res.set_header("Access-Control-Allow-Origin", origin);
+            if (origin != "*") // the answer depends on the Origin
+              res.set_header("Vary", "Origin");
+          }
         });
     // An exception in a handler is a 500 whose text goes to the log, not
     // to the client (httplib's default puts it in a header).
@@ -684,6 +751,18 @@ struct Server::Impl {
           sendError(res, e);
           return httplib::Server::HandlerResponse::Handled;
         }));
+  }
+
+  /// The Access-Control-Allow-Origin value for the request's Origin, or
+  /// empty when it has none or it is not one of --cors-origin.
+  std::string allowedOrigin(const httplib::Request &req) const {
+    if (options.corsOrigins.empty() || !req.has_header("Origin"))
+      return "";
+    std::string origin = req.get_header_value("Origin");
+    for (const std::string &allowed : options.corsOrigins)
+      if (allowed == "*" || allowed == origin)
+        return allowed;
+    return "";
   }
 
   ApiError statusError(int status) const {

@@ -24,6 +24,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace pccx::serve {
 
@@ -49,7 +50,20 @@ struct ServeOptions {
   int idleTimeoutSeconds = 5;
   /// One line per request on stderr: client, method, path, status.
   bool logRequests = true;
+  /// Non-empty: every /v1/* request must carry "Authorization: Bearer
+  /// KEY", else 401 (pccx-serve --api-key, --api-key-file).
+  std::string apiKey;
+  /// Origins whose browsers may call the API ("*": any): preflights are
+  /// answered and responses carry Access-Control-Allow-Origin. Empty: no
+  /// CORS headers at all.
+  std::vector<std::string> corsOrigins;
 };
+
+/// Whether an Authorization header value is "Bearer KEY" (the scheme in
+/// any case) for this `key`. The comparison takes the same time wherever
+/// the values differ, so that a client cannot find the key byte by byte.
+bool bearerTokenMatches(const std::string &authorization,
+                        const std::string &key);
 
 /// Writes `line` to stderr in one write: the server logs from several
 /// threads, and the tool from its own, so lines must not interleave.

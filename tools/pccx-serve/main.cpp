@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "hw/support/InputFile.h"
 #include "runtime/devices/Devices.h"
 #include "runtime/serve/Server.h"
 #include "tools/common/CommandLine.h"
@@ -18,6 +19,9 @@
 #include <thread>
 
 namespace {
+
+/// An API key file holds one short line.
+constexpr uint64_t kMaxApiKeyFileBytes = 4096;
 
 // The DEVICE section between the two parts comes from the device registry.
 const char kHelpBeforeDevice[] =
@@ -42,6 +46,16 @@ OPTIONS:
                            "pccx-serve: listening on http://ADDR:PORT"
   --model-name NAME        the model id clients use (default: the bundle's
                            file name without .pccx)
+  --api-key KEY            every /v1/* request must carry "Authorization:
+                           Bearer KEY", else 401 (/health stays open)
+  --api-key-file FILE      the same, with the key read from FILE (one
+                           trailing newline dropped), so that it is not on
+                           the command line
+  --cors-origin ORIGIN     lets web pages from ORIGIN (e.g.
+                           http://localhost:3000; repeatable; * for any)
+                           call the API: CORS preflights are answered and
+                           responses carry Access-Control-Allow-Origin
+                           (default: no CORS headers)
 
 DEVICE:
 )";
@@ -98,6 +112,27 @@ static int run(int argc, char **argv) {
       options.modelName = cl.value();
       if (options.modelName.empty())
         return cl.fail("--model-name must not be empty");
+    } else if (cl.is("--api-key")) {
+      options.apiKey = cl.value();
+      if (options.apiKey.empty())
+        return cl.fail("--api-key must not be empty");
+    } else if (cl.is("--api-key-file")) {
+      std::string path = cl.value(), error;
+      if (!pccx::support::readInputFile(path, kMaxApiKeyFileBytes,
+                                        &options.apiKey, &error))
+        return cl.fail(error);
+      // The newline an editor or `echo` leaves is not part of the key.
+      if (!options.apiKey.empty() && options.apiKey.back() == '\n')
+        options.apiKey.pop_back();
+      if (!options.apiKey.empty() && options.apiKey.back() == '\r')
+        options.apiKey.pop_back();
+      if (options.apiKey.empty())
+        return cl.fail("--api-key-file: " + path + " holds no key");
+    } else if (cl.is("--cors-origin")) {
+      std::string origin = cl.value();
+      if (origin.empty())
+        return cl.fail("--cors-origin must not be empty");
+      options.corsOrigins.push_back(origin);
     } else if (pccx::tools::takeDeviceFlag(cl, &device)) {
     } else if (cl.is("--max-body-bytes")) {
       options.maxBodyBytes = size_t(cl.count());
@@ -135,6 +170,9 @@ static int run(int argc, char **argv) {
   }
   if (bundlePath.empty())
     return cl.fail("no bundle (see --help)");
+  // A header value cannot carry it intact (httplib trims white space).
+  if (options.apiKey.find_first_of(" \t\r\n") != std::string::npos)
+    return cl.fail("the API key must not contain white space");
   if (options.modelName.empty()) {
     std::string name = bundlePath.substr(bundlePath.find_last_of('/') + 1);
     if (name.size() > 5 && name.compare(name.size() - 5, 5, ".pccx") == 0)
@@ -194,9 +232,11 @@ static int run(int argc, char **argv) {
             << session.capacity() << " tokens, " << device.name << ")"
             << std::endl;
   if (options.host != "127.0.0.1" && options.host != "localhost" &&
-      options.host != "::1")
-    pccx::serve::logLine("pccx-serve: warning: listening on " + options.host +
-        ": every machine that reaches it can use the model\n");
+      options.host != "::1" && options.apiKey.empty())
+    pccx::serve::logLine(
+        "pccx-serve: warning: listening on " + options.host +
+        " without --api-key: every machine that reaches it can use the "
+        "model\n");
   bool ran = server.run();
   if (stopper.joinable()) {
     pthread_kill(stopper.native_handle(), SIGTERM); // no-op if it returned

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <set>
+
 using namespace pccx::serve;
 using nlohmann::json;
 
@@ -188,4 +191,158 @@ TEST(OpenAiApi, ResponsesAndChunks) {
   EXPECT_STREQ(finishReason(pccx::app::ReplyEnd::StopString), "stop");
   EXPECT_STREQ(finishReason(pccx::app::ReplyEnd::ContextFull), "length");
   EXPECT_STREQ(finishReason(pccx::app::ReplyEnd::Interrupted), "length");
+}
+
+namespace {
+
+const char *endpointName(unsigned endpoints) {
+  return endpoints == kBothEndpoints  ? "both"
+         : endpoints == kChatEndpoint ? "chat"
+                                      : "completions";
+}
+
+/// A request on one endpoint that is accepted as it is, with `name` set to
+/// `value`.
+std::string requestWith(bool chat, const std::string &name, const json &value) {
+  json body = chat ? json{{"messages", {{{"role", "user"}, {"content", "x"}}}}}
+                   : json{{"prompt", "x"}};
+  body[name] = value;
+  return body.dump();
+}
+
+/// Calls `check(chat)` for each endpoint the row covers.
+template <typename Check>
+void forEachEndpoint(const RequestField &row, Check check) {
+  if (row.endpoints & kChatEndpoint)
+    check(true);
+  if (row.endpoints & kCompletionsEndpoint)
+    check(false);
+}
+
+/// A value of the wrong type for every field the server reads.
+const json kWrongType = json::array({json::array()});
+
+} // namespace
+
+// docs/serving.md's "Request fields" table is requestFields(), row for row.
+TEST(OpenAiApi, FieldTableMatchesTheDocs) {
+  std::ifstream in(PCCX_SOURCE_DIR "/docs/serving.md");
+  ASSERT_TRUE(in) << "docs/serving.md";
+  std::set<std::string> documented, coded;
+  std::string line;
+  bool inTable = false;
+  while (std::getline(in, line)) {
+    if (line == "| field | endpoint | handling | neutral value |") {
+      inTable = true;
+      continue;
+    }
+    if (!inTable || line.rfind("|---", 0) == 0)
+      continue;
+    if (line.empty() || line[0] != '|')
+      break;
+    documented.insert(line);
+  }
+  for (const RequestField &row : requestFields()) {
+    std::string neutral =
+        *row.neutral ? "`" + std::string(row.neutral) + "`" : std::string("—");
+    coded.insert(std::string("| `") + row.name + "` | " +
+                 endpointName(row.endpoints) + " | " +
+                 fieldHandlingName(row.handling) + " | " + neutral + " |");
+  }
+  EXPECT_EQ(documented, coded);
+}
+
+TEST(OpenAiApi, FieldTableHasOneRowPerFieldAndEndpoint) {
+  std::set<std::pair<std::string, bool>> seen;
+  for (const RequestField &row : requestFields()) {
+    EXPECT_TRUE(row.endpoints != 0 && (row.endpoints & ~kBothEndpoints) == 0)
+        << row.name;
+    EXPECT_TRUE(row.handling == FieldHandling::Refused || !*row.neutral)
+        << row.name;
+    forEachEndpoint(row, [&](bool chat) {
+      EXPECT_TRUE(seen.insert({row.name, chat}).second)
+          << row.name << " twice for " << (chat ? "chat" : "completions");
+    });
+  }
+}
+
+// A supported field is read: a wrong type is an error naming it.
+TEST(OpenAiApi, SupportedFieldsAreRead) {
+  for (const RequestField &row : requestFields())
+    if (row.handling == FieldHandling::Supported)
+      forEachEndpoint(row, [&](bool chat) {
+        ApiError error;
+        EXPECT_FALSE(
+            parse(requestWith(chat, row.name, kWrongType), chat, &error))
+            << row.name << (chat ? " (chat)" : " (completions)");
+        EXPECT_EQ(error.param, row.name);
+      });
+}
+
+// A refused field is a 400 naming it, unless null or its neutral value.
+TEST(OpenAiApi, RefusedFieldsNameTheField) {
+  for (const RequestField &row : requestFields())
+    if (row.handling == FieldHandling::Refused)
+      forEachEndpoint(row, [&](bool chat) {
+        const char *where = chat ? " (chat)" : " (completions)";
+        ApiError error;
+        EXPECT_FALSE(
+            parse(requestWith(chat, row.name, "something"), chat, &error))
+            << row.name << where;
+        EXPECT_EQ(error.status, 400) << row.name << where;
+        EXPECT_EQ(error.param, row.name) << where;
+        EXPECT_EQ(error.code, "unsupported_parameter") << row.name << where;
+        EXPECT_NE(error.message.find(std::string("'") + row.name + "'"),
+                  std::string::npos)
+            << error.message;
+        EXPECT_TRUE(parse(requestWith(chat, row.name, nullptr), chat, &error))
+            << row.name << where << ": " << error.message;
+        if (*row.neutral) {
+          EXPECT_TRUE(
+              parse(requestWith(chat, row.name, json::parse(row.neutral)), chat,
+                    &error))
+              << row.name << where << ": " << error.message;
+        }
+      });
+  ApiError error;
+  EXPECT_FALSE(
+      parse(requestWith(true, "response_format", {{"type", "json_object"}}),
+            true, &error));
+  EXPECT_EQ(error.message, "'response_format' is not supported by this server "
+                           "(only {\"type\":\"text\"})");
+  EXPECT_FALSE(parse(requestWith(true, "tool_choice", "auto"), true, &error));
+  EXPECT_EQ(error.param, "tool_choice");
+  EXPECT_FALSE(parse(requestWith(false, "logprobs", 0), false, &error));
+  EXPECT_EQ(error.message,
+            "'logprobs' is not supported by this server (leave it out)");
+}
+
+// Ignored fields, and fields in no row, are accepted whatever their value.
+TEST(OpenAiApi, IgnoredAndUnknownFieldsAreAccepted) {
+  for (const RequestField &row : requestFields())
+    if (row.handling == FieldHandling::Ignored)
+      forEachEndpoint(row, [&](bool chat) {
+        ApiError error;
+        EXPECT_TRUE(
+            parse(requestWith(chat, row.name, kWrongType), chat, &error))
+            << row.name << ": " << error.message;
+      });
+  for (bool chat : {true, false}) {
+    ApiError error;
+    EXPECT_TRUE(parse(requestWith(chat, "x_vendor_extension", kWrongType), chat,
+                      &error))
+        << error.message;
+  }
+  // A field of the other endpoint is unknown here.
+  ApiError error;
+  EXPECT_TRUE(parse(requestWith(true, "echo", true), true, &error))
+      << error.message;
+}
+
+TEST(OpenAiApi, MaxTokensErrorsNameTheFieldGiven) {
+  ApiError error;
+  EXPECT_FALSE(
+      parse(requestWith(true, "max_completion_tokens", 0), true, &error));
+  EXPECT_EQ(error.param, "max_completion_tokens");
+  EXPECT_EQ(error.message, "'max_completion_tokens' must be at least 1");
 }

@@ -384,3 +384,149 @@ TEST(ServeLoad, StopBeforeRunStillEndsIt) {
   auto done = std::async(std::launch::async, [&] { return server.run(); });
   ASSERT_EQ(done.wait_for(std::chrono::seconds(5)), std::future_status::ready);
 }
+
+namespace {
+
+/// The value of response header `name` in the first response of `out`, or
+/// "(none)".
+std::string headerOf(const std::string &out, const std::string &name) {
+  std::string head = out.substr(0, out.find("\r\n\r\n"));
+  size_t at = head.find("\r\n" + name + ": ");
+  if (at == std::string::npos)
+    return "(none)";
+  at += name.size() + 4;
+  return head.substr(at, head.find("\r\n", at) - at);
+}
+
+} // namespace
+
+TEST(ServeAuth, BearerTokenMatches) {
+  EXPECT_TRUE(bearerTokenMatches("Bearer s3cret", "s3cret"));
+  EXPECT_TRUE(bearerTokenMatches("bearer  s3cret", "s3cret"));
+  EXPECT_FALSE(bearerTokenMatches("Bearer s3cre", "s3cret"));
+  EXPECT_FALSE(bearerTokenMatches("Bearer s3cretX", "s3cret"));
+  EXPECT_FALSE(bearerTokenMatches("Bearer S3cret", "s3cret"));
+  EXPECT_FALSE(bearerTokenMatches("Basic s3cret", "s3cret"));
+  EXPECT_FALSE(bearerTokenMatches("s3cret", "s3cret"));
+  EXPECT_FALSE(bearerTokenMatches("Bearer ", "s3cret"));
+  EXPECT_FALSE(bearerTokenMatches("", "s3cret"));
+  EXPECT_FALSE(bearerTokenMatches("Bearer ", "")); // no key matches nothing
+}
+
+TEST(ServeAuth, V1RoutesNeedTheKeyHealthDoesNot) {
+  ScriptedBackend backend;
+  ServeOptions o = quietOptions();
+  o.apiKey = "s3cret";
+  Server server(backend, o);
+  const std::string body = R"({"prompt": "hi", "max_tokens": 2})";
+
+  std::string out = server.serveBytes(post("/v1/completions", body));
+  ASSERT_EQ(statuses(out), std::vector<int>{401}) << out;
+  EXPECT_EQ(headerOf(out, "WWW-Authenticate"), "Bearer");
+  json error = json::parse(bodyOf(out))["error"];
+  EXPECT_EQ(error["type"], "invalid_request_error");
+  EXPECT_TRUE(error["code"].is_null());
+  EXPECT_EQ(backend.started.load(), 0);
+
+  out = server.serveBytes(
+      post("/v1/completions", body, "Authorization: Bearer wrong\r\n"));
+  ASSERT_EQ(statuses(out), std::vector<int>{401}) << out;
+  EXPECT_EQ(json::parse(bodyOf(out))["error"]["code"], "invalid_api_key");
+
+  out = server.serveBytes("GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(statuses(out), std::vector<int>{401}) << out;
+  out = server.serveBytes("GET /v1/nope HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(statuses(out), std::vector<int>{401}) << out;
+
+  out = server.serveBytes(
+      post("/v1/completions", body, "Authorization: Bearer s3cret\r\n") +
+      "GET /v1/models HTTP/1.1\r\nHost: x\r\n"
+      "Authorization: Bearer s3cret\r\n\r\n" +
+      "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(statuses(out), (std::vector<int>{200, 200, 200})) << out;
+  EXPECT_EQ(backend.started.load(), 1);
+
+  // Two Authorization headers are one too many, even if one is right.
+  out = server.serveBytes(post("/v1/completions", body,
+                               "Authorization: Bearer wrong\r\n"
+                               "Authorization: Bearer s3cret\r\n"));
+  EXPECT_EQ(statuses(out), std::vector<int>{401}) << out;
+}
+
+TEST(ServeCors, NoHeadersWithoutTheOption) {
+  ScriptedBackend backend;
+  Server server(backend, quietOptions());
+  std::string out = server.serveBytes(
+      "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+      "Origin: http://a.example\r\nAccess-Control-Request-Method: "
+      "POST\r\n\r\n");
+  EXPECT_EQ(statuses(out), std::vector<int>{404}) << out;
+  EXPECT_EQ(out.find("Access-Control-"), std::string::npos) << out;
+  out = server.serveBytes(post("/v1/completions",
+                               R"({"prompt": "hi", "max_tokens": 2})",
+                               "Origin: http://a.example\r\n"));
+  EXPECT_EQ(statuses(out), std::vector<int>{200}) << out;
+  EXPECT_EQ(out.find("Access-Control-"), std::string::npos) << out;
+}
+
+TEST(ServeCors, PreflightAndAllowedOrigins) {
+  ScriptedBackend backend;
+  ServeOptions o = quietOptions();
+  o.corsOrigins = {"http://a.example", "http://b.example"};
+  o.apiKey = "s3cret"; // preflights carry no key
+  Server server(backend, o);
+  std::string out = server.serveBytes(
+      "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+      "Origin: http://b.example\r\nAccess-Control-Request-Method: POST\r\n"
+      "Access-Control-Request-Headers: authorization, content-type\r\n\r\n");
+  ASSERT_EQ(statuses(out), std::vector<int>{204}) << out;
+  EXPECT_EQ(headerOf(out, "Access-Control-Allow-Origin"), "http://b.example");
+  EXPECT_EQ(headerOf(out, "Access-Control-Allow-Methods"),
+            "GET, POST, OPTIONS");
+  EXPECT_EQ(headerOf(out, "Access-Control-Allow-Headers"),
+            "Authorization, Content-Type");
+  EXPECT_EQ(headerOf(out, "Vary"), "Origin");
+
+  // Errors, refusals and streams carry the header too.
+  const std::string key = "Authorization: Bearer s3cret\r\n";
+  const std::string origin = "Origin: http://a.example\r\n";
+  out = server.serveBytes(post("/v1/completions", "{", origin));
+  EXPECT_EQ(statuses(out), std::vector<int>{401}) << out;
+  EXPECT_EQ(headerOf(out, "Access-Control-Allow-Origin"), "http://a.example");
+  out = server.serveBytes(post("/v1/completions", "{", origin + key));
+  EXPECT_EQ(statuses(out), std::vector<int>{400}) << out;
+  EXPECT_EQ(headerOf(out, "Access-Control-Allow-Origin"), "http://a.example");
+  out = server.serveBytes(post(
+      "/v1/completions", R"({"prompt": "hi", "max_tokens": 2, "stream": true})",
+      origin + key));
+  EXPECT_EQ(statuses(out), std::vector<int>{200}) << out;
+  EXPECT_NE(out.find("data: [DONE]"), std::string::npos) << out;
+  EXPECT_EQ(headerOf(out, "Access-Control-Allow-Origin"), "http://a.example");
+
+  // Another origin gets no CORS headers, and its preflight no answer.
+  out = server.serveBytes(
+      post("/v1/completions", "{", "Origin: http://evil.example\r\n" + key));
+  EXPECT_EQ(statuses(out), std::vector<int>{400}) << out;
+  EXPECT_EQ(out.find("Access-Control-"), std::string::npos) << out;
+  out = server.serveBytes(
+      "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+      "Origin: http://evil.example\r\nAccess-Control-Request-Method: POST\r\n"
+      "\r\n");
+  EXPECT_NE(statuses(out), std::vector<int>{204}) << out;
+  EXPECT_EQ(out.find("Access-Control-"), std::string::npos) << out;
+}
+
+TEST(ServeCors, AnyOrigin) {
+  ScriptedBackend backend;
+  ServeOptions o = quietOptions();
+  o.corsOrigins = {"*"};
+  Server server(backend, o);
+  std::string out = server.serveBytes(
+      "GET /health HTTP/1.1\r\nHost: x\r\nOrigin: http://c.example\r\n\r\n");
+  EXPECT_EQ(statuses(out), std::vector<int>{200}) << out;
+  EXPECT_EQ(headerOf(out, "Access-Control-Allow-Origin"), "*");
+  EXPECT_EQ(headerOf(out, "Vary"), "(none)");
+  // A request without an Origin is not a browser's cross-origin call.
+  out = server.serveBytes("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(out.find("Access-Control-"), std::string::npos) << out;
+}

@@ -6,7 +6,7 @@ const OpenAI = mod.OpenAI || mod.default || mod;
 
 const client = new OpenAI({
   baseURL: process.env.PCCX_URL + '/v1',
-  apiKey: 'not-needed',
+  apiKey: 'not-needed', // the server runs with --api-key not-needed
   timeout: 30000,
   maxRetries: 0,
 });
@@ -54,10 +54,16 @@ async function main() {
   await expectError('unknown model', () => client.chat.completions.create({ ...request, model: 'gpt-4o' }));
   await expectError('wrong JSON types', () => client.chat.completions.create({ model: 'tiny', messages: 'Hello' }));
   await expectError('unknown route', () => client.get('/embeddings-nope'));
+  const wrongKey = new OpenAI({
+    baseURL: process.env.PCCX_URL + '/v1', apiKey: 'wrong-key', timeout: 30000, maxRetries: 0,
+  });
+  await expectError('wrong API key', () => wrongKey.models.list());
 
   // A body that is not JSON at all (the client always sends JSON).
   const raw = await fetch(process.env.PCCX_URL + '/v1/chat/completions', {
-    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"model": ',
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: 'Bearer not-needed' },
+    body: '{"model": ',
     signal: AbortSignal.timeout(30000),
   });
   console.log('malformed JSON: status', raw.status, 'code', (await raw.json()).error.code);
