@@ -179,9 +179,11 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights, KvDtype kvDtype,
   if (auto c = program->getAttrOfType<DictionaryAttr>("caches"))
     for (NamedAttribute e : c) {
       auto dims = cast<ArrayAttr>(e.getValue());
-      bundle::CacheEntry cache{
-          e.getName().str(), cast<IntegerAttr>(dims[0]).getInt(),
-          cast<IntegerAttr>(dims[1]).getInt(), kvDtypeName(kvDtype)};
+      bundle::CacheEntry cache;
+      cache.name = e.getName().str();
+      cache.slots = cast<IntegerAttr>(dims[0]).getInt();
+      cache.width = cast<IntegerAttr>(dims[1]).getInt();
+      cache.dtype = kvDtypeName(kvDtype);
       // [slots, width, layout, kv heads, window]: records in device memory.
       if (dims.size() == 5) {
         cache.dtype = "int8";

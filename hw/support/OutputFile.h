@@ -7,7 +7,7 @@
 // is written in place (renaming over /dev/null would replace the device).
 // The temp file is removed on failure and when the object dies uncommitted;
 // a process that is killed removes it through removePartialOutputs(), which
-// the tools' signal handlers call (tools/common/GuardedMain.h; a library
+// the tools' signal handlers call (tools/common/OutputCleanup.h; a library
 // installs no signal handler of its own).
 //
 //===----------------------------------------------------------------------===//

@@ -6,14 +6,14 @@
 // "TOOL: error: ..." and exit status 1. SIGBUS, which a mapped bundle or
 // checkpoint truncated under the process raises, is reported the same way.
 // The signals that end a tool (SIGINT, SIGTERM, SIGHUP) first remove the
-// temp files of unfinished outputs (hw/support/OutputFile.h).
+// temp files of unfinished outputs (tools/common/OutputCleanup.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PCCX_TOOLS_COMMON_GUARDEDMAIN_H
 #define PCCX_TOOLS_COMMON_GUARDEDMAIN_H
 
-#include "hw/support/OutputFile.h"
+#include "tools/common/OutputCleanup.h"
 
 #include <csignal>
 #include <cstdio>
@@ -41,41 +41,7 @@ inline void reportBusError(int) {
   ::_exit(1);
 }
 
-constexpr int kEndingSignals[] = {SIGINT, SIGTERM, SIGHUP};
-inline struct sigaction (&previousEndingActions())[3] {
-  static struct sigaction actions[3];
-  return actions;
-}
-/// Removes the unfinished outputs, then lets what handled the signal before
-/// (by default: termination) act on it.
-inline void removeOutputsAndReraise(int sig) {
-  removePartialOutputs();
-  for (int i = 0; i < 3; ++i)
-    if (kEndingSignals[i] == sig)
-      ::sigaction(sig, &previousEndingActions()[i], nullptr);
-  ::raise(sig);
-}
 } // namespace detail
-
-/// Installs the tool's handlers for the signals that end it, so that no
-/// half-written output survives it. A signal the parent made the process
-/// ignore (nohup, a background job) stays ignored: removing the temp file
-/// and carrying on would only turn it into a failure at the end. SIGXFSZ is
-/// ignored: a file over RLIMIT_FSIZE is then a failed write (EFBIG),
-/// reported as an error, rather than a signal that looks like a crash.
-inline void installOutputCleanup() {
-  struct sigaction action;
-  std::memset(&action, 0, sizeof action);
-  action.sa_handler = detail::removeOutputsAndReraise;
-  sigemptyset(&action.sa_mask);
-  for (int i = 0; i < 3; ++i) {
-    ::sigaction(detail::kEndingSignals[i], nullptr,
-                &detail::previousEndingActions()[i]);
-    if (detail::previousEndingActions()[i].sa_handler != SIG_IGN)
-      ::sigaction(detail::kEndingSignals[i], &action, nullptr);
-  }
-  std::signal(SIGXFSZ, SIG_IGN);
-}
 
 template <typename Body> int guardedMain(const char *tool, Body body) {
   detail::faultingTool() = tool;

@@ -16,7 +16,7 @@
 #include "dialects/Gemma3n/model/ModelInfo.h"
 #include "runtime/reference/ExportEffective.h"
 #include "runtime/bundle/Bundle.h"
-#include "tools/common/GuardedMain.h"
+#include "tools/common/OutputCleanup.h"
 #include "tools/common/LlvmHelp.h"
 #include "tools/common/ProgressLine.h"
 

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/emit/EmitBundle.h"
-#include "tools/common/GuardedMain.h"
+#include "tools/common/OutputCleanup.h"
 #include "tools/common/LlvmHelp.h"
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"

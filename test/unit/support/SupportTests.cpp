@@ -3,7 +3,7 @@
 #include "hw/abi/HostAbi.h"
 #include "hw/support/CheckedMath.h"
 #include "hw/support/OutputFile.h"
-#include "tools/common/GuardedMain.h"
+#include "tools/common/OutputCleanup.h"
 
 #include <gtest/gtest.h>
 
@@ -198,7 +198,7 @@ TEST_F(OutputFileTest, RemovePartialOutputsRemovesOnlyUncommittedTemps) {
   EXPECT_EQ(read(dir_ + "/done.bin"), "whole");
 }
 
-// The tools' handler (tools/common/GuardedMain.h): the temp file goes, then
+// The tools' handler (tools/common/OutputCleanup.h): the temp file goes, then
 // the signal ends the process as it would have.
 TEST_F(OutputFileTest, SigtermRemovesTheTempFile) {
   std::string path = dir_ + "/out.bin";
