@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -114,17 +115,23 @@ pccxrt_model *pccxrt_open_device(const char *path, const char *device,
 
 pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
                           pccxrt_numerics numerics) {
-  // The enum predates the registry; it names the first two devices.
-  const char *name = device == PCCXRT_DEVICE_SIM     ? "sim"
-                     : device == PCCXRT_DEVICE_KV260 ? "kv260"
-                                                     : nullptr;
+  // The enum predates the registry; it names the first two devices. A C
+  // caller may pass any int, which C++ may not load as the enum: the
+  // values are read as their bytes.
+  std::underlying_type_t<pccxrt_device> rawDevice;
+  std::underlying_type_t<pccxrt_numerics> rawNumerics;
+  std::memcpy(&rawDevice, &device, sizeof rawDevice);
+  std::memcpy(&rawNumerics, &numerics, sizeof rawNumerics);
+  const char *name = rawDevice == PCCXRT_DEVICE_SIM     ? "sim"
+                     : rawDevice == PCCXRT_DEVICE_KV260 ? "kv260"
+                                                        : nullptr;
   if (!name)
     return guarded(nullptr, (pccxrt_model *)nullptr, [&]() -> pccxrt_model * {
-      lastError = "unknown device " + std::to_string(int(device));
+      lastError = "unknown device " + std::to_string(rawDevice);
       return nullptr;
     });
   return pccxrt_open_device(path, name,
-                            numerics == PCCXRT_NUMERICS_REFERENCE
+                            rawNumerics == PCCXRT_NUMERICS_REFERENCE
                                 ? "numerics=reference"
                                 : "numerics=hardware");
 }
