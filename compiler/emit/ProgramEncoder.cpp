@@ -120,9 +120,7 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights, KvDtype kvDtype,
       FailureOr<isa::Instruction> inst = pd::toInstruction(&op);
       if (failed(inst))
         return failAt(&op, "cannot be encoded", error);
-      std::string missing = machine::missingCapability(*inst, target);
-      if (missing.empty())
-        missing = machine::wrongResult(*inst, target);
+      std::string missing = machine::refusedByCompiler(*inst, target);
       if (!missing.empty())
         return failAt(&op,
                       "cannot be compiled for target " +

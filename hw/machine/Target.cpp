@@ -69,6 +69,11 @@ std::string wrongResult(const isa::Instruction &inst, Target target) {
   return "";
 }
 
+std::string refusedByCompiler(const isa::Instruction &inst, Target target) {
+  std::string why = missingCapability(inst, target);
+  return why.empty() ? wrongResult(inst, target) : why;
+}
+
 std::string targetNote(const isa::Instruction &inst, Target target) {
   using isa::Field;
   const TargetProfile &p = targetProfile(target);

@@ -59,6 +59,10 @@ std::string missingCapability(const isa::Instruction &inst, Target target);
 /// words: they are how the hardware is brought up against the simulator.
 std::string wrongResult(const isa::Instruction &inst, Target target);
 
+/// Why the compiler refuses to emit `inst` for `target` (a missing
+/// capability, else a wrong result), or empty.
+std::string refusedByCompiler(const isa::Instruction &inst, Target target);
+
 } // namespace pccx::machine
 
 #endif

@@ -69,9 +69,7 @@ struct VerifyLegalityPass : pccx::impl::VerifyLegalityBase<VerifyLegalityPass> {
       }
       // Hand-written programs (pccx-as, conformance vectors) may still
       // carry such words for bring-up; a compiled module may not.
-      std::string missing = pccx::machine::missingCapability(*inst, target);
-      if (missing.empty())
-        missing = pccx::machine::wrongResult(*inst, target);
+      std::string missing = pccx::machine::refusedByCompiler(*inst, target);
       if (!missing.empty()) {
         op->emitOpError() << "cannot run on target "
                           << pccx::machine::targetProfile(target).name

@@ -2,6 +2,8 @@
 
 #include "runtime/devices/Devices.h"
 
+#include "hw/support/Names.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -257,9 +259,8 @@ std::string helpEntry(const std::string &flag,
 
 std::string deviceHelp() {
   const auto &devices = registeredDevices();
-  std::string names;
-  for (const DeviceSpec *d : devices)
-    names += (names.empty() ? "" : "|") + d->name;
+  const std::string names = support::joinNames(
+      devices, [](const DeviceSpec *d) { return d->name; }, "|");
   std::vector<std::string> lines = {"the device that runs the bundle "
                                     "(default " +
                                     devices.front()->name + "):"};
