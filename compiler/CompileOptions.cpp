@@ -75,6 +75,11 @@ bool parseInt4Rounding(StringRef text, hw::Rounding *out, std::string *error) {
 }
 
 bool CompileOptions::validate(std::string *error) const {
+  if (decodeBatch < 1 || decodeBatch > 256) {
+    *error = "--decode-batch must be from 1 to 256, got " +
+             std::to_string(decodeBatch);
+    return false;
+  }
   if (!int8Budget.empty() && calibration.empty()) {
     *error = "--int8-budget and --calibration go together";
     return false;
@@ -137,6 +142,8 @@ nlohmann::json compileOptionsRecord(const CompileOptions &options) {
     record["int4_rounding"] = hw::roundingName(options.int4Rounding);
   if (options.int4StreamProjections)
     record["int4_stream_projections"] = true;
+  if (options.decodeBatch > 1)
+    record["decode_batch"] = options.decodeBatch;
   if (!options.int8Budget.empty())
     record["int8_budget"] = options.int8Budget;
   // The file name only: the path is of the compiling machine.
@@ -182,6 +189,13 @@ struct CompileCLOptions {
                     cl::desc("Tokens per prefill step, the GEMM rows "
                              "(default 16)"),
                     cl::init(16), cl::cat(category)),
+        decodeBatch("decode-batch",
+                    cl::desc("Sequences one batched decode step serves, 1 to "
+                             "256 (default 1: no batch program). Above 1 the "
+                             "bundle also carries a decode_batch program: "
+                             "one pass over the weights for that many "
+                             "sequences (docs/serving.md)"),
+                    cl::init(1), cl::cat(category)),
         attention(
             "attention",
             cl::desc("Where attention runs: npu (default; Q.K and P.V as "
@@ -269,7 +283,7 @@ struct CompileCLOptions {
                            "CKPT_DIR/tokenizer.model when present)"),
                   cl::value_desc("file"), cl::init(""), cl::cat(category)) {}
 
-  cl::opt<int64_t> maxSeqLen, prefillRows;
+  cl::opt<int64_t> maxSeqLen, prefillRows, decodeBatch;
   cl::opt<std::string> attention, target, kvDtype, int8Weights, int4Scales;
   cl::opt<bool> int4StreamProjections;
   cl::opt<std::string> int8Budget, int4Rounding, calibration;
@@ -292,6 +306,7 @@ bool compileOptionsFromCL(CompileOptions *options, std::string *error) {
   CompileOptions o;
   o.maxSeqLen = cl.maxSeqLen;
   o.prefillRows = cl.prefillRows;
+  o.decodeBatch = cl.decodeBatch;
   if (!parseKvDtype(cl.kvDtype, &o.kvDtype, error) ||
       !parseAttention(cl.attention, &o.attention, error))
     return false;

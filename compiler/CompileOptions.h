@@ -61,6 +61,9 @@ struct CompileOptions {
   int64_t maxSeqLen = 1024;
   /// Tokens per prefill step (the GEMM rows).
   int64_t prefillRows = 16;
+  /// Sequences a batched decode step serves; above 1 the bundle carries a
+  /// decode_batch program of that many rows.
+  int64_t decodeBatch = 1;
   Attention attention = Attention::Npu;
   /// With Attention::Host; with Attention::Npu the caches are INT8 records
   /// and this stays at its default.

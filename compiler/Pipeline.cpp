@@ -30,6 +30,7 @@ void buildModelPipeline(OpPassManager &pm, const CompileOptions &o) {
 void buildLoweringPipeline(OpPassManager &pm, const CompileOptions &o) {
   ConvertGemma3nToPccxOptions convert;
   convert.prefillRows = o.prefillRows;
+  convert.decodeBatch = o.decodeBatch;
   convert.attention = attentionName(o.attention);
   convert.target = machine::targetProfile(o.target).name;
   pm.addPass(createConvertGemma3nToPccx(convert));
@@ -51,6 +52,11 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
   Option<int64_t> prefillRows{*this, "prefill-rows",
                               llvm::cl::desc("Tokens per prefill step"),
                               llvm::cl::init(16)};
+  Option<int64_t> decodeBatch{
+      *this, "decode-batch",
+      llvm::cl::desc("Sequences per batched decode step (above 1: a "
+                     "decode_batch program)"),
+      llvm::cl::init(1)};
   Option<std::string> attention{
       *this, "attention",
       llvm::cl::desc("Where attention runs: npu (default) or host"),
@@ -86,6 +92,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
   /// The options typed; the other compile options keep their defaults.
   bool get(CompileOptions *o, std::string *error) const {
     o->prefillRows = prefillRows;
+    o->decodeBatch = decodeBatch;
     o->quantReport = quantReport;
     o->int8Weights = int8Tensors;
     o->int4StreamProjections = int4StreamProjections;

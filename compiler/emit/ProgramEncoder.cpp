@@ -58,6 +58,7 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights, KvDtype kvDtype,
     entry.rows = rows.getInt();
   if (auto w = program->getAttrOfType<IntegerAttr>("window_words"))
     entry.windowWords = w.getInt();
+  entry.independentRows = program->hasAttr("independent_rows");
   std::vector<std::string> annotations;
   words.clear();
 
@@ -145,9 +146,18 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights, KvDtype kvDtype,
           use.cache = w.getCache().str();
           use.part = w.getPart();
           use.mask = w.getMask();
+          use.row = w.getRow();
+          if (use.row >= 0 && !entry.independentRows)
+            return failAt(&op,
+                          "reads the cache of step row " +
+                              std::to_string(use.row) +
+                              " in a program whose rows share their caches",
+                          error);
           note += (w.getMask() ? ": mask of row " : ": " + use.cache + " head ") +
                   std::to_string(use.part) +
-                  (w.getMask() ? " over " + use.cache : std::string());
+                  (w.getMask() ? " over " + use.cache : std::string()) +
+                  (use.row >= 0 ? " of row " + std::to_string(use.row)
+                                : std::string());
         } else if (w.getDynamic()) {
           use.dynamic = true;
           note += ": attention scores";

@@ -81,6 +81,9 @@ def Pccx_WeightRecordAttr : Pccx_Attr<"WeightRecord", "weights"> {
     memory and changes from step to step (`cache`: the key or value record
     of kv head `part` of that KV cache, or with `mask` the attention mask of
     step row `part` over that cache's slots; hw/numerics/KvRecords.h).
+    In a program whose rows are independent sequences (`independent_rows`),
+    a key or value record with `row` is that record of the cache of step
+    row `row`'s sequence; without `row` every row shares the cache.
   }];
   let parameters = (ins
     OptionalParameter<"::mlir::DictionaryAttr">:$recipe,
@@ -89,7 +92,8 @@ def Pccx_WeightRecordAttr : Pccx_Attr<"WeightRecord", "weights"> {
     DefaultValuedParameter<"bool", "false">:$dynamic,
     OptionalParameter<"::mlir::StringAttr">:$cache,
     DefaultValuedParameter<"int64_t", "0">:$part,
-    DefaultValuedParameter<"bool", "false">:$mask);
+    DefaultValuedParameter<"bool", "false">:$mask,
+    DefaultValuedParameter<"int64_t", "-1">:$row);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -398,7 +398,11 @@ LogicalResult
 WeightRecordAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          DictionaryAttr recipe, int64_t firstRow,
                          int64_t numRows, bool dynamic, StringAttr cache,
-                         int64_t part, bool mask) {
+                         int64_t part, bool mask, int64_t row) {
+  if (row < -1 || row > 0xffff)
+    return emitError() << "row " << row << " is out of range";
+  if (row >= 0 && (!cache || mask))
+    return emitError() << "only a key or value record of a cache has a row";
   if (cache || mask) {
     if (!cache || recipe || dynamic || firstRow || numRows)
       return emitError() << "a cache record names its cache and nothing else "

@@ -128,7 +128,10 @@ LogicalResult ProgramLowering::npuAttention(AttentionOp a) {
   for (int64_t r = 0; r < rows_; ++r)
     for (int64_t g = 0; g < kvHeads; ++g) {
       const int64_t firstHead = r * rowWords + g * groups * headWords;
-      matmulOver(scores, 0, qL2, firstHead, cacheRecord(kc, g, false), slots,
+      // A batch row reads its own sequence's records.
+      const int64_t seqRow = batch_ ? r : -1;
+      matmulOver(scores, 0, qL2, firstHead,
+                 cacheRecord(kc, g, false, seqRow), slots,
                  headDim, headWords, slotWords);
       for (int64_t i = 0; i < groups; ++i) {
         const int64_t at = i * slotWords;
@@ -142,7 +145,7 @@ LogicalResult ProgramLowering::npuAttention(AttentionOp a) {
           mask.setDestRegOffsetAttr(b_.getI64IntegerAttr(at));
         softmaxOnSfu(scores, at, slots, ArrayAttr());
       }
-      matmulOver(out, firstHead, scores, 0, cacheRecord(vc, g, false),
+      matmulOver(out, firstHead, scores, 0, cacheRecord(vc, g, false, seqRow),
                  headDim, slots, slotWords, headWords);
     }
   dropScratch(q);
@@ -211,7 +214,7 @@ LogicalResult ProgramLowering::hostAttention(AttentionOp a) {
       pd::GemvOp scoresOp = gemv(scores, one_, /*findemax=*/true);
       scoresOp.setWeightsAttr(pd::WeightRecordAttr::get(
           b_.getContext(), DictionaryAttr(), 0, 0, /*dynamic=*/true,
-          StringAttr(), 0, false));
+          StringAttr(), 0, false, -1));
       scoresOp.setWeightShapeAttr(triple(capacity, 1, 0));
       scoresOp.setFmapShapeAttr(triple(1, 1, capWords));
       scoresOp.setShapePatchesAttr(

@@ -35,6 +35,11 @@ struct ConvertGemma3nToPccxPass
                          << int64_t(prefillRows);
       return signalPassFailure();
     }
+    if (decodeBatch < 1 || decodeBatch > 256) {
+      module.emitError() << "decode-batch must be in [1, 256], got "
+                         << int64_t(decodeBatch);
+      return signalPassFailure();
+    }
     if (attention != "npu" && attention != "host") {
       module.emitError() << "attention must be npu or host, got '"
                          << attention << "'";
@@ -64,6 +69,18 @@ struct ConvertGemma3nToPccxPass
       if (failed(lowering.run()))
         return signalPassFailure();
     }
+    // The batch program is the prefill function with independent rows.
+    if (decodeBatch > 1)
+      for (func::FuncOp fn : functions) {
+        auto kind = fn->getAttrOfType<StringAttr>(pccx::kFunctionKindAttr);
+        if (!kind || kind.getValue() != "prefill")
+          continue;
+        ProgramLowering lowering(module, fn, config, prefillRows,
+                                 attention == "npu", hostTensors, gathers,
+                                 decodeBatch);
+        if (failed(lowering.run()))
+          return signalPassFailure();
+      }
     Builder b(module.getContext());
     SmallVector<NamedAttribute> tensors, tables;
     for (auto &[name, recipe] : hostTensors)

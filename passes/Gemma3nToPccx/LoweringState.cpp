@@ -269,10 +269,12 @@ LogicalResult ProgramLowering::run() {
 
   b_.setInsertionPointToEnd(module_.getBody());
   program_ = b_.create<pd::ProgramOp>(
-      fn_.getLoc(), b_.getStringAttr(prefill_ ? "prefill" : "decode"),
-      b_.getStringAttr(prefill_ ? "prefill" : "decode"));
+      fn_.getLoc(), b_.getStringAttr(programName()),
+      b_.getStringAttr(programName()));
   program_.getBody().emplaceBlock();
   program_->setAttr("rows", b_.getI64IntegerAttr(rows_));
+  if (batch_)
+    program_->setAttr("independent_rows", b_.getUnitAttr());
 
   currentLoc_ = fn_.getLoc();
   startSegment("prologue");

@@ -72,14 +72,21 @@ public:
                   const pccx::import::Gemma3nTextConfig &config,
                   int64_t prefillRows, bool npuAttention,
                   std::map<std::string, DictionaryAttr> &hostTensors,
-                  std::map<std::string, DictionaryAttr> &gathers)
+                  std::map<std::string, DictionaryAttr> &gathers,
+                  int64_t batchRows = 0)
       : module_(module), fn_(fn), config_(config), b_(module.getContext()),
         npuAttention_(npuAttention), hostTensors_(hostTensors),
         gathers_(gathers) {
     auto kind = fn->getAttrOfType<StringAttr>(pccx::kFunctionKindAttr);
     prefill_ = kind && kind.getValue() == "prefill";
-    rows_ = prefill_ ? prefillRows : 1;
+    batch_ = prefill_ && batchRows > 0;
+    rows_ = batch_ ? batchRows : prefill_ ? prefillRows : 1;
     prefillRows_ = prefillRows;
+  }
+  /// The program's name: "decode", "prefill", or "decode_batch" (the
+  /// prefill function lowered with independent rows).
+  StringRef programName() const {
+    return batch_ ? "decode_batch" : prefill_ ? "prefill" : "decode";
   }
 
   LogicalResult run();
@@ -108,15 +115,16 @@ private:
   pd::WeightRecordAttr record(DictionaryAttr recipe, int64_t first,
                               int64_t count) {
     return pd::WeightRecordAttr::get(b_.getContext(), recipe, first, count,
-                                     false, StringAttr(), 0, false);
+                                     false, StringAttr(), 0, false, -1);
   }
   /// The key or value record of kv head `head` of `cache`, or (`mask`) the
-  /// attention mask of step row `head` over its slots.
+  /// attention mask of step row `head` over its slots. `row` (>= 0, batch
+  /// programs): the cache of that step row's sequence.
   pd::WeightRecordAttr cacheRecord(const std::string &cache, int64_t part,
-                                   bool mask) {
+                                   bool mask, int64_t row = -1) {
     return pd::WeightRecordAttr::get(b_.getContext(), DictionaryAttr(), 0, 0,
                                      false, b_.getStringAttr(cache), part,
-                                     mask);
+                                     mask, row);
   }
 
   // ---- values ------------------------------------------------------------
@@ -313,7 +321,9 @@ private:
   func::FuncOp fn_;
   const pccx::import::Gemma3nTextConfig &config_;
   OpBuilder b_;
-  bool prefill_ = false;
+  /// prefill_: the function's token dimension is dynamic (rows_ rows).
+  /// batch_: each row is its own sequence, with its own position and caches.
+  bool prefill_ = false, batch_ = false;
   bool npuAttention_ = true;
   int64_t rows_ = 1, prefillRows_ = 1;
   Location currentLoc_ = UnknownLoc::get(module_.getContext());

@@ -2,6 +2,7 @@
 
 #include "runtime/app/Generate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -22,12 +23,33 @@ bool checkGenerationInput(const std::vector<int32_t> &prompt,
   return true;
 }
 
+std::vector<int32_t> promptLookupDraft(const std::vector<int32_t> &context,
+                                       int64_t count, int64_t maxN) {
+  const int64_t size = int64_t(context.size());
+  for (int64_t n = std::min(maxN, size - 1); n >= 1 && count > 0; --n) {
+    // The latest earlier start whose n tokens equal the last n.
+    for (int64_t start = size - n - 1; start >= 0; --start) {
+      if (!std::equal(context.begin() + start, context.begin() + start + n,
+                      context.end() - n))
+        continue;
+      const int64_t from = start + n,
+                    to = std::min(size, from + count);
+      return std::vector<int32_t>(context.begin() + from, context.begin() + to);
+    }
+  }
+  return {};
+}
+
 bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
               const GenerateOptions &options, GenerateResult *result,
               std::string *error) {
   using Clock = std::chrono::steady_clock;
   if (!checkGenerationInput(prompt, options.sampling, error))
     return false;
+  if (options.draftTokens < 0) {
+    *error = "the draft length must be >= 0";
+    return false;
+  }
   Sampler sampler(options.sampling);
   std::vector<float> logits;
   auto t0 = Clock::now();
@@ -40,28 +62,102 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
   if (options.keepLogits)
     result->logits = logits;
   std::vector<float> last(logits.end() - long(vocab), logits.end());
-  for (int64_t n = 0; n < options.maxNewTokens; ++n) {
-    int32_t next = sampler.next(last, result->consumed);
-    result->generated.push_back(next);
+  // Rows of one sequence a multi-row step verifies: the batch program's
+  // rows, within the rows a sliding cache's ring was sized for.
+  const int64_t verifyRows =
+      std::min(session.batchRows(), session.model().prefillRows());
+  // Emits `token`; false when generation ends with it.
+  int64_t produced = 0, at = session.position();
+  auto emit = [&](int32_t token) {
+    result->generated.push_back(token);
+    ++produced;
     if (options.onToken)
-      options.onToken(next);
-    if (options.stopTokens.count(next)) {
+      options.onToken(token);
+    if (options.stopTokens.count(token)) {
       result->stopped = true;
-      break;
-    }
-    if (n + 1 == options.maxNewTokens)
-      break;
-    if (session.position() >= session.capacity()) {
-      result->capped = true;
-      break;
-    }
-    last.clear();
-    if (!session.consume({next}, true, &last, error))
       return false;
+    }
+    if (produced == options.maxNewTokens)
+      return false;
+    if (at >= session.capacity()) {
+      result->capped = true;
+      return false;
+    }
+    return true;
+  };
+  if (options.maxNewTokens <= 0) {
+    result->decodeSeconds = 0;
+    return true;
+  }
+  int32_t next = sampler.next(last, result->consumed);
+  if (!emit(next)) {
+    result->decodeSeconds =
+        std::chrono::duration<double>(Clock::now() - t1).count();
+    return true;
+  }
+  std::vector<float> rowsLogits;
+  for (;;) {
+    // Drafts beyond what may still be generated or cached are not made.
+    std::vector<int32_t> draft;
+    if (options.draftTokens > 0 && verifyRows > 1) {
+      const int64_t room = std::min(
+          {options.draftTokens, verifyRows - 1,
+           options.maxNewTokens - produced - 1,
+           session.capacity() - session.position() - 1});
+      if (room > 0) {
+        std::vector<int32_t> context = result->consumed;
+        context.push_back(next);
+        draft = promptLookupDraft(context, room);
+      }
+    }
+    std::vector<exec::Session::StepRow> rows = {{0, next}};
+    for (int32_t d : draft)
+      rows.push_back({0, d});
+    const int64_t before = session.position();
+    rowsLogits.clear();
+    if (!session.step(rows, &rowsLogits, error))
+      return false;
+    ++result->draft.steps;
+    at = before + 1;
     result->consumed.push_back(next);
     if (options.keepLogits)
-      result->logits.insert(result->logits.end(), last.begin(), last.end());
+      result->logits.insert(result->logits.end(), rowsLogits.begin(),
+                            rowsLogits.begin() + long(vocab));
+    if (!draft.empty()) {
+      ++result->draft.passes;
+      result->draft.drafted += int64_t(draft.size());
+    }
+    // Row i's logits choose the token after rows[i]; drafted token i + 1
+    // stands when the rule accepts it.
+    size_t row = 0;
+    bool more = true;
+    for (;;) {
+      last.assign(rowsLogits.begin() + long(row * vocab),
+                  rowsLogits.begin() + long((row + 1) * vocab));
+      int32_t chosen = row < draft.size()
+                           ? sampler.verify(last, result->consumed, draft[row])
+                           : sampler.next(last, result->consumed);
+      const bool accepted = row < draft.size() && chosen == draft[row];
+      more = emit(chosen);
+      next = chosen;
+      if (!accepted || !more)
+        break;
+      ++result->draft.accepted;
+      ++row;
+      ++at;
+      result->consumed.push_back(chosen);
+      if (options.keepLogits)
+        result->logits.insert(result->logits.end(),
+                              rowsLogits.begin() + long(row * vocab),
+                              rowsLogits.begin() + long((row + 1) * vocab));
+    }
+    // The rows after the last accepted one are forgotten.
+    if (!session.rewind(0, before + 1 + int64_t(row), error))
+      return false;
+    if (!more)
+      break;
   }
+  result->draft.tokens = produced;
   result->decodeSeconds =
       std::chrono::duration<double>(Clock::now() - t1).count();
   return true;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -145,6 +146,8 @@ bool runGenerateMode(const exec::Model &model, exec::Session &session,
     err << options.tool << ": prompt "
         << formatRate(int64_t(prompt.size()), result.prefillSeconds)
         << ", then " << formatRate(decoded, result.decodeSeconds) << "\n";
+    if (gen.draftTokens > 0)
+      err << options.tool << ": " << draftSummary(result.draft) << "\n";
   }
 
   if (!options.dumpPath.empty()) {
@@ -207,12 +210,137 @@ bool runGenerateMode(const exec::Model &model, exec::Session &session,
           {"weight_bytes", stats.weightBytes},
           {"kv_record_bytes", stats.kvRecordBytes},
           {"steps", stats.steps}}}};
+    if (gen.draftTokens > 0)
+      j["draft"] = {{"method", "ngram"},
+                    {"max_tokens", gen.draftTokens},
+                    {"passes", result.draft.passes},
+                    {"drafted", result.draft.drafted},
+                    {"accepted", result.draft.accepted},
+                    {"acceptance_rate",
+                     result.draft.drafted
+                         ? double(result.draft.accepted) /
+                               double(result.draft.drafted)
+                         : 0.0},
+                    {"decode_steps", result.draft.steps},
+                    {"tokens_per_step",
+                     result.draft.steps ? double(result.draft.tokens) /
+                                              double(result.draft.steps)
+                                        : 0.0}};
     if (tokenizer)
       j["generated_text"] = tokenizer->decode(result.generated);
     if (!figures.is_null())
       j["compare_reference"] = figures;
     out << support::jsonText(j) << "\n";
   }
+  return true;
+}
+
+std::string draftSummary(const DraftStats &d) {
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "draft: %lld of %lld drafted tokens accepted (%.0f%%), %lld "
+                "tokens in %lld decode steps (%.2f per step)",
+                (long long)d.accepted, (long long)d.drafted,
+                d.drafted ? 100.0 * double(d.accepted) / double(d.drafted) : 0.0,
+                (long long)d.tokens, (long long)d.steps,
+                d.steps ? double(d.tokens) / double(d.steps) : 0.0);
+  return line;
+}
+
+bool runBatchMode(exec::Session &session, const Tokenizer *tokenizer,
+                  const std::vector<std::vector<int32_t>> &prompts,
+                  const BatchModeOptions &options, std::ostream &out,
+                  std::ostream &err, std::string *error) {
+  BatchScheduler scheduler(session, options.parallel);
+  if (!scheduler.init(error))
+    return false;
+  std::vector<GenerateResult> results(prompts.size());
+  std::vector<std::string> errors(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    BatchRequest request;
+    request.prompt = prompts[i];
+    request.options = options.generate;
+    request.options.keepLogits = !options.dumpPath.empty();
+    request.onDone = [&results, &errors, i](const GenerateResult &r,
+                                            const std::string &why) {
+      results[i] = r;
+      errors[i] = why;
+    };
+    scheduler.submit(std::move(request));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!scheduler.runAll(error))
+    return false;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  for (size_t i = 0; i < prompts.size(); ++i)
+    if (!errors[i].empty()) {
+      *error = "sequence " + std::to_string(i) + ": " + errors[i];
+      return false;
+    }
+  const BatchStats &stats = scheduler.stats();
+  if (!options.dumpPath.empty()) {
+    std::vector<float> all;
+    int64_t rows = 0;
+    for (const GenerateResult &r : results) {
+      all.insert(all.end(), r.logits.begin(), r.logits.end());
+      rows += int64_t(r.consumed.size());
+    }
+    if (!writeOutputFile(options.dumpPath, all.data(),
+                         all.size() * sizeof(float), error))
+      return false;
+    err << "wrote " << rows << " logit rows to " << options.dumpPath << "\n";
+  }
+  const double rowsPerStep =
+      stats.decodeSteps ? double(stats.stepRows) / double(stats.decodeSteps)
+                        : 0.0;
+  if (options.json) {
+    nlohmann::json sequences = nlohmann::json::array();
+    for (const GenerateResult &r : results) {
+      nlohmann::json j = {{"consumed_tokens", r.consumed},
+                          {"generated_tokens", r.generated},
+                          {"stopped_by", r.stopped  ? "stop_token"
+                                         : r.capped ? "kv_capacity"
+                                                    : "max_new_tokens"}};
+      if (tokenizer)
+        j["generated_text"] = tokenizer->decode(r.generated);
+      sequences.push_back(j);
+    }
+    nlohmann::json j = {
+        {"sequences", sequences},
+        {"parallel", options.parallel},
+        {"batch_rows", session.batchRows()},
+        {"decode_steps", stats.decodeSteps},
+        {"mean_sequences_per_step", rowsPerStep},
+        {"generated_tokens", stats.generatedTokens},
+        {"seconds", seconds},
+        {"aggregate_tokens_per_second",
+         seconds > 0 ? double(stats.generatedTokens) / seconds : 0.0},
+        {"session",
+         {{"weight_bytes", session.stats().weightBytes},
+          {"steps", session.stats().steps},
+          {"batch_rows", session.stats().batchRows},
+          {"padding_rows", session.stats().paddingRows}}}};
+    out << support::jsonText(j) << "\n";
+    return true;
+  }
+  for (const GenerateResult &r : results) {
+    if (tokenizer && options.text)
+      out << tokenizer->decode(r.generated) << "\n";
+    else
+      for (size_t i = 0; i < r.generated.size(); ++i)
+        out << (i ? "," : "") << r.generated[i]
+            << (i + 1 == r.generated.size() ? "\n" : "");
+    if (r.generated.empty())
+      out << "\n";
+  }
+  char line[160];
+  std::snprintf(line, sizeof line,
+                ": %zu sequences, %lld decode steps (%.2f sequences per step), ",
+                prompts.size(), (long long)stats.decodeSteps, rowsPerStep);
+  err << options.tool << line
+      << formatRate(stats.generatedTokens, seconds) << " in all\n";
   return true;
 }
 

@@ -11,6 +11,7 @@
 #ifndef PCCX_RUNTIME_APP_RUNMODES_H
 #define PCCX_RUNTIME_APP_RUNMODES_H
 
+#include "runtime/app/Batch.h"
 #include "runtime/app/ChatConsole.h"
 #include "runtime/app/Generate.h"
 #include "runtime/app/Perplexity.h"
@@ -46,6 +47,30 @@ bool runGenerateMode(const exec::Model &model, exec::Session &session,
                      const std::vector<int32_t> &prompt,
                      const GenerateModeOptions &options, std::ostream &out,
                      std::ostream &err, std::string *error);
+
+/// "draft: A of D drafted tokens accepted (R%), T tokens in S decode steps
+/// (X per step)".
+std::string draftSummary(const DraftStats &draft);
+
+struct BatchModeOptions {
+  GenerateOptions generate;
+  /// Sequences decoded together (continuous batching over that many slots).
+  int parallel = 1;
+  /// Print each sequence's text (a tokenizer) instead of its ids.
+  bool text = false;
+  /// Every sequence's logits rows, sequence after sequence.
+  std::string dumpPath;
+  bool json = false;
+  std::string tool = "pccx-run";
+};
+
+/// Several prompts at once: each sequence generates as it would alone,
+/// `parallel` of them per pass over the weights. Prints one line per
+/// sequence, in order, and the aggregate speed on `err`.
+bool runBatchMode(exec::Session &session, const Tokenizer *tokenizer,
+                  const std::vector<std::vector<int32_t>> &prompts,
+                  const BatchModeOptions &options, std::ostream &out,
+                  std::ostream &err, std::string *error);
 
 struct ChatModeOptions {
   ChatConsoleOptions console;

@@ -75,12 +75,65 @@ void Sampler::applyPenalties(std::vector<float> &logits,
 
 int32_t Sampler::next(std::vector<float> &logits,
                       const std::vector<int32_t> &seen) {
+  Candidates c;
+  if (candidates(logits, seen, &c))
+    return c.best;
+  return draw(c, -1);
+}
+
+int32_t Sampler::verify(std::vector<float> &logits,
+                        const std::vector<int32_t> &seen, int32_t draft) {
+  Candidates c;
+  if (candidates(logits, seen, &c))
+    return c.best;
+  // The draft was proposed with certainty (q(draft) = 1): accepted with
+  // probability p(draft); otherwise the token comes from p without it,
+  // renormalized, max(p - q, 0). The result is distributed as p.
+  double mass = 0, p = 0;
+  for (size_t i = 0; i < c.weights.size(); ++i) {
+    mass += c.weights[i];
+    if ((c.all ? int32_t(i) : c.ids[i]) == draft)
+      p = c.weights[i];
+  }
+  if (p > 0 && uniform() * mass < p)
+    return draft;
+  return draw(c, draft);
+}
+
+int32_t Sampler::draw(const Candidates &c, int32_t excluded) {
+  auto idAt = [&](size_t i) { return c.all ? int32_t(i) : c.ids[i]; };
+  double mass = 0;
+  for (size_t i = 0; i < c.weights.size(); ++i)
+    if (idAt(i) != excluded)
+      mass += c.weights[i];
+  if (!(mass > 0))
+    return c.best;
+  const double u = uniform() * mass;
+  double acc = 0;
+  for (size_t i = 0; i < c.weights.size(); ++i) {
+    if (idAt(i) == excluded)
+      continue;
+    acc += c.weights[i];
+    if (u < acc)
+      return idAt(i);
+  }
+  // Rounding left u at the very top: the last candidate with weight.
+  for (size_t i = c.weights.size(); i-- > 0;)
+    if (c.weights[i] > 0 && idAt(i) != excluded)
+      return idAt(i);
+  return c.best;
+}
+
+bool Sampler::candidates(std::vector<float> &logits,
+                         const std::vector<int32_t> &seen, Candidates *out) {
   const float inf = std::numeric_limits<float>::infinity();
   applyPenalties(logits, seen);
   const size_t vocab = logits.size();
-  if (options_.temperature == 0)
-    return int32_t(std::max_element(logits.begin(), logits.end()) -
-                   logits.begin());
+  if (options_.temperature == 0) {
+    out->best = int32_t(std::max_element(logits.begin(), logits.end()) -
+                        logits.begin());
+    return true;
+  }
 
   // Descending by logit, ties by id (a NaN ranks last): a strict total
   // order, so every selection below is deterministic. Dividing by T > 0 does
@@ -202,21 +255,11 @@ int32_t Sampler::next(std::vector<float> &logits,
       logits[size_t(ids[i])] = kept[i];
   }
 
-  double mass = 0;
-  for (double w : weights)
-    mass += w;
-  const double u = uniform() * mass;
-  double acc = 0;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    acc += weights[i];
-    if (u < acc)
-      return all ? int32_t(i) : ids[i];
-  }
-  // Rounding left u at the very top: the last candidate with weight.
-  for (size_t i = weights.size(); i-- > 0;)
-    if (weights[i] > 0)
-      return all ? int32_t(i) : ids[i];
-  return best;
+  out->best = best;
+  out->all = all;
+  out->ids = std::move(ids);
+  out->weights = std::move(weights);
+  return false;
 }
 
 } // namespace pccx::app

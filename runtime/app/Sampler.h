@@ -38,8 +38,29 @@ public:
   /// Picks the next token from `logits` (vocab floats, modified in place by
   /// the penalty and warpers) given every id consumed or generated so far.
   int32_t next(std::vector<float> &logits, const std::vector<int32_t> &seen);
+  /// Speculative decoding's rule for a drafted token: returns `draft` when
+  /// it is accepted, otherwise the token to use instead. Greedy: accepted
+  /// when it is the argmax. Sampled: accepted with the probability the
+  /// warped distribution gives it, else drawn from the rest, so the tokens
+  /// are distributed exactly as next()'s.
+  int32_t verify(std::vector<float> &logits, const std::vector<int32_t> &seen,
+                 int32_t draft);
 
 private:
+  /// The warped distribution: `weights` of `ids` (or, `all`, of every id in
+  /// id order); `best` the most likely id.
+  struct Candidates {
+    int32_t best = 0;
+    bool all = true;
+    std::vector<int32_t> ids;
+    std::vector<double> weights;
+  };
+  /// Applies the penalties and warpers; true when the choice is greedy
+  /// (`best` only).
+  bool candidates(std::vector<float> &logits, const std::vector<int32_t> &seen,
+                  Candidates *out);
+  /// A draw from `c`, leaving out `excluded` (-1: none).
+  int32_t draw(const Candidates &c, int32_t excluded);
   double uniform();
   void applyPenalties(std::vector<float> &logits,
                       const std::vector<int32_t> &seen) const;

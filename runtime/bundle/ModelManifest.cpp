@@ -195,7 +195,7 @@ json toJson(const ModelManifest &m) {
   json programs = json::object();
   for (const ProgramEntry &p : m.programs) {
     json uses = json::array();
-    for (const WeightUse &u : p.weights)
+    for (const WeightUse &u : p.weights) {
       uses.push_back(
           !u.cache.empty()
               ? (u.mask ? json{{"index", u.index},
@@ -208,9 +208,14 @@ json toJson(const ModelManifest &m) {
                       : json{{"index", u.index},
                              {"offset", u.offset},
                              {"bytes", u.bytes}});
+      if (!u.cache.empty() && !u.mask && u.row >= 0)
+        uses.back()["row"] = u.row;
+    }
     json info = {{"rows", p.rows}, {"weight_records", uses}};
     if (p.windowWords)
       info["window_words"] = p.windowWords;
+    if (p.independentRows)
+      info["independent_rows"] = true;
     programs[p.section] = info;
   }
   out["programs"] = programs;
@@ -446,7 +451,8 @@ static bool readPrograms(Reader &rd, const json &j, const Bundle &bundle,
       return rd.fail(where, "has no program section");
     const uint64_t words = Bundle::wordCount(*s);
     if (!rd.integer(info, "rows", where, &p.rows, 1, 65535) ||
-        !rd.optionalInteger(info, "window_words", where, &p.windowWords, 0))
+        !rd.optionalInteger(info, "window_words", where, &p.windowWords, 0) ||
+        !rd.boolean(info, "independent_rows", where, &p.independentRows))
       return false;
     const json *uses = rd.member(info, "weight_records");
     if (!uses || !uses->is_array())
@@ -485,6 +491,14 @@ static bool readPrograms(Reader &rd, const json &j, const Bundle &bundle,
         if (!rd.integer(u, maskRecord ? "row" : "head", rw, &w.part, 0,
                         (maskRecord ? p.rows : cache->heads) - 1))
           return false;
+        // A row's own cache exists only where rows are sequences.
+        if (!maskRecord && rd.member(u, "row")) {
+          if (!p.independentRows)
+            return rd.fail(rw, "names the cache of a row, but the program's "
+                               "rows share their caches");
+          if (!rd.integer(u, "row", rw, &w.row, 0, p.rows - 1))
+            return false;
+        }
         p.weights.push_back(w);
         continue;
       }

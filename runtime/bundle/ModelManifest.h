@@ -66,12 +66,18 @@ struct WeightUse {
   std::string cache;
   int64_t part = 0;
   bool mask = false;
+  /// A key/value record of a program with independent rows: the cache of
+  /// step row `row`'s sequence (-1: the cache all rows share).
+  int64_t row = -1;
 };
 
 struct ProgramEntry {
   std::string section;     ///< "program.decode", "program.prefill"
   int64_t rows = 1;        ///< tokens per run
   int64_t windowWords = 0; ///< host-window high-water mark
+  /// Each row is its own sequence, at its own position, with its own KV
+  /// caches ("program.decode_batch").
+  bool independentRows = false;
   std::vector<WeightUse> weights;
 };
 

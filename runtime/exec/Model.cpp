@@ -36,6 +36,7 @@ bool prepareProgram(const bundle::Bundle &b, const std::string &path,
   auto p = std::make_unique<Program>();
   p->section = section;
   p->rows = entry.rows;
+  p->independentRows = entry.independentRows;
   const size_t wordCount = bundle::Bundle::wordCount(*s);
   if (wordCount > UINT32_MAX) {
     return fail(error, path, section + ": more words than a program may hold");
@@ -59,6 +60,7 @@ bool prepareProgram(const bundle::Bundle &b, const std::string &path,
       ref.kind = u.mask ? WeightRef::Kind::Mask : WeightRef::Kind::Cache;
       ref.cache = int32_t(tables.caches->at(u.cache));
       ref.part = int32_t(u.part);
+      ref.row = int32_t(u.row);
     } else if (u.dynamic) {
       ref.kind = WeightRef::Kind::Dynamic;
     } else {
@@ -288,6 +290,11 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
       bytes = UINT64_MAX;
     sessionBytes = bytes;
   }
+  // A mask record per row is shared; the rest is per sequence.
+  m->sequenceBytes_ = sessionBytes;
+  for (const CacheSpec &c : m->caches_)
+    if (c.dtype == host::KvDtype::KeyRecords && sessionBytes != UINT64_MAX)
+      m->sequenceBytes_ -= maxRows * uint64_t(hw::maskRecordBytes(c.slots));
   uint64_t logitBytes = 0;
   if (!checkedMul(maxRows * 4, uint64_t(m->vocab_), &logitBytes) ||
       !checkedAdd(sessionBytes, logitBytes, &sessionBytes))
@@ -319,6 +326,16 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
       m->decode_ = std::move(p);
     else if (section == "program.prefill")
       m->prefill_ = std::move(p);
+    else if (section == "program.decode_batch" && entry.independentRows)
+      m->batch_ = std::move(p);
+  }
+  {
+    auto rows = manifest.compileOptions.find("prefill_rows");
+    m->prefillRows_ =
+        rows != manifest.compileOptions.end() && rows->is_number_integer() &&
+                rows->get<int64_t>() > 0
+            ? rows->get<int64_t>()
+            : (m->prefill_ ? m->prefill_->rows : 1);
   }
   if (!m->decode_) {
     fail(error, path, "the bundle has no decode program");

@@ -65,6 +65,9 @@ struct WeightRef {
   };
   Kind kind = Kind::None;
   int32_t cache = -1, part = 0; ///< Cache, Mask
+  /// Cache in a program with independent rows: the cache of this step row's
+  /// sequence (-1: of the sequence every row belongs to).
+  int32_t row = -1;
   uint64_t offset = 0, bytes = 0; ///< Static: within the weights section
 };
 
@@ -74,6 +77,9 @@ struct WeightRef {
 struct Program {
   std::string section;
   int64_t rows = 1; ///< tokens per run
+  /// Rows are sequences of their own (the batch program): each row has its
+  /// own position and KV caches.
+  bool independentRows = false;
   std::vector<uint64_t> words;
   std::vector<Segment> segments;
   std::vector<PatchSite> patches;
@@ -114,6 +120,13 @@ public:
   const nlohmann::json &config() const { return config_; }
   const Program *decode() const { return decode_.get(); }
   const Program *prefill() const { return prefill_.get(); }
+  /// The batched decode program (rows independent sequences), or null.
+  const Program *batch() const { return batch_.get(); }
+  /// Rows of one sequence a step may write: the prefill rows the sliding
+  /// caches were sized for (compile_options.prefill_rows).
+  int64_t prefillRows() const { return prefillRows_; }
+  /// Host memory (bytes) the KV caches of one more sequence take, at most.
+  uint64_t sequenceHostBytes() const { return sequenceBytes_; }
   /// In the order host calls index them.
   const std::vector<CacheSpec> &caches() const { return caches_; }
   const std::map<std::string, host::HostTensor> &tensors() const {
@@ -141,13 +154,14 @@ private:
   Model() = default;
   std::unique_ptr<bundle::Bundle> bundle_;
   nlohmann::json config_;
-  std::unique_ptr<Program> decode_, prefill_;
+  std::unique_ptr<Program> decode_, prefill_, batch_;
   std::vector<CacheSpec> caches_;
   std::map<std::string, int> cacheIndex_;
   std::map<std::string, host::HostTensor> tensors_;
   std::map<std::string, host::GatherTable> gathers_;
   int64_t vocab_ = 0, maxSeqLen_ = 0;
-  uint64_t sessionBytes_ = 0;
+  uint64_t sessionBytes_ = 0, sequenceBytes_ = 0;
+  int64_t prefillRows_ = 1;
   machine::Target target_ = machine::kDefaultTarget;
 };
 

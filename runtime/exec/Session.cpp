@@ -12,6 +12,15 @@
 
 namespace pccx::exec {
 
+/// One sequence: its position and KV caches (record caches with their
+/// device buffers, made before its first step).
+struct Session::Sequence {
+  std::vector<host::KvCache> caches;
+  std::vector<device::BufferId> cacheBuffer;
+  bool recordsReady = false;
+  int64_t position = 0;
+};
+
 Session::Session(const Model &model, std::unique_ptr<Device> device)
     : model_(model), device_(std::move(device)),
       fp32Caches_(device_->numerics() == sim::Numerics::Reference) {
@@ -19,40 +28,87 @@ Session::Session(const Model &model, std::unique_ptr<Device> device)
     decodeWords_ = model_.decode()->words;
   if (model_.prefill())
     prefillWords_ = model_.prefill()->words;
+  if (model_.batch())
+    batchWords_ = model_.batch()->words;
   context_.window = device_->window();
   context_.windowWords = int64_t(device_->windowWords());
-  context_.caches = &caches_;
   context_.dynamicRecords = &dynamic_;
   context_.vocab = model_.vocabSize();
-  reset();
+  sequences_.push_back(newSequence());
 }
 
-void Session::reset() {
-  if (caches_.size() != model_.caches().size()) {
-    caches_.clear();
-    for (const CacheSpec &spec : model_.caches())
-      // Record caches get their device memory before the first step.
-      caches_.push_back(spec.records()
+Session::~Session() = default;
+
+std::unique_ptr<Session::Sequence> Session::newSequence() {
+  auto s = std::make_unique<Sequence>();
+  for (const CacheSpec &spec : model_.caches())
+    // Record caches get their device memory before the first step.
+    s->caches.push_back(spec.records()
                             ? host::KvCache()
                             : host::KvCache(spec.slots, spec.width,
                                             fp32Caches_ ? host::KvDtype::F32
                                                         : spec.dtype));
-  } else {
-    for (host::KvCache &c : caches_)
-      c.clear();
-  }
-  position_ = 0;
+  s->cacheBuffer.assign(model_.caches().size(), 0);
+  return s;
 }
 
-bool Session::prepareRecords(std::string *error) {
-  if (recordsReady_)
+void Session::reset() {
+  for (int slot = 0; slot < slots(); ++slot)
+    reset(slot);
+}
+
+void Session::reset(int slot) {
+  Sequence &s = *sequences_.at(size_t(slot));
+  for (host::KvCache &c : s.caches)
+    c.clear();
+  s.position = 0;
+}
+
+int64_t Session::position(int slot) const {
+  return sequences_.at(size_t(slot))->position;
+}
+
+bool Session::reserveSlots(int count, std::string *error) {
+  if (count <= slots())
     return true;
-  int64_t maxRows = 1;
-  for (const Program *p : {model_.decode(), model_.prefill()})
-    if (p)
-      maxRows = std::max(maxRows, p->rows);
-  maskOf_.assign(model_.caches().size(), -1);
-  cacheBuffer_.assign(model_.caches().size(), 0);
+  // Every sequence's caches, one more for the padding rows of a batched
+  // step, within the limit a bundle's single session is held to.
+  const uint64_t limit = Model::defaultHostMemoryLimit();
+  const uint64_t each = model_.sequenceHostBytes();
+  if (count > 4096 || each == 0 ||
+      uint64_t(count) + 1 > limit / std::max<uint64_t>(each, 1)) {
+    *error = std::to_string(count) + " sequences need " +
+             std::to_string(count + 1) + " x " + std::to_string(each) +
+             " bytes of KV caches, more than the host memory limit of " +
+             std::to_string(limit) + " bytes";
+    return false;
+  }
+  while (slots() < count)
+    sequences_.push_back(newSequence());
+  return true;
+}
+
+bool Session::rewind(int slot, int64_t position, std::string *error) {
+  Sequence &s = *sequences_.at(size_t(slot));
+  if (position < 0 || position > s.position) {
+    *error = "cannot rewind slot " + std::to_string(slot) + " to position " +
+             std::to_string(position) + ": it holds positions 0.." +
+             std::to_string(s.position - 1);
+    return false;
+  }
+  // Positions past `position` stay in the rings but are never read: a
+  // step's masks and kernels see only positions up to the step's last, and
+  // the next step writes them again first (docs/serving.md, Speculative
+  // decoding).
+  s.position = position;
+  return true;
+}
+
+bool Session::prepareRecords(Sequence &seq, std::string *error) {
+  if (seq.recordsReady)
+    return true;
+  if (!prepareMasks(error))
+    return false;
   for (size_t i = 0; i < model_.caches().size(); ++i) {
     const CacheSpec &spec = model_.caches()[i];
     if (!spec.records())
@@ -66,13 +122,28 @@ bool Session::prepareRecords(std::string *error) {
       *error = "KV cache '" + spec.name + "': " + *error;
       return false;
     }
-    cacheBuffer_[i] = memory.id;
-    caches_[i] = host::KvCache(spec.slots, spec.width, spec.heads, spec.dtype,
-                               memory.data);
+    seq.cacheBuffer[i] = memory.id;
+    seq.caches[i] = host::KvCache(spec.slots, spec.width, spec.heads,
+                                  spec.dtype, memory.data);
     // The golden model attends over the exact keys and values, as it keeps
     // host caches in fp32.
     if (fp32Caches_)
-      caches_[i].keepExact();
+      seq.caches[i].keepExact();
+  }
+  seq.recordsReady = true;
+  return true;
+}
+
+bool Session::prepareMasks(std::string *error) {
+  if (masksReady_)
+    return true;
+  int64_t maxRows = 1;
+  for (const Program *p : {model_.decode(), model_.prefill(), model_.batch()})
+    if (p)
+      maxRows = std::max(maxRows, p->rows);
+  maskOf_.assign(model_.caches().size(), -1);
+  for (size_t i = 0; i < model_.caches().size(); ++i) {
+    const CacheSpec &spec = model_.caches()[i];
     if (spec.dtype != host::KvDtype::KeyRecords)
       continue;
     for (size_t m = 0; m < masks_.size(); ++m)
@@ -95,19 +166,37 @@ bool Session::prepareRecords(std::string *error) {
     maskOf_[i] = int(masks_.size());
     masks_.push_back(set);
   }
-  recordsReady_ = true;
+  masksReady_ = true;
   return true;
 }
 
-void Session::setMasks(int64_t rows) {
+void Session::setMasks(const std::vector<RowBinding> &rows) {
   for (MaskSet &set : masks_)
-    for (int64_t r = 0; r < rows; ++r)
+    for (size_t r = 0; r < rows.size(); ++r)
       hw::setMaskScales(set.memory.data + r * set.recordBytes, set.slots,
-                        set.window, position_ + r, position_ + rows - 1);
+                        set.window, rows[r].position, rows[r].last);
 }
 
-bool Session::consume(const std::vector<int32_t> &tokens, bool decodeOnly,
-                      std::vector<float> *logits, std::string *error) {
+bool Session::checkRoom(int slot, int64_t count, std::string *error) const {
+  const int64_t at = position(slot);
+  if (count > model_.maxSeqLen() - at) {
+    *error = "positions " + std::to_string(at) + ".." +
+             std::to_string(at + count - 1) + " exceed the KV cache of " +
+             std::to_string(model_.maxSeqLen()) +
+             " positions (compile with a larger --max-seq-len)";
+    return false;
+  }
+  return true;
+}
+
+bool Session::consume(int slot, const std::vector<int32_t> &tokens,
+                      bool decodeOnly, std::vector<float> *logits,
+                      std::string *error) {
+  if (slot < 0 || slot >= slots()) {
+    *error = "slot " + std::to_string(slot) + " is not one of the session's " +
+             std::to_string(slots());
+    return false;
+  }
   for (int32_t t : tokens)
     if (t < 0 || t >= model_.vocabSize()) {
       *error = "token id " + std::to_string(t) +
@@ -115,16 +204,12 @@ bool Session::consume(const std::vector<int32_t> &tokens, bool decodeOnly,
                std::to_string(model_.vocabSize()) + ")";
       return false;
     }
-  if (int64_t(tokens.size()) > model_.maxSeqLen() - position_) {
-    *error = "positions " + std::to_string(position_) + ".." +
-             std::to_string(position_ + int64_t(tokens.size()) - 1) +
-             " exceed the KV cache of " +
-             std::to_string(model_.maxSeqLen()) +
-             " positions (compile with a larger --max-seq-len)";
+  if (!checkRoom(slot, int64_t(tokens.size()), error))
     return false;
-  }
+  Sequence &seq = *sequences_[size_t(slot)];
   size_t next = 0;
   const Program *prefill = decodeOnly ? nullptr : model_.prefill();
+  std::vector<RowBinding> rows;
   while (next < tokens.size()) {
     const Program *p = model_.decode();
     std::vector<uint64_t> *words = &decodeWords_;
@@ -132,19 +217,111 @@ bool Session::consume(const std::vector<int32_t> &tokens, bool decodeOnly,
       p = prefill;
       words = &prefillWords_;
     }
-    if (!run(*p, *words, tokens.data() + next, p->rows, logits, error))
+    rows.assign(size_t(p->rows), RowBinding());
+    for (int64_t r = 0; r < p->rows; ++r)
+      rows[size_t(r)] = {&seq, seq.position + r, seq.position + p->rows - 1};
+    if (!run(*p, *words, tokens.data() + next, rows, logits, error))
       return false;
     next += size_t(p->rows);
   }
   return true;
 }
 
+bool Session::step(const std::vector<StepRow> &rows,
+                   std::vector<float> *logits, std::string *error) {
+  std::vector<int64_t> count(sequences_.size(), 0);
+  for (const StepRow &row : rows) {
+    if (row.slot < 0 || row.slot >= slots()) {
+      *error = "slot " + std::to_string(row.slot) +
+               " is not one of the session's " + std::to_string(slots());
+      return false;
+    }
+    if (row.token < 0 || row.token >= model_.vocabSize()) {
+      *error = "token id " + std::to_string(row.token) +
+               " is outside the vocabulary [0, " +
+               std::to_string(model_.vocabSize()) + ")";
+      return false;
+    }
+    ++count[size_t(row.slot)];
+  }
+  for (size_t slot = 0; slot < count.size(); ++slot)
+    if (count[slot] && !checkRoom(int(slot), count[slot], error))
+      return false;
+  const Program *batch = model_.batch();
+  if (!batch) {
+    for (const StepRow &row : rows)
+      if (!consume(row.slot, {row.token}, true, logits, error))
+        return false;
+    return true;
+  }
+  // Chunks of the batch program's rows; a sliding cache's ring holds the
+  // window plus prefill_rows - 1, so one chunk takes at most that many rows
+  // of one slot.
+  const size_t chunkRows = size_t(batch->rows);
+  const int64_t perSlot = model_.prefillRows();
+  std::vector<StepRow> chunk;
+  std::vector<int64_t> inChunk(sequences_.size(), 0);
+  auto flush = [&]() {
+    bool ok = chunk.empty() || runBatch(chunk, logits, error);
+    chunk.clear();
+    std::fill(inChunk.begin(), inChunk.end(), 0);
+    return ok;
+  };
+  for (const StepRow &row : rows) {
+    if (chunk.size() == chunkRows || inChunk[size_t(row.slot)] == perSlot)
+      if (!flush())
+        return false;
+    chunk.push_back(row);
+    ++inChunk[size_t(row.slot)];
+  }
+  return flush();
+}
+
+bool Session::runBatch(const std::vector<StepRow> &rows,
+                       std::vector<float> *logits, std::string *error) {
+  if (rows.size() == 1) {
+    // One row: the decode program streams the same weights, without the
+    // batch program's padding rows.
+    return consume(rows[0].slot, {rows[0].token}, true, logits, error);
+  }
+  const Program &batch = *model_.batch();
+  if (!spare_ && int64_t(rows.size()) < batch.rows)
+    spare_ = newSequence();
+  std::vector<RowBinding> bound(size_t(batch.rows));
+  std::vector<int32_t> tokens(size_t(batch.rows), 0);
+  std::vector<int64_t> next(sequences_.size());
+  for (size_t s = 0; s < sequences_.size(); ++s)
+    next[s] = sequences_[s]->position;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    bound[r] = {sequences_[size_t(rows[r].slot)].get(),
+                next[size_t(rows[r].slot)]++, 0};
+    tokens[r] = rows[r].token;
+  }
+  for (size_t r = 0; r < rows.size(); ++r)
+    bound[r].last = next[size_t(rows[r].slot)] - 1;
+  // Unused rows all run token 0 at position 0 of the spare sequence: each
+  // writes the same key and value to its slot 0 and reads only that slot.
+  for (size_t r = rows.size(); r < bound.size(); ++r)
+    bound[r] = {spare_.get(), 0, 0};
+  std::vector<float> all;
+  if (!run(batch, batchWords_, tokens.data(), bound, logits ? &all : nullptr,
+           error))
+    return false;
+  stats_.batchRows += uint64_t(batch.rows);
+  stats_.paddingRows += uint64_t(batch.rows) - rows.size();
+  if (logits)
+    logits->insert(logits->end(), all.begin(),
+                   all.begin() + int64_t(rows.size()) * model_.vocabSize());
+  return true;
+}
+
 bool Session::run(const Program &program, std::vector<uint64_t> &words,
-                  const int32_t *tokens, int64_t count,
+                  const int32_t *tokens, const std::vector<RowBinding> &rows,
                   std::vector<float> *logits, std::string *error) {
+  const int64_t count = int64_t(rows.size());
   auto where = [&](const std::string &what) {
-    return program.section + " at position " + std::to_string(position_) +
-           ": " + what;
+    return program.section + " at position " +
+           std::to_string(rows[0].position) + ": " + what;
   };
   if (!weightsRegistered_) {
     size_t bytes = 0;
@@ -158,7 +335,7 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
     // Scale and offset come from the manifest: the value is computed with
     // overflow checks, then range-checked against the field.
     const int64_t source = bundle::patchSourceValue(
-        p.source, position_ + p.delta, tokens[p.delta], p.window);
+        p.source, rows[size_t(p.delta)].position, tokens[p.delta], p.window);
     int64_t value;
     if (!checkedMulAdd(source, p.scale, p.offset, &value)) {
       *error = where("patching " + std::string(isa::fieldInfo(p.field).name) +
@@ -180,15 +357,25 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
     w = (w & ~mask) | (uint64_t(value) << p.lo);
   }
 
+  for (const RowBinding &row : rows)
+    if (!prepareRecords(*row.sequence, error))
+      return false;
   host::HostContext &ctx = context_;
-  ctx.position = position_;
+  ctx.caches = &rows[0].sequence->caches;
+  ctx.position = rows[0].position;
   ctx.tokens.assign(tokens, tokens + count);
+  ctx.rowPositions.resize(rows.size());
+  ctx.rowLastPositions.resize(rows.size());
+  ctx.rowCaches.resize(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    ctx.rowPositions[r] = rows[r].position;
+    ctx.rowLastPositions[r] = rows[r].last;
+    ctx.rowCaches[r] = &rows[r].sequence->caches;
+  }
   ctx.emittedRows = 0;
   dynamic_.clear();
   inFlight_.clear();
-  if (!prepareRecords(error))
-    return false;
-  setMasks(count);
+  setMasks(rows);
   stepLogits_.assign(size_t(count * model_.vocabSize()), 0.0f);
   ctx.logits = &stepLogits_;
 
@@ -231,9 +418,12 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
         if (rec.kind == WeightRef::Kind::Static) {
           handle = {weightsBuffer_, rec.offset, rec.bytes};
         } else if (rec.kind == WeightRef::Kind::Cache) {
-          const host::KvCache &cache = caches_[size_t(rec.cache)];
+          const Sequence &seq =
+              *rows[rec.row >= 0 ? size_t(rec.row) : 0].sequence;
+          const host::KvCache &cache = seq.caches[size_t(rec.cache)];
           const uint64_t bytes = uint64_t(cache.recordBytes());
-          handle = {cacheBuffer_[size_t(rec.cache)], rec.part * bytes, bytes};
+          handle = {seq.cacheBuffer[size_t(rec.cache)], rec.part * bytes,
+                    bytes};
           exact = cache.exactRecord(rec.part);
         } else {
           const MaskSet &set = masks_[size_t(maskOf_[size_t(rec.cache)])];
@@ -290,7 +480,9 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
     }
   if (logits)
     logits->insert(logits->end(), stepLogits_.begin(), stepLogits_.end());
-  position_ += count;
+  for (const RowBinding &row : rows)
+    if (row.sequence != spare_.get())
+      row.sequence->position = row.last + 1;
   ++stats_.steps;
   return true;
 }

@@ -9,6 +9,12 @@
 // decodeOnly). The KV caches are rings with a hard cap: a step past the
 // positions the bundle was compiled for is refused.
 //
+// A session holds one or more sequences (slots), each with its own position
+// and KV caches. step() decodes rows of several slots together through the
+// batch program (one pass over the weights for all of them); without one it
+// runs the rows one by one. Slot 0 is the sequence of the single-sequence
+// calls (position(), consume(), reset()).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PCCX_RUNTIME_EXEC_SESSION_H
@@ -28,6 +34,8 @@ struct SessionStats {
   uint64_t instructions = 0, hostOps = 0, syncs = 0, weightBytes = 0, steps = 0;
   /// Of weightBytes: streamed from the KV records and masks.
   uint64_t kvRecordBytes = 0;
+  /// Rows run through the batch program, and of them padding (unused rows).
+  uint64_t batchRows = 0, paddingRows = 0;
 };
 
 class Session {
@@ -36,33 +44,85 @@ public:
   /// (and exact KV records) whatever the bundle says; otherwise they use
   /// the bundle's dtype.
   Session(const Model &model, std::unique_ptr<Device> device);
+  ~Session();
 
-  int64_t position() const { return position_; }
+  int64_t position() const { return position(0); }
   /// Positions the KV caches hold.
   int64_t capacity() const { return model_.maxSeqLen(); }
-  /// Forgets every cached position.
+  /// Forgets every cached position of every slot.
   void reset();
-  /// Consumes `tokens` at the next positions and appends one row of
-  /// vocab_size logits per token to `logits` (when not null).
+  /// Consumes `tokens` at the next positions of slot 0 and appends one row
+  /// of vocab_size logits per token to `logits` (when not null).
   bool consume(const std::vector<int32_t> &tokens, bool decodeOnly,
+               std::vector<float> *logits, std::string *error) {
+    return consume(0, tokens, decodeOnly, logits, error);
+  }
+
+  // ---- several sequences ------------------------------------------------
+  int slots() const { return int(sequences_.size()); }
+  /// Holds at least `count` sequences (new ones empty). Refused, naming the
+  /// figures, when their KV caches would pass the host memory limit.
+  bool reserveSlots(int count, std::string *error);
+  int64_t position(int slot) const;
+  void reset(int slot);
+  bool consume(int slot, const std::vector<int32_t> &tokens, bool decodeOnly,
                std::vector<float> *logits, std::string *error);
+  /// Forgets the positions of `slot` from `position` on (speculative
+  /// decoding drops the rejected rows this way).
+  bool rewind(int slot, int64_t position, std::string *error);
+
+  struct StepRow {
+    int slot = 0;
+    int32_t token = 0;
+  };
+  /// Consumes each row's token at the next position of its slot (rows of
+  /// one slot in order, at consecutive positions) and appends one logits
+  /// row per row, in order. With a batch program the rows run together in
+  /// steps of its rows (rows left over run at position 0 of a spare
+  /// sequence, their logits dropped); a single row, or a bundle without
+  /// one, runs through the decode program.
+  bool step(const std::vector<StepRow> &rows, std::vector<float> *logits,
+            std::string *error);
+  /// Rows one batched step holds: the batch program's, or 1 without one.
+  int64_t batchRows() const {
+    return model_.batch() ? model_.batch()->rows : 1;
+  }
+
   const SessionStats &stats() const { return stats_; }
+  const Model &model() const { return model_; }
   Device &device() { return *device_; }
 
 private:
-  bool run(const Program &program, std::vector<uint64_t> &words,
-           const int32_t *tokens, int64_t count, std::vector<float> *logits,
-           std::string *error);
+  struct Sequence;
+  /// Row r of a step: its sequence and position, and the last position its
+  /// sequence reaches in the step.
+  struct RowBinding {
+    Sequence *sequence = nullptr;
+    int64_t position = 0, last = 0;
+  };
 
-  /// The KV records and masks in device memory, made before the first step.
-  bool prepareRecords(std::string *error);
-  /// Sets every mask for a step of `rows` rows at the current position.
-  void setMasks(int64_t rows);
+  bool run(const Program &program, std::vector<uint64_t> &words,
+           const int32_t *tokens, const std::vector<RowBinding> &rows,
+           std::vector<float> *logits, std::string *error);
+  /// One batch-program step of `rows` (at most its rows; the rest padded).
+  bool runBatch(const std::vector<StepRow> &rows, std::vector<float> *logits,
+                std::string *error);
+  bool checkRoom(int slot, int64_t count, std::string *error) const;
+
+  std::unique_ptr<Sequence> newSequence();
+  /// The KV records of `sequence` in device memory, made before its first
+  /// step; the masks too, before the session's first step.
+  bool prepareRecords(Sequence &sequence, std::string *error);
+  bool prepareMasks(std::string *error);
+  /// Sets every mask for the step's rows.
+  void setMasks(const std::vector<RowBinding> &rows);
 
   const Model &model_;
   std::unique_ptr<Device> device_;
   bool fp32Caches_;
-  std::vector<host::KvCache> caches_;
+  std::vector<std::unique_ptr<Sequence>> sequences_;
+  /// Runs the unused rows of a batched step (always at position 0).
+  std::unique_ptr<Sequence> spare_;
   /// Masks are shared by the key caches of one (slots, window): one record
   /// per step row.
   struct MaskSet {
@@ -71,11 +131,9 @@ private:
   };
   std::vector<MaskSet> masks_;
   std::vector<int> maskOf_; ///< per cache: index into masks_, or -1
-  /// Per cache: the device buffer holding its records (record caches).
-  std::vector<device::BufferId> cacheBuffer_;
-  bool recordsReady_ = false;
+  bool masksReady_ = false;
   /// Each program's words as last patched (the unpatched bits never change).
-  std::vector<uint64_t> decodeWords_, prefillWords_;
+  std::vector<uint64_t> decodeWords_, prefillWords_, batchWords_;
   std::deque<std::vector<uint8_t>> dynamic_, inFlight_;
   host::HostContext context_;
   std::vector<float> stepLogits_;
@@ -84,7 +142,6 @@ private:
   /// the buffer the static records' handles name.
   bool weightsRegistered_ = false;
   device::BufferId weightsBuffer_ = 0;
-  int64_t position_ = 0;
   SessionStats stats_;
 };
 

@@ -527,7 +527,7 @@ bool kernelKvNormRope(KernelArgs &c) {
       rms(k.row(r) + g * hp.headDim, kNorm->data, hp.headDim, float(hp.eps),
           kh);
       rope(kh, hp.headDim,
-           ropeAngles(c.ctx(), hp.headDim, c.ctx().position + r, hp.theta));
+           ropeAngles(c.ctx(), hp.headDim, c.ctx().positionOf(r), hp.theta));
       rms(v.row(r) + g * hp.headDim, nullptr, hp.headDim, float(hp.eps),
           vOut.row(r) + g * hp.headDim);
     }
@@ -557,7 +557,7 @@ bool kernelQueryNormRope(KernelArgs &c) {
       rms(q.row(r) + h * headDim, qNorm->data, headDim, float(eps),
           head.data());
       rope(head.data(), headDim,
-           ropeAngles(c.ctx(), headDim, c.ctx().position + r, theta));
+           ropeAngles(c.ctx(), headDim, c.ctx().positionOf(r), theta));
       std::copy(head.begin(), head.end(), out.row(r) + h * headDim);
     }
   return true;
@@ -566,18 +566,22 @@ bool kernelQueryNormRope(KernelArgs &c) {
 bool kernelCacheWrite(KernelArgs &c) {
   using K = abi::param::CacheWrite;
   Region rows;
-  KvCache *cache;
+  StepCache cache;
   if (!c.region(K::Rows, &rows) || !c.stepRows(K::Rows, rows.rows) ||
       !c.cache(K::Cache, &cache, rows.elems))
     return false;
-  // A ring shorter than the step would overwrite positions the step's
-  // first rows still attend to.
-  if (rows.rows > cache->slots())
-    return c.fail(K::Cache, "holds " + std::to_string(cache->slots()) +
-                                " positions but this step writes " +
-                                std::to_string(rows.rows));
+  // A ring shorter than the rows a sequence writes in this step would
+  // overwrite positions its first rows still attend to.
+  const HostContext &ctx = c.ctx();
+  for (int64_t r = 0; r < rows.rows; ++r) {
+    const int64_t writes = ctx.lastPositionOf(r) - ctx.positionOf(r) + 1;
+    if (writes > cache.slots())
+      return c.fail(K::Cache, "holds " + std::to_string(cache.slots()) +
+                                  " positions but this step writes " +
+                                  std::to_string(writes));
+  }
   for (int64_t r = 0; r < rows.rows; ++r)
-    cache->write(c.ctx().position + r, rows.row(r));
+    cache.row(r).write(ctx.positionOf(r), rows.row(r));
   return true;
 }
 
@@ -604,28 +608,32 @@ bool kernelAttentionScores(KernelArgs &c) {
   HeadParams hp;
   Region q;
   const HostTensor *qNorm;
-  KvCache *keys;
+  StepCache keyCache;
   int64_t window;
   if (!headParams<K, true>(c, &hp) || !c.number(K::Theta, &hp.theta) ||
       !c.number(K::Eps, &hp.eps) || !c.integer(K::Window, &window) ||
       window < 0 || !c.region(K::Q, &q, hp.heads * hp.headDim) ||
       !c.stepRows(K::Q, q.rows) || !c.tensor(K::QNorm, &qNorm, 1, hp.headDim) ||
-      !c.cache(K::KCache, &keys, hp.kvHeads * hp.headDim))
+      !c.cache(K::KCache, &keyCache, hp.kvHeads * hp.headDim))
     return false;
   if (!c.ctx().dynamicRecords)
     return c.fail(K::KCache, "has no record queue to write scores to");
   const int64_t groups = hp.heads / hp.kvHeads, d = hp.headDim;
-  // The ring must still hold the first key of row 0 after the whole step's
-  // keys were written.
-  const int64_t span = c.ctx().position + q.rows - 1 -
-                       firstVisible(c.ctx().position, window) + 1;
-  if (span > keys->slots())
-    return c.fail(K::KCache, "holds " + std::to_string(keys->slots()) +
-                                 " positions but this step spans " +
-                                 std::to_string(span));
+  // The ring must still hold each row's first key after the whole step's
+  // keys of its sequence were written.
+  const HostContext &ctx = c.ctx();
+  for (int64_t r = 0; r < q.rows; ++r) {
+    const int64_t span = ctx.lastPositionOf(r) -
+                         firstVisible(ctx.positionOf(r), window) + 1;
+    if (span > keyCache.slots())
+      return c.fail(K::KCache, "holds " + std::to_string(keyCache.slots()) +
+                                   " positions but this step spans " +
+                                   std::to_string(span));
+  }
   std::vector<float> head(static_cast<size_t>(d));
   for (int64_t r = 0; r < q.rows; ++r) {
-    const int64_t pos = c.ctx().position + r;
+    const int64_t pos = ctx.positionOf(r);
+    const KvCache *keys = &keyCache.row(r);
     if (!cacheCovers<K>(c, *keys, pos, window))
       return false;
     const int64_t first = firstVisible(pos, window), n = pos - first + 1;
@@ -663,7 +671,7 @@ bool kernelAttentionValues(KernelArgs &c) {
   using K = abi::param::AttentionValues;
   HeadParams hp;
   Region probs, out;
-  KvCache *values;
+  StepCache valueCache;
   int64_t window;
   // With `row`, probs holds that step row's heads only and only that
   // output row is computed (the compiler goes row by row to keep the
@@ -675,13 +683,14 @@ bool kernelAttentionValues(KernelArgs &c) {
       !c.stepRows(K::Out, out.rows) || !c.given(K::Row, &hasRow) ||
       (hasRow && !c.integer(K::Row, &only)) || only >= out.rows ||
       !c.region(K::Probs, &probs, -1, (only >= 0 ? 1 : out.rows) * hp.heads) ||
-      !c.cache(K::VCache, &values, hp.kvHeads * hp.headDim))
+      !c.cache(K::VCache, &valueCache, hp.kvHeads * hp.headDim))
     return only >= out.rows ? c.fail(K::Row, "is past the step's rows") : false;
   const int64_t groups = hp.heads / hp.kvHeads, d = hp.headDim;
   for (int64_t r = std::max<int64_t>(only, 0);
        r < (only >= 0 ? only + 1 : out.rows); ++r) {
     const int64_t probRow = only >= 0 ? 0 : r;
-    const int64_t pos = c.ctx().position + r;
+    const int64_t pos = c.ctx().positionOf(r);
+    const KvCache *values = &valueCache.row(r);
     const int64_t first = firstVisible(pos, window), n = pos - first + 1;
     if (n > probs.elems)
       return c.fail(K::Probs, "holds " + std::to_string(probs.elems) +

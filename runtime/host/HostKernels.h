@@ -174,9 +174,26 @@ bool bindCall(const std::string &kernel, const nlohmann::json &params,
 struct HostContext {
   float *window = nullptr; ///< lanes of the host window
   int64_t windowWords = 0;
+  /// Every row's caches and row r at `position + r`, unless the step names
+  /// each row's below (a batched step, rows from several sequences).
   std::vector<KvCache> *caches = nullptr;
   int64_t position = 0;
   std::vector<int32_t> tokens; ///< one per row of the step
+  /// Per row, when given: its position, the last position its sequence
+  /// reaches in this step, and its sequence's caches.
+  std::vector<int64_t> rowPositions, rowLastPositions;
+  std::vector<std::vector<KvCache> *> rowCaches;
+
+  int64_t positionOf(int64_t row) const {
+    return rowPositions.empty() ? position + row : rowPositions[size_t(row)];
+  }
+  int64_t lastPositionOf(int64_t row) const {
+    return rowLastPositions.empty() ? position + int64_t(tokens.size()) - 1
+                                    : rowLastPositions[size_t(row)];
+  }
+  std::vector<KvCache> *cachesOf(int64_t row) const {
+    return rowCaches.empty() ? caches : rowCaches[size_t(row)];
+  }
   /// Weight records produced for the NPU (attention scores), consumed in
   /// order by GEMVs whose record is "dynamic".
   std::deque<std::vector<uint8_t>> *dynamicRecords = nullptr;
@@ -196,6 +213,22 @@ struct HostContext {
   /// layer of a step (the kernels build them on first use).
   std::map<std::tuple<int64_t, double, int64_t>, std::vector<float>>
       ropeAngles;
+};
+
+/// A KV cache parameter as the rows of a step see it: in a batched step each
+/// row reads and writes the cache of its own sequence.
+class StepCache {
+public:
+  StepCache() = default;
+  StepCache(const HostContext *ctx, int index) : ctx_(ctx), index_(index) {}
+  KvCache &row(int64_t r) const {
+    return (*ctx_->cachesOf(r))[size_t(index_)];
+  }
+  int64_t slots() const { return row(0).slots(); }
+
+private:
+  const HostContext *ctx_ = nullptr;
+  int index_ = -1;
 };
 
 /// Runs one bound call. False (with a message naming the kernel and the

@@ -63,17 +63,19 @@ bool KernelArgs::tensorShaped(abi::HostParam param, const BoundArg &a,
 }
 
 bool KernelArgs::cacheSized(abi::HostParam param, const BoundArg &a,
-                            KvCache **out, int64_t width) {
-  if (!ctx_.caches || a.cache < 0 || size_t(a.cache) >= ctx_.caches->size())
+                            StepCache *out, int64_t width) {
+  // Every sequence of a batched step holds the same caches.
+  const std::vector<KvCache> *caches = ctx_.cachesOf(0);
+  if (!caches || a.cache < 0 || size_t(a.cache) >= caches->size())
     return fail(param, "names KV cache '" +
                            (a.names.empty() ? std::string() : a.names[0]) +
                            "', which this session does not hold");
-  KvCache &c = (*ctx_.caches)[size_t(a.cache)];
+  const KvCache &c = (*caches)[size_t(a.cache)];
   if (c.width() != width)
     return fail(param, "names a KV cache of width " +
                            std::to_string(c.width()) + ", expected " +
                            std::to_string(width));
-  *out = &c;
+  *out = StepCache(&ctx_, a.cache);
   return true;
 }
 

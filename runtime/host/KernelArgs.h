@@ -91,7 +91,7 @@ public:
 
   /// A KV cache of this session with rows of `width` values.
   template <abi::HostParam P>
-  bool cache(abi::ParamId<P>, KvCache **out, int64_t width) {
+  bool cache(abi::ParamId<P>, StepCache *out, int64_t width) {
     static_assert(abi::paramKind(P) == abi::ParamKind::Cache,
                   "not a Cache parameter");
     const BoundArg *a = arg(P);
@@ -118,7 +118,7 @@ private:
   const BoundArg *arg(abi::HostParam param);
   bool tensorShaped(abi::HostParam param, const BoundArg &a,
                     const HostTensor **out, int64_t rows, int64_t cols);
-  bool cacheSized(abi::HostParam param, const BoundArg &a, KvCache **out,
+  bool cacheSized(abi::HostParam param, const BoundArg &a, StepCache *out,
                   int64_t width);
   bool gatherSized(abi::HostParam param, const BoundArg &a,
                    const GatherTable **out, int64_t cols);

@@ -58,6 +58,17 @@ INPUT:
                            printed comma-separated)
   --no-bos                 do not prepend the BOS token to --prompt
 
+SEVERAL SEQUENCES (docs/serving.md):
+  --batch-tokens LISTS     several prompts of token ids, ';' between them
+                           (e.g. "2,10,11;2,40"): generated together, each
+                           as it would be alone; one line of ids per prompt
+  --batch-prompts FILE     several text prompts, one per line of FILE; one
+                           line of text per prompt
+  --parallel N             sequences decoded together (default: all of
+                           them); with a bundle compiled with
+                           --decode-batch B, up to B share each pass over
+                           the weights. Sequences join as others finish
+
 DEVICE:
 )";
 
@@ -80,6 +91,16 @@ GENERATION:
                            config's eos_token_id)
   --decode-only            feed the prompt token by token through the decode
                            program (the logits rows are the same positions)
+  --draft METHOD           speculative decoding: ngram (drafts the tokens
+                           that followed the latest earlier occurrence of
+                           the last 1-3 tokens, verified in one multi-row
+                           step; needs a bundle compiled with
+                           --decode-batch 2 or more) or none (default).
+                           Greedy output is the same as without it;
+                           sampled output keeps its distribution. Prints
+                           the acceptance rate
+  --draft-tokens K         tokens drafted per step, at most (default 4;
+                           bounded by the batch rows - 1)
 
 PERPLEXITY:
   --perplexity FILE        tokenize FILE with the bundle's tokenizer (no BOS;
@@ -126,7 +147,9 @@ static int run(int argc, char **argv) {
   pccx::tools::DeviceChoice device;
   bool hasPrompt = false, noBos = false, asJson = false, hasStop = false,
        chat = false, hasMaxNew = false;
-  std::string chatFile, systemPrompt;
+  std::string chatFile, systemPrompt, batchTokens, batchPromptsPath,
+      draftMethod = "none";
+  int64_t parallel = 0, draftTokens = 4;
   pccx::app::GenerateOptions gen;
   pccx::app::PerplexityOptions ppl;
   ppl.ctx = ppl.stride = -1; // defaults depend on the bundle
@@ -177,6 +200,16 @@ static int run(int argc, char **argv) {
       hasStop = true;
     } else if (a == "--decode-only") {
       gen.decodeOnly = true;
+    } else if (cl.is("--draft")) {
+      draftMethod = cl.value();
+    } else if (cl.is("--draft-tokens")) {
+      draftTokens = cl.count();
+    } else if (cl.is("--batch-tokens")) {
+      batchTokens = cl.value();
+    } else if (cl.is("--batch-prompts")) {
+      batchPromptsPath = cl.value();
+    } else if (cl.is("--parallel")) {
+      parallel = cl.count();
     } else if (cl.is("--dump-logits")) {
       dumpPath = cl.value();
     } else if (cl.is("--compare-reference")) {
@@ -207,10 +240,28 @@ static int run(int argc, char **argv) {
   } else if (!systemPrompt.empty()) {
     return fail("--system needs --chat");
   } else if (int(hasPrompt) + int(!tokensText.empty()) +
-                 int(!perplexityPath.empty()) !=
+                 int(!perplexityPath.empty()) + int(!batchTokens.empty()) +
+                 int(!batchPromptsPath.empty()) !=
              1) {
-    return fail("give exactly one of --prompt, --tokens and --perplexity");
+    return fail("give exactly one of --prompt, --tokens, --batch-tokens, "
+                "--batch-prompts and --perplexity");
   }
+  const bool batchMode = !batchTokens.empty() || !batchPromptsPath.empty();
+  if (parallel && !batchMode)
+    return fail("--parallel applies to --batch-tokens and --batch-prompts");
+  if (parallel < 0 || parallel > 256)
+    return fail("--parallel must be from 1 to 256");
+  if (draftMethod != "none" && draftMethod != "ngram")
+    return fail("--draft must be ngram or none, got '" + draftMethod + "'");
+  if (draftTokens < 1)
+    return fail("--draft-tokens must be at least 1");
+  if (draftMethod == "ngram") {
+    if (chat || batchMode || !perplexityPath.empty())
+      return fail("--draft applies to --prompt and --tokens");
+    gen.draftTokens = draftTokens;
+  }
+  if (batchMode && (!referenceDir.empty()))
+    return fail("--compare-reference does not apply to several sequences");
   if (!perplexityPath.empty() && (!dumpPath.empty() || gen.decodeOnly))
     return fail("--dump-logits and --decode-only do not apply to "
                 "--perplexity");
@@ -276,6 +327,72 @@ static int run(int argc, char **argv) {
   if (!dev)
     return fail(error);
   pccx::exec::Session session(*model, std::move(dev));
+  if (gen.draftTokens > 0 && std::min(session.batchRows(),
+                                      model->prefillRows()) < 2)
+    return fail(bundlePath + " has no multi-row decode program to verify "
+                             "drafts with; compile it with --decode-batch 2 "
+                             "or more");
+  if (batchMode) {
+    std::vector<std::vector<int32_t>> prompts;
+    if (!batchTokens.empty()) {
+      size_t from = 0;
+      for (;;) {
+        const size_t end = batchTokens.find(';', from);
+        std::vector<int32_t> one;
+        if (!pccx::tools::parseTokenIds(
+                batchTokens.substr(from, end == std::string::npos
+                                             ? std::string::npos
+                                             : end - from),
+                "--batch-tokens", &one, &error))
+          return fail("prompt " + std::to_string(prompts.size()) + ": " +
+                      error);
+        prompts.push_back(std::move(one));
+        if (end == std::string::npos)
+          break;
+        from = end + 1;
+      }
+    } else {
+      std::string text;
+      if (!pccx::support::readInputFile(batchPromptsPath,
+                                        pccx::support::kMaxDataFileBytes,
+                                        &text, &error))
+        return fail(error);
+      if (!tokenizer)
+        return fail(bundlePath + " carries no tokenizer; use --batch-tokens "
+                                 "(or compile with a tokenizer.model)");
+      size_t from = 0, line = 0;
+      while (from < text.size()) {
+        size_t end = text.find('\n', from);
+        if (end == std::string::npos)
+          end = text.size();
+        const std::string one = text.substr(from, end - from);
+        from = end + 1;
+        ++line;
+        if (one.empty())
+          continue;
+        std::vector<int32_t> ids1, body;
+        if (!noBos && model->bosToken() >= 0)
+          ids1.push_back(model->bosToken());
+        if (!tokenizer->encode(one, &body, &error))
+          return fail(batchPromptsPath + ":" + std::to_string(line) + ": " +
+                      error);
+        ids1.insert(ids1.end(), body.begin(), body.end());
+        prompts.push_back(std::move(ids1));
+      }
+      if (prompts.empty())
+        return fail(batchPromptsPath + " has no prompt (one per line)");
+    }
+    pccx::app::BatchModeOptions options;
+    options.generate = gen;
+    options.parallel = parallel ? int(parallel) : int(prompts.size());
+    options.text = !batchPromptsPath.empty();
+    options.dumpPath = dumpPath;
+    options.json = asJson;
+    if (!pccx::app::runBatchMode(session, tokenizer.get(), prompts, options,
+                                 std::cout, std::cerr, &error))
+      return fail(error);
+    return 0;
+  }
   if (!perplexityPath.empty()) {
     const bool showProgress = !asJson && isatty(STDERR_FILENO);
     if (!pccx::app::runPerplexityMode(*model, session, ids, referenceDir, ppl,
