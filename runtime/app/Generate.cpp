@@ -140,9 +140,10 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
       const bool accepted = row < draft.size() && chosen == draft[row];
       more = emit(chosen);
       next = chosen;
+      if (accepted)
+        ++result->draft.accepted;
       if (!accepted || !more)
         break;
-      ++result->draft.accepted;
       ++row;
       ++at;
       result->consumed.push_back(chosen);
@@ -157,7 +158,8 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
     if (!more)
       break;
   }
-  result->draft.tokens = produced;
+  // The first token came from the prompt's step.
+  result->draft.tokens = produced - 1;
   result->decodeSeconds =
       std::chrono::duration<double>(Clock::now() - t1).count();
   return true;
