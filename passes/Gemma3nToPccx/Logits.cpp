@@ -36,6 +36,8 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
   if (!pccx::recipeFormat(recipe, &format))
     return emitError(loc()) << "unknown quantization scheme on "
                             << pccx::rootWeight(weight).getName();
+  if (in.rows > 1)
+    return lowerLogitsByTile(head, cap, recipe, format);
   const int64_t rowWords = wordsFor(n);
   const std::string row = allocateHost(rowWords);
   pd::HostRegionAttr rowRegion = region(row, 0, n, 1, rowWords);
@@ -70,6 +72,50 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
       return failure();
   }
   releaseHost(row);
+  logitsEmitted_ = true;
+  handledSoftCap_ = cap;
+  return success();
+}
+
+LogicalResult ProgramLowering::lowerLogitsByTile(LMHeadOp head, SoftCapOp cap,
+                                                DictionaryAttr recipe,
+                                                pccx::hw::WeightFormat format) {
+  const Place in = place(head.getInput());
+  auto shape = cast<RankedTensorType>(head.getTable().getType()).getShape();
+  const int64_t n = shape[0], k = shape[1], rows = in.rows;
+  // Tiles of vocabulary columns small enough that every row's slice sits
+  // in L2 and in the host window at once: one GEMM per tile streams that
+  // part of the LM head once for all rows.
+  const int64_t tileWords =
+      std::max<int64_t>(1, std::min(wordsFor(std::min(kMaxRows, n)),
+                                    kLogitsTileWords / rows));
+  const int64_t tileCols = tileWords * 8;
+  const std::string buffer = newBuffer(rows * tileWords, "logits");
+  const std::string host = allocateHost(rows * tileWords);
+  for (int64_t first = 0; first < n; first += tileCols) {
+    const int64_t count = std::min(tileCols, n - first);
+    pd::GemmOp op = gemm_(buffer, in.l2);
+    op.setWeightsAttr(record(recipe, first, count));
+    op.setWeightShapeAttr(triple(count, k, int64_t(format)));
+    op.setFmapShapeAttr(triple(rows, wordsFor(k), tileWords));
+    memcpy(/*toHost=*/true, buffer, host, 0, tileWords, rows, tileWords);
+    pd::HostRegionAttr slice = region(host, 0, count, rows, tileWords);
+    if (cap) {
+      hc::SoftCap capCall;
+      capCall.In = slice;
+      capCall.Out = slice;
+      capCall.Cap = cap.getCap().convertToFloat();
+      if (failed(hostCall(capCall)))
+        return failure();
+    }
+    hc::EmitLogits emit;
+    emit.In = slice;
+    emit.FirstRow = int64_t(0);
+    emit.FirstColumn = first;
+    if (failed(hostCall(emit)))
+      return failure();
+  }
+  releaseHost(host);
   logitsEmitted_ = true;
   handledSoftCap_ = cap;
   return success();

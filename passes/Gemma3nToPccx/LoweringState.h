@@ -49,6 +49,10 @@ inline StringRef kernelName(abi::HostKernel kernel) {
 /// GEMV/GEMM output features per instruction: the 16-bit shape limit,
 /// rounded down to whole words.
 constexpr int64_t kMaxRows = 65528;
+/// Words of L2 (and of the host window) the logits of one LM-head tile take
+/// for all of a step's rows: a third of the v002 L2, so the step's
+/// activations keep the rest.
+constexpr int64_t kLogitsTileWords = 36864;
 
 inline int64_t wordsFor(int64_t elems) { return (elems + 7) / 8; }
 
@@ -303,6 +307,11 @@ private:
   /// each row handed to the runtime by "emit_logits": a vocabulary of
   /// 262k logits for several prefill rows fits neither L2 nor the window.
   LogicalResult lowerLogits(LMHeadOp head, SoftCapOp cap);
+  /// With several rows: tile by tile of vocabulary columns, one GEMM per
+  /// tile for every row, so the LM head is streamed once per step.
+  LogicalResult lowerLogitsByTile(LMHeadOp head, SoftCapOp cap,
+                                  DictionaryAttr recipe,
+                                  pccx::hw::WeightFormat format);
 
   // ---- parameter helpers ---------------------------------------------------
   /// Sets Tensor parameter `param` to the host-tensor name of weight `w`.

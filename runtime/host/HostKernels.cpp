@@ -784,13 +784,24 @@ bool kernelFill(KernelArgs &c) {
 bool kernelEmitLogits(KernelArgs &c) {
   using K = abi::param::EmitLogits;
   Region in;
-  int64_t first;
-  if (!c.region(K::In, &in) || !c.integer(K::FirstRow, &first))
+  int64_t first, column = 0;
+  bool hasColumn;
+  if (!c.region(K::In, &in) || !c.integer(K::FirstRow, &first) ||
+      !c.given(K::FirstColumn, &hasColumn) ||
+      (hasColumn && !c.integer(K::FirstColumn, &column)))
     return false;
   HostContext &ctx = c.ctx();
-  if (!ctx.logits || in.elems != ctx.vocab)
+  // A call may give a slice of columns [column, column + elems) of each
+  // row (the LM head of a multi-row step goes tile by tile).
+  if (column < 0 || column >= ctx.vocab)
+    return c.fail(K::FirstColumn, "is outside the vocabulary of " +
+                                      std::to_string(ctx.vocab));
+  if (!ctx.logits || in.elems > ctx.vocab - column ||
+      (!hasColumn && in.elems != ctx.vocab))
     return c.fail(K::In, "has " + std::to_string(in.elems) +
-                             " logits per row, the vocabulary has " +
+                             " logits per row from column " +
+                             std::to_string(column) +
+                             ", the vocabulary has " +
                              std::to_string(ctx.vocab));
   if (first < 0 || first > int64_t(ctx.tokens.size()) - in.rows)
     return c.fail(K::FirstRow, "names rows past the step's " +
@@ -801,9 +812,11 @@ bool kernelEmitLogits(KernelArgs &c) {
   // made it.
   for (int64_t r = 0; r < in.rows; ++r)
     std::transform(in.row(r), in.row(r) + in.elems,
-                   ctx.logits->begin() + (first + r) * ctx.vocab,
+                   ctx.logits->begin() + (first + r) * ctx.vocab + column,
                    hw::canonicalizeNan);
-  ctx.emittedRows += in.rows;
+  // A row counts as emitted with its last column.
+  if (column + in.elems == ctx.vocab)
+    ctx.emittedRows += in.rows;
   return true;
 }
 

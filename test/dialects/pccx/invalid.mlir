@@ -330,3 +330,13 @@ pccx.program @p {
     pccx.gemv {src_addr = 0, size_ptr_addr = 1, shape_ptr_addr = 1}
   }
 }
+
+// -----
+
+// expected-error @+1 {{only a key or value record of a cache has a row}}
+func.func private @f() attributes {w = #pccx.weights<cache = "kv.0.k", mask = true, row = 1>}
+
+// -----
+
+// expected-error @+1 {{row -2 is out of range}}
+func.func private @g() attributes {w = #pccx.weights<cache = "kv.0.k", row = -2>}

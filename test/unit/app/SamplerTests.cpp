@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -280,3 +281,53 @@ TEST(Sampler, NaNLogitsRankLast) {
 }
 
 } // namespace
+
+namespace {
+
+/// Relative frequency of each id over `draws` tokens of `pick`.
+std::vector<double> frequencies(size_t vocab, int draws,
+                                const std::function<int32_t()> &pick) {
+  std::vector<double> f(vocab, 0.0);
+  for (int i = 0; i < draws; ++i)
+    f[size_t(pick())] += 1.0 / draws;
+  return f;
+}
+
+} // namespace
+
+// Speculative decoding keeps the target's distribution: a draft accepted by
+// verify() or replaced by its draw gives tokens distributed as next()'s,
+// whichever id was drafted (a likely one, an unlikely one, one top-k drops).
+TEST(Sampler, VerifyKeepsTheDistributionOfNext) {
+  const std::vector<float> logits = {2.0f, 1.0f, 0.5f, -1.0f, 0.0f, 1.5f};
+  SamplingOptions o = sampling(0.8, /*topK=*/4);
+  const int draws = 200000;
+  Sampler plain(o);
+  const std::vector<double> want =
+      frequencies(logits.size(), draws, [&] {
+        std::vector<float> l = logits;
+        return plain.next(l, {});
+      });
+  for (int32_t draft : {0, 2, 3}) {
+    o.seed = uint64_t(draft) + 11;
+    Sampler speculative(o);
+    const std::vector<double> got =
+        frequencies(logits.size(), draws, [&] {
+          std::vector<float> l = logits;
+          return speculative.verify(l, {}, draft);
+        });
+    for (size_t id = 0; id < logits.size(); ++id)
+      EXPECT_NEAR(got[id], want[id], 0.006) << "draft " << draft << " id "
+                                            << id;
+  }
+  // Dropped by top-k: never accepted.
+  EXPECT_EQ(want[3], 0.0);
+}
+
+TEST(Sampler, VerifyGreedyAcceptsOnlyTheArgmax) {
+  Sampler s(sampling(0));
+  std::vector<float> l = {0.1f, 3.0f, 2.0f};
+  EXPECT_EQ(s.verify(l, {}, 1), 1);
+  l = {0.1f, 3.0f, 2.0f};
+  EXPECT_EQ(s.verify(l, {}, 2), 1);
+}

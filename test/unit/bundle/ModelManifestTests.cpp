@@ -231,3 +231,35 @@ TEST_F(ModelManifestTest, RefusesSizesThatWrap) {
 }
 
 } // namespace
+
+TEST_F(ModelManifestTest, NamesARowsOwnCacheOnlyWhereRowsAreSequences) {
+  // kv.0.k as key records; word 0 reads head 0 of row 1's cache.
+  auto edit = [](json &j, bool independent, int64_t rows, int64_t row) {
+    json &c = j["caches"]["kv.0.k"];
+    c["layout"] = "keys";
+    c["heads"] = 2;
+    c["window"] = 0;
+    json &p = j["programs"]["program.decode"];
+    p["rows"] = rows;
+    if (independent)
+      p["independent_rows"] = true;
+    p["weight_records"][0] = {
+        {"index", 0}, {"cache", "kv.0.k"}, {"head", 0}, {"row", row}};
+  };
+  EXPECT_NE(errorOf([&](json &j) { edit(j, false, 2, 1); })
+                .find("names the cache of a row, but the program's rows "
+                      "share their caches"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&](json &j) { edit(j, true, 2, 2); }).find("'row' is 2"),
+            std::string::npos);
+  json j = toJson(sample());
+  edit(j, true, 2, 1);
+  std::string error;
+  auto b = Bundle::open(writeBundle(j), &error);
+  ASSERT_NE(b, nullptr) << error;
+  ModelManifest m;
+  ASSERT_TRUE(readModelManifest(*b, &m, &error)) << error;
+  EXPECT_TRUE(m.programs[0].independentRows);
+  EXPECT_EQ(m.programs[0].weights[0].row, 1);
+  EXPECT_EQ(toJson(m)["programs"], j["programs"]);
+}
