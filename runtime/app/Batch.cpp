@@ -88,21 +88,21 @@ void BatchScheduler::admit() {
             ? 0
             : std::min(bestShared, request.prompt.size() - 1);
     std::string ignored;
+    size_t kept = reuse;
     if (!session_.rewind(best, int64_t(reuse), &ignored)) {
       session_.reset(best);
-      s.cached.clear();
-    } else {
-      s.cached.resize(reuse);
+      kept = 0;
     }
+    s.cached.resize(kept);
     s.id = id;
     s.request = std::move(request);
     s.sampler = std::make_unique<Sampler>(s.request.options.sampling);
     s.result = GenerateResult();
     s.result.consumed.assign(s.request.prompt.begin(),
-                             s.request.prompt.begin() + long(reuse));
-    s.fed = s.cached.size();
+                             s.request.prompt.begin() + long(kept));
+    s.fed = kept;
     s.generating = false;
-    stats_.reusedTokens += int64_t(reuse);
+    stats_.reusedTokens += int64_t(kept);
     queue_.pop_front();
   }
 }

@@ -183,6 +183,49 @@ void ChatSession::reset() {
   history_.clear();
 }
 
+bool ReplyText::push(int32_t token) {
+  reply_->tokens.push_back(token);
+  if (token == endOfTurn_) {
+    reply_->end = ReplyEnd::EndOfTurn;
+    return false;
+  }
+  if (options_.stopTokens.count(token)) {
+    reply_->end = ReplyEnd::StopToken;
+    return false;
+  }
+  text_ += stream_.push(token);
+  size_t stopAt = std::string::npos;
+  for (const std::string &stop : options_.stopStrings)
+    if (!stop.empty())
+      stopAt = std::min(stopAt, text_.find(stop));
+  if (stopAt != std::string::npos) {
+    text_.resize(stopAt);
+    reply_->end = ReplyEnd::StopString;
+    return false;
+  }
+  // Text that may be the start of a stop string waits for the next piece.
+  size_t ready = text_.size() - heldBack(text_, options_.stopStrings);
+  if (options_.onText && ready > emitted_)
+    options_.onText(text_.substr(emitted_, ready - emitted_));
+  emitted_ = std::max(emitted_, ready);
+  if (options_.interrupt && options_.interrupt->load()) {
+    reply_->end = ReplyEnd::Interrupted;
+    return false;
+  }
+  return true;
+}
+
+void ReplyText::finish() {
+  // Characters still incomplete at the end (a byte-fallback piece that no
+  // other followed) come out as they decode; after a stop string nothing
+  // does.
+  if (reply_->end != ReplyEnd::StopString)
+    text_ += stream_.finish();
+  if (options_.onText && text_.size() > emitted_)
+    options_.onText(text_.substr(emitted_));
+  reply_->text = text_;
+}
+
 bool ChatSession::complete(const std::vector<int32_t> &prompt,
                            const ReplyOptions &options, Reply *reply,
                            std::string *error) {
@@ -198,14 +241,21 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
              "--max-seq-len, or start a new conversation)";
     return false;
   }
-  // Reuse the cache when it holds a proper prefix of the prompt.
-  size_t reused = cached_.size();
-  if (reused >= prompt.size() ||
-      !std::equal(cached_.begin(), cached_.end(), prompt.begin())) {
+  // Reuse the longest common prefix of the cache and the prompt (a resent
+  // conversation that re-tokenizes slightly differently keeps everything
+  // before the first difference); at least the prompt's last token is
+  // consumed again, for the logits of the first reply token.
+  size_t reused = size_t(std::mismatch(cached_.begin(), cached_.end(),
+                                       prompt.begin(), prompt.end())
+                             .first -
+                         cached_.begin());
+  reused = std::min(reused, prompt.size() - 1);
+  std::string ignored;
+  if (!session_.rewind(0, int64_t(reused), &ignored)) {
     session_.reset();
-    cached_.clear();
     reused = 0;
   }
+  cached_.resize(reused);
   reply->promptTokens = int64_t(prompt.size());
   reply->reusedTokens = int64_t(reused);
   reply->fed.assign(prompt.begin() + long(reused), prompt.end());
@@ -224,42 +274,14 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
   reply->promptSeconds = std::chrono::duration<double>(t1 - t0).count();
 
   Sampler sampler(options.sampling);
-  TextStream stream(tokenizer_);
+  ReplyText replyText(tokenizer_, format_.endOfTurn(), options, reply);
   std::vector<int32_t> seen = prompt;
-  std::string text;   // every piece decoded so far
-  size_t emitted = 0; // bytes of `text` passed to onText
   reply->end = ReplyEnd::MaxTokens;
   for (int64_t n = 0; n < options.maxTokens; ++n) {
     int32_t next = sampler.next(last, seen);
-    reply->tokens.push_back(next);
     seen.push_back(next);
-    if (next == format_.endOfTurn()) {
-      reply->end = ReplyEnd::EndOfTurn;
+    if (!replyText.push(next))
       break;
-    }
-    if (options.stopTokens.count(next)) {
-      reply->end = ReplyEnd::StopToken;
-      break;
-    }
-    text += stream.push(next);
-    size_t stopAt = std::string::npos;
-    for (const std::string &stop : options.stopStrings)
-      if (!stop.empty())
-        stopAt = std::min(stopAt, text.find(stop));
-    if (stopAt != std::string::npos) {
-      text.resize(stopAt);
-      reply->end = ReplyEnd::StopString;
-      break;
-    }
-    // Text that may be the start of a stop string waits for the next piece.
-    size_t ready = text.size() - heldBack(text, options.stopStrings);
-    if (options.onText && ready > emitted)
-      options.onText(text.substr(emitted, ready - emitted));
-    emitted = std::max(emitted, ready);
-    if (options.interrupt && options.interrupt->load()) {
-      reply->end = ReplyEnd::Interrupted;
-      break;
-    }
     if (n + 1 == options.maxTokens)
       break;
     if (session_.position() >= capacity()) {
@@ -274,14 +296,7 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
     }
     cached_.push_back(next);
   }
-  // Characters still incomplete at the end (a byte-fallback piece that no
-  // other followed) come out as they decode; after a stop string nothing
-  // does.
-  if (reply->end != ReplyEnd::StopString)
-    text += stream.finish();
-  if (options.onText && text.size() > emitted)
-    options.onText(text.substr(emitted));
-  reply->text = text;
+  replyText.finish();
   reply->positionAfter = session_.position();
   reply->replySeconds =
       std::chrono::duration<double>(Clock::now() - t1).count();

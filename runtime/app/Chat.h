@@ -1,9 +1,9 @@
 //===- Chat.h - conversations over a session --------------------*- C++ -*-===//
 //
 // Gemma's chat turns over a Session, with the KV cache kept between calls:
-// when the tokens already cached are a prefix of the next prompt (the next
-// turn of the same conversation, or a client resending its history), only
-// the new tokens are consumed. Replies stream as text, stop at
+// the longest common prefix of the cached tokens and the next prompt (the
+// next turn of the same conversation, or a client resending its history)
+// is not consumed again. Replies stream as text, stop at
 // <end_of_turn>, the model's EOS ids or a stop string, and end cleanly when
 // the KV cache is full or an interrupt flag is raised.
 //
@@ -118,6 +118,32 @@ struct Reply {
   double promptSeconds = 0, replySeconds = 0;
 };
 
+/// The text side of a reply, token by token: decodes the tokens as a
+/// stream, ends at <end_of_turn>, a stop id or a stop string, and passes
+/// the text to onText as soon as no stop string can still begin in it.
+/// Shared by the single-sequence chat and the batched server.
+class ReplyText {
+public:
+  ReplyText(const Tokenizer &tokenizer, int32_t endOfTurn,
+            const ReplyOptions &options, Reply *reply)
+      : stream_(tokenizer), endOfTurn_(endOfTurn), options_(options),
+        reply_(reply) {}
+  /// Takes the next generated token; false when the reply ends with it
+  /// (reply->end says why).
+  bool push(int32_t token);
+  /// Ends the reply: the held text (unless a stop string ended it) goes to
+  /// onText, and reply->text is set.
+  void finish();
+
+private:
+  TextStream stream_;
+  int32_t endOfTurn_;
+  const ReplyOptions &options_;
+  Reply *reply_;
+  std::string text_;   ///< every piece decoded so far
+  size_t emitted_ = 0; ///< bytes of text_ passed to onText
+};
+
 /// A conversation (or a series of prompts) on one session.
 class ChatSession {
 public:
@@ -125,8 +151,8 @@ public:
               const ChatFormat &format)
       : session_(session), tokenizer_(tokenizer), format_(format) {}
 
-  /// Generates a reply to `prompt`. Tokens of `prompt` already in the KV
-  /// cache are not consumed again; otherwise the cache is reset first. A
+  /// Generates a reply to `prompt`. The longest prefix of `prompt` already
+  /// in the KV cache is not consumed again (the cache forgets the rest). A
   /// prompt longer than the cache is refused (the error says by how much).
   bool complete(const std::vector<int32_t> &prompt, const ReplyOptions &options,
                 Reply *reply, std::string *error);

@@ -96,6 +96,20 @@ bool Session::rewind(int slot, int64_t position, std::string *error) {
              std::to_string(s.position - 1);
     return false;
   }
+  // A ring shorter than the context (a sliding layer's: the window plus
+  // prefill_rows - 1 slots) still holds the window before `position` only
+  // if at most prefill_rows positions after it were written.
+  const int64_t safe = model_.prefillRows();
+  bool ring = false;
+  for (const CacheSpec &spec : model_.caches())
+    ring |= spec.slots < model_.maxSeqLen();
+  if (ring && s.position - position > safe) {
+    *error = "cannot rewind slot " + std::to_string(slot) + " from position " +
+             std::to_string(s.position) + " to " + std::to_string(position) +
+             ": the sliding layers' rings keep only " + std::to_string(safe) +
+             " positions beyond their window";
+    return false;
+  }
   // Positions past `position` stay in the rings but are never read: a
   // step's masks and kernels see only positions up to the step's last, and
   // the next step writes them again first (docs/serving.md, Speculative

@@ -68,7 +68,10 @@ public:
   bool consume(int slot, const std::vector<int32_t> &tokens, bool decodeOnly,
                std::vector<float> *logits, std::string *error);
   /// Forgets the positions of `slot` from `position` on (speculative
-  /// decoding drops the rejected rows this way).
+  /// decoding drops the rejected rows this way, prompt caches what differs
+  /// from a new prompt). Refused when a sliding layer's ring no longer holds
+  /// the window before `position`: more than prefill_rows positions back
+  /// (the caller then starts the slot over).
   bool rewind(int slot, int64_t position, std::string *error);
 
   struct StepRow {
