@@ -114,17 +114,19 @@ def ConvertGemma3nToPccx
     by their gemma3n.layer attribute. docs/lowering.md describes the partition. Requires
     resolved KV sharing and quantized projection weights. The module records
     the `target` option as `pccx.target`, which the machine passes consult.
-    With `decode-batch` B > 1 the prefill function is lowered a second time
-    as `decode_batch`: B rows that are independent sequences, each at its
-    own position and reading and writing its own KV caches (key and value
-    records named per row), so one pass over the weights decodes B tokens.
+    With `decode-batch` B > 1 the prefill function is lowered again as
+    `decode_batch_<R>` programs, for R = B and each power of two below it:
+    R rows that are independent sequences, each at its own position and
+    reading and writing its own KV caches (key and value records named per
+    row), so one pass over the weights decodes R tokens.
   }];
   let options = [
     Option<"prefillRows", "prefill-rows", "int64_t", /*default=*/"16",
            "Tokens per prefill step (GEMM rows)">,
     Option<"decodeBatch", "decode-batch", "int64_t", /*default=*/"1",
-           "Sequences per batched decode step; above 1 adds a decode_batch "
-           "program of that many independent rows">,
+           "Sequences per batched decode step; above 1 adds decode_batch_<R> "
+           "programs of R independent rows (R = B and the powers of two "
+           "below it)">,
     Option<"attention", "attention", "std::string", /*default=*/"\"npu\"",
            "Where attention runs: npu (Q.K and P.V as GEMV/GEMM over KV "
            "caches kept as INT8 weight records in device memory) or host "

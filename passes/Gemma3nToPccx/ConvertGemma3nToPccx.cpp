@@ -69,15 +69,22 @@ struct ConvertGemma3nToPccxPass
       if (failed(lowering.run()))
         return signalPassFailure();
     }
-    // The batch program is the prefill function with independent rows.
+    // The batch programs are the prefill function with independent rows:
+    // one of decode-batch rows and one of each power of two below it, so
+    // a step of fewer sequences runs the smallest that holds them.
+    SmallVector<int64_t> batchRows;
+    for (int64_t rows = 2; rows < decodeBatch; rows *= 2)
+      batchRows.push_back(rows);
     if (decodeBatch > 1)
+      batchRows.push_back(decodeBatch);
+    for (int64_t rows : batchRows)
       for (func::FuncOp fn : functions) {
         auto kind = fn->getAttrOfType<StringAttr>(pccx::kFunctionKindAttr);
         if (!kind || kind.getValue() != "prefill")
           continue;
         ProgramLowering lowering(module, fn, config, prefillRows,
                                  attention == "npu", hostTensors, gathers,
-                                 decodeBatch);
+                                 rows);
         if (failed(lowering.run()))
           return signalPassFailure();
       }

@@ -270,7 +270,7 @@ LogicalResult ProgramLowering::run() {
   b_.setInsertionPointToEnd(module_.getBody());
   program_ = b_.create<pd::ProgramOp>(
       fn_.getLoc(), b_.getStringAttr(programName()),
-      b_.getStringAttr(programName()));
+      b_.getStringAttr(programKind()));
   program_.getBody().emplaceBlock();
   program_->setAttr("rows", b_.getI64IntegerAttr(rows_));
   if (batch_)

@@ -87,9 +87,13 @@ public:
     rows_ = batch_ ? batchRows : prefill_ ? prefillRows : 1;
     prefillRows_ = prefillRows;
   }
-  /// The program's name: "decode", "prefill", or "decode_batch" (the
-  /// prefill function lowered with independent rows).
-  StringRef programName() const {
+  /// The program's name: "decode", "prefill", or "decode_batch_<rows>"
+  /// (the prefill function lowered with independent rows); its kind
+  /// without the row count.
+  std::string programName() const {
+    return batch_ ? "decode_batch_" + std::to_string(rows_) : programKind();
+  }
+  std::string programKind() const {
     return batch_ ? "decode_batch" : prefill_ ? "prefill" : "decode";
   }
 

@@ -326,9 +326,12 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
       m->decode_ = std::move(p);
     else if (section == "program.prefill")
       m->prefill_ = std::move(p);
-    else if (section == "program.decode_batch" && entry.independentRows)
-      m->batch_ = std::move(p);
+    else if (section.rfind("program.decode_batch_", 0) == 0 &&
+             entry.independentRows)
+      m->batches_.push_back(std::move(p));
   }
+  std::sort(m->batches_.begin(), m->batches_.end(),
+            [](const auto &a, const auto &b) { return a->rows < b->rows; });
   {
     auto rows = manifest.compileOptions.find("prefill_rows");
     m->prefillRows_ =

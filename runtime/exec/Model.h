@@ -120,8 +120,15 @@ public:
   const nlohmann::json &config() const { return config_; }
   const Program *decode() const { return decode_.get(); }
   const Program *prefill() const { return prefill_.get(); }
-  /// The batched decode program (rows independent sequences), or null.
-  const Program *batch() const { return batch_.get(); }
+  /// The batched decode programs (rows independent sequences), fewest
+  /// rows first; empty without --decode-batch.
+  const std::vector<std::unique_ptr<Program>> &batches() const {
+    return batches_;
+  }
+  /// The one with the most rows, or null.
+  const Program *batch() const {
+    return batches_.empty() ? nullptr : batches_.back().get();
+  }
   /// Rows of one sequence a step may write: the prefill rows the sliding
   /// caches were sized for (compile_options.prefill_rows).
   int64_t prefillRows() const { return prefillRows_; }
@@ -154,7 +161,8 @@ private:
   Model() = default;
   std::unique_ptr<bundle::Bundle> bundle_;
   nlohmann::json config_;
-  std::unique_ptr<Program> decode_, prefill_, batch_;
+  std::unique_ptr<Program> decode_, prefill_;
+  std::vector<std::unique_ptr<Program>> batches_;
   std::vector<CacheSpec> caches_;
   std::map<std::string, int> cacheIndex_;
   std::map<std::string, host::HostTensor> tensors_;

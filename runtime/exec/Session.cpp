@@ -28,8 +28,8 @@ Session::Session(const Model &model, std::unique_ptr<Device> device)
     decodeWords_ = model_.decode()->words;
   if (model_.prefill())
     prefillWords_ = model_.prefill()->words;
-  if (model_.batch())
-    batchWords_ = model_.batch()->words;
+  for (const auto &batch : model_.batches())
+    batchWords_.push_back(batch->words);
   context_.window = device_->window();
   context_.windowWords = int64_t(device_->windowWords());
   context_.dynamicRecords = &dynamic_;
@@ -298,7 +298,10 @@ bool Session::runBatch(const std::vector<StepRow> &rows,
     // batch program's padding rows.
     return consume(rows[0].slot, {rows[0].token}, true, logits, error);
   }
-  const Program &batch = *model_.batch();
+  size_t which = 0;
+  while (model_.batches()[which]->rows < int64_t(rows.size()))
+    ++which;
+  const Program &batch = *model_.batches()[which];
   if (!spare_ && int64_t(rows.size()) < batch.rows)
     spare_ = newSequence();
   std::vector<RowBinding> bound(size_t(batch.rows));
@@ -318,8 +321,8 @@ bool Session::runBatch(const std::vector<StepRow> &rows,
   for (size_t r = rows.size(); r < bound.size(); ++r)
     bound[r] = {spare_.get(), 0, 0};
   std::vector<float> all;
-  if (!run(batch, batchWords_, tokens.data(), bound, logits ? &all : nullptr,
-           error))
+  if (!run(batch, batchWords_[which], tokens.data(), bound,
+           logits ? &all : nullptr, error))
     return false;
   stats_.batchRows += uint64_t(batch.rows);
   stats_.paddingRows += uint64_t(batch.rows) - rows.size();

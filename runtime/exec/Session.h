@@ -80,10 +80,11 @@ public:
   };
   /// Consumes each row's token at the next position of its slot (rows of
   /// one slot in order, at consecutive positions) and appends one logits
-  /// row per row, in order. With a batch program the rows run together in
-  /// steps of its rows (rows left over run at position 0 of a spare
-  /// sequence, their logits dropped); a single row, or a bundle without
-  /// one, runs through the decode program.
+  /// row per row, in order. With batch programs the rows run together in
+  /// steps of the largest one's rows, each step through the smallest
+  /// program that holds its rows (rows it has beyond them run at position
+  /// 0 of a spare sequence, their logits dropped); a single row, or a
+  /// bundle without batch programs, runs through the decode program.
   bool step(const std::vector<StepRow> &rows, std::vector<float> *logits,
             std::string *error);
   /// Rows one batched step holds: the batch program's, or 1 without one.
@@ -136,7 +137,8 @@ private:
   std::vector<int> maskOf_; ///< per cache: index into masks_, or -1
   bool masksReady_ = false;
   /// Each program's words as last patched (the unpatched bits never change).
-  std::vector<uint64_t> decodeWords_, prefillWords_, batchWords_;
+  std::vector<uint64_t> decodeWords_, prefillWords_;
+  std::vector<std::vector<uint64_t>> batchWords_; ///< per Model::batches()
   std::deque<std::vector<uint8_t>> dynamic_, inFlight_;
   host::HostContext context_;
   std::vector<float> stepLogits_;

@@ -120,41 +120,6 @@ PCCX_AVX2_INLINE float combine(const __m256 acc[4]) {
   return _mm_cvtss_f32(q);
 }
 
-/// The weights of one row as floats in kernel order (`blocks` blocks of 32;
-/// INT8 elements past rowStride are zero).
-PCCX_AVX2 void unpackRowAvx2(const MatmulJob &job, const uint8_t *row,
-                             float *w) {
-  size_t blocks = job.kPadded / kMatmulBlock;
-  __m256 v[4];
-  for (size_t b = 0; b < blocks; ++b) {
-    float *dst = w + kMatmulBlock * b;
-    if (job.int4) {
-      decodeInt4(row + kBlockBytes4 * b, v);
-      for (int i = 0; i < 4; ++i)
-        _mm256_storeu_ps(dst + 8 * i, v[i]);
-      continue;
-    }
-    size_t bytes = job.rowStride - kMatmulBlock * b;
-    for (size_t i = 0; i < 4; ++i)
-      _mm256_storeu_ps(dst + 8 * i,
-                       8 * i < bytes
-                           ? decodeInt8x8(row + kMatmulBlock * b + 8 * i)
-                           : _mm256_setzero_ps());
-  }
-}
-
-PCCX_AVX2 float dotAvx2(const float *w, const float *x, size_t n) {
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
-                   _mm256_setzero_ps(), _mm256_setzero_ps()};
-  __m256 v[4];
-  for (size_t k = 0; k < n; k += kMatmulBlock) {
-    for (int i = 0; i < 4; ++i)
-      v[i] = _mm256_loadu_ps(w + k + 8 * i);
-    accumulate(acc, v, x + k);
-  }
-  return combine(acc);
-}
-
 /// GEMV (one activation row): each weight row is decoded in registers and
 /// consumed at once. A row of INT8 ends on a 16-byte boundary, so its last
 /// block may hold 16 weights; the missing ones would be zeros meeting zero
@@ -205,6 +170,49 @@ PCCX_AVX2 float rowDotAvx2(const MatmulJob &job, const uint8_t *row,
   return combine(acc);
 }
 
+/// rowDotAvx2 for two activation rows at once: each block is decoded once
+/// in registers for both, and their eight partial-sum registers are
+/// independent chains, so the adds are not waiting on each other's latency.
+/// Each row's sums take exactly rowDotAvx2's operations in its order.
+PCCX_AVX2 void rowDot2Avx2(const MatmulJob &job, const uint8_t *row,
+                           const float *x0, const float *x1, float sums[2]) {
+  __m256 a0[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
+                  _mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256 a1[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
+                  _mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256 v[4];
+  if (job.int4) {
+    const size_t blocks = job.rowStride / kBlockBytes4;
+    for (size_t b = 0; b < blocks; ++b) {
+      decodeInt4(row + kBlockBytes4 * b, v);
+      accumulate(a0, v, x0 + kMatmulBlock * b);
+      accumulate(a1, v, x1 + kMatmulBlock * b);
+    }
+  } else {
+    const size_t full = job.rowStride / kMatmulBlock;
+    for (size_t b = 0; b < full; ++b) {
+      const uint8_t *p = row + kMatmulBlock * b;
+      for (int i = 0; i < 4; ++i)
+        v[i] = decodeInt8x8(p + 8 * i);
+      accumulate(a0, v, x0 + kMatmulBlock * b);
+      accumulate(a1, v, x1 + kMatmulBlock * b);
+    }
+    if (job.rowStride % kMatmulBlock) {
+      const uint8_t *p = row + kMatmulBlock * full;
+      const size_t at = kMatmulBlock * full;
+      for (int i = 0; i < 2; ++i) {
+        const __m256 w = decodeInt8x8(p + 8 * i);
+        a0[i] = _mm256_add_ps(
+            a0[i], _mm256_mul_ps(w, _mm256_loadu_ps(x0 + at + 8 * i)));
+        a1[i] = _mm256_add_ps(
+            a1[i], _mm256_mul_ps(w, _mm256_loadu_ps(x1 + at + 8 * i)));
+      }
+    }
+  }
+  sums[0] = combine(a0);
+  sums[1] = combine(a1);
+}
+
 PCCX_AVX2 void featuresAvx2(const MatmulJob &job, size_t n0, size_t n1) {
   if (job.m == 1) {
     for (size_t n = n0; n < n1; ++n) {
@@ -213,12 +221,21 @@ PCCX_AVX2 void featuresAvx2(const MatmulJob &job, size_t n0, size_t n1) {
     }
     return;
   }
-  // GEMM: decode each weight row once for all activation rows.
-  std::vector<float> w(job.kPadded);
+  // GEMM: activation rows two at a time over each weight row (which stays
+  // in L1 between the pairs).
   for (size_t n = n0; n < n1; ++n) {
-    unpackRowAvx2(job, job.rows + n * job.rowStride, w.data());
-    for (size_t r = 0; r < job.m; ++r) {
-      float sum = dotAvx2(w.data(), job.in + r * job.kPadded, job.kPadded);
+    const uint8_t *row = job.rows + n * job.rowStride;
+    size_t r = 0;
+    for (; r + 2 <= job.m; r += 2) {
+      float sums[2];
+      rowDot2Avx2(job, row, job.in + r * job.kPadded,
+                  job.in + (r + 1) * job.kPadded, sums);
+      for (size_t i = 0; i < 2; ++i)
+        job.out[(r + i) * job.n + n] =
+            job.scales ? job.scales[n] * sums[i] : sums[i];
+    }
+    if (r < job.m) {
+      float sum = rowDotAvx2(job, row, job.in + r * job.kPadded);
       job.out[r * job.n + n] = job.scales ? job.scales[n] * sum : sum;
     }
   }
