@@ -101,9 +101,12 @@ void BatchScheduler::admit() {
     s.result.consumed.assign(s.request.prompt.begin(),
                              s.request.prompt.begin() + long(kept));
     s.fed = kept;
+    s.result.reusedTokens = int64_t(kept);
     s.generating = false;
     stats_.reusedTokens += int64_t(kept);
     queue_.pop_front();
+    if (s.request.onAdmit)
+      s.request.onAdmit(int64_t(kept));
   }
 }
 

@@ -26,6 +26,9 @@ struct BatchRequest {
   /// maxNewTokens, sampling, stopTokens, keepLogits and onToken apply;
   /// decodeOnly feeds the prompt token by token.
   GenerateOptions options;
+  /// Called when the request gets its slot, with the prompt tokens found
+  /// in the slot's cache.
+  std::function<void(int64_t reused)> onAdmit;
   /// Called once when the request ends: its result, or an error.
   std::function<void(const GenerateResult &, const std::string &error)> onDone;
 };

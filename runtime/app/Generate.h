@@ -51,6 +51,9 @@ struct GenerateResult {
   bool stopped = false;           ///< a stop token ended generation
   bool capped = false;            ///< the KV cache capacity ended it
   double prefillSeconds = 0, decodeSeconds = 0;
+  /// Prompt tokens found in the KV cache, not consumed again (batched
+  /// requests reuse a slot's longest common prefix).
+  int64_t reusedTokens = 0;
   DraftStats draft;
 };
 

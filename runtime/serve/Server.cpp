@@ -353,10 +353,14 @@ std::optional<ApiError> framingError(const httplib::Request &req,
 class ModelBackend : public Backend {
 public:
   ModelBackend(exec::Session &session, const exec::Model &model,
-               const app::Tokenizer &tokenizer, const app::ChatFormat &format)
+               const app::Tokenizer &tokenizer, const app::ChatFormat &format,
+               int parallel)
       : session_(session), tokenizer_(tokenizer), format_(format),
         bos_(model.bosToken()), vocab_(model.vocabSize()),
         chat_(session, tokenizer, format) {
+    if (parallel > 1)
+      engine_ = std::make_unique<BatchEngine>(session, tokenizer,
+                                              format.endOfTurn(), parallel);
     for (int32_t id : model.eosTokens())
       stop_.insert(id);
     // A token spells at most its piece's bytes (with slack for the
@@ -410,7 +414,35 @@ public:
   bool complete(const std::vector<int32_t> &prompt,
                 const app::ReplyOptions &options, app::Reply *reply,
                 std::string *error) override {
-    return chat_.complete(prompt, options, reply, error);
+    if (engine_)
+      return engine_->complete(prompt, options, reply, error);
+    // One request at a time (the server's gate): the counters are ours.
+    bool ok = chat_.complete(prompt, options, reply, error);
+    std::lock_guard<std::mutex> lock(statsMutex_);
+    stats_.slots = 1;
+    if (ok) {
+      stats_.generatedTokens += int64_t(reply->tokens.size());
+      stats_.promptTokens += int64_t(reply->fed.size());
+      stats_.reusedTokens += reply->reusedTokens;
+      // Every reply token but the first is a decode step.
+      stats_.decodeSteps += std::max<int64_t>(0, int64_t(reply->tokens.size()) - 1);
+      stats_.stepRows += std::max<int64_t>(0, int64_t(reply->tokens.size()) - 1);
+      stats_.busySeconds += reply->promptSeconds + reply->replySeconds;
+    }
+    return ok;
+  }
+
+  bool start(std::string *error) override {
+    return !engine_ || engine_->start(error);
+  }
+
+  EngineStats stats() const override {
+    if (engine_)
+      return engine_->stats();
+    std::lock_guard<std::mutex> lock(statsMutex_);
+    EngineStats s = stats_;
+    s.slots = 1;
+    return s;
   }
 
 private:
@@ -436,6 +468,10 @@ private:
   std::set<int32_t> stop_;
   uint64_t maxTextBytes_;
   app::ChatSession chat_;
+  /// With parallel > 1: replies decoded together over several slots.
+  std::unique_ptr<BatchEngine> engine_;
+  mutable std::mutex statsMutex_;
+  EngineStats stats_;
 };
 
 } // namespace
@@ -550,32 +586,34 @@ struct Server::Impl {
   std::atomic<bool> stopping{false}, listenEnded{false};
   std::atomic<uint64_t> requests{0};
 
-  // The arrival-order queue: a ticket per generation request.
+  // The arrival-order queue: a ticket per generation request; tickets are
+  // admitted in order while fewer than options.parallel generate.
   std::mutex queueMutex;
   std::condition_variable queueChanged;
-  uint64_t nextTicket = 0, serving = 0;
-  /// Cancels the reply being generated (set by stop(), or by the watcher
-  /// when `currentGone` says its client left).
-  std::atomic<bool> *current = nullptr;
-  std::function<bool()> currentGone;
+  uint64_t nextTicket = 0, admitted = 0;
+  int active = 0;
 
-  /// Holds the model for one request, in arrival order; releases it when
-  /// destroyed.
+  /// Holds one of the model's `parallel` places for one request; gives it
+  /// back when destroyed.
   class Turn {
   public:
-    explicit Turn(Impl &impl) : impl_(impl) {}
+    Turn(Impl &impl, std::function<bool()> gone)
+        : gone(std::move(gone)), impl_(impl) {}
     ~Turn() {
       std::lock_guard<std::mutex> lock(impl_.queueMutex);
-      impl_.current = nullptr;
-      impl_.currentGone = nullptr;
-      ++impl_.serving;
+      impl_.turns.erase(this);
+      --impl_.active;
       impl_.queueChanged.notify_all();
     }
+    /// Ends the reply (set by stop(), or by the watcher when `gone` says
+    /// its client left).
     std::atomic<bool> cancel{false};
+    std::function<bool()> gone;
 
   private:
     Impl &impl_;
   };
+  std::set<Turn *> turns; ///< generating now
 
   /// Waits for the request's turn; null (with `*error`) when the queue is
   /// full or the server is stopping. `gone`, when set, is polled while the
@@ -587,28 +625,35 @@ struct Server::Impl {
       *error = apiError(503, "shutting_down", "the server is shutting down");
       return nullptr;
     }
-    if (nextTicket - serving > uint64_t(options.maxQueue)) {
+    const uint64_t parallel = uint64_t(std::max(1, options.parallel));
+    const uint64_t ahead = (nextTicket - admitted) + uint64_t(active);
+    if (ahead > uint64_t(options.maxQueue) + parallel - 1) {
       *error = apiError(
           503, "queue_full",
-          "the server is busy: " + std::to_string(nextTicket - serving) +
-              " requests are ahead of this one (at most " +
-              std::to_string(options.maxQueue) + " may wait); retry later");
+          "the server is busy: " + std::to_string(ahead) +
+              " requests are ahead of this one (" + std::to_string(parallel) +
+              " generating, at most " + std::to_string(options.maxQueue) +
+              " may wait); retry later");
       return nullptr;
     }
-    uint64_t ticket = nextTicket++;
-    queueChanged.wait(lock, [&] { return serving == ticket; });
-    auto turn = std::make_shared<Turn>(*this);
+    const uint64_t ticket = nextTicket++;
+    queueChanged.wait(lock, [&] {
+      return stopping.load() ||
+             (admitted == ticket && uint64_t(active) < parallel);
+    });
     if (stopping.load()) {
       *error = apiError(503, "shutting_down", "the server is shutting down");
-      lock.unlock(); // the Turn's destructor takes it to pass the model on
       return nullptr;
     }
-    current = &turn->cancel;
-    currentGone = std::move(gone);
+    ++admitted;
+    ++active;
+    auto turn = std::make_shared<Turn>(*this, std::move(gone));
+    turns.insert(turn.get());
+    queueChanged.notify_all(); // the next ticket may be admitted too
     return turn;
   }
 
-  /// While run() listens: every 100 ms, ends the reply whose client left;
+  /// While run() listens: every 100 ms, ends the replies whose client left;
   /// once stopping, stops the listener again until it has ended (a stop()
   /// that came before httplib began listening would otherwise be lost).
   void watchClients() {
@@ -618,26 +663,89 @@ struct Server::Impl {
         lock.unlock();
         http.stopListener();
         lock.lock();
-      } else if (current && currentGone && currentGone()) {
-        current->store(true);
+      } else {
+        for (Turn *turn : turns)
+          if (turn->gone && turn->gone())
+            turn->cancel.store(true);
       }
       queueChanged.wait_for(lock, std::chrono::milliseconds(kSliceMs));
     }
   }
 
+  /// Slots, queue and token counters (/health, /metrics).
+  json status() {
+    uint64_t waiting;
+    int generating;
+    {
+      std::lock_guard<std::mutex> lock(queueMutex);
+      waiting = nextTicket - admitted;
+      generating = active;
+    }
+    const EngineStats e = backend.stats();
+    return {{"slots", std::max(1, options.parallel)},
+            {"slots_busy", generating},
+            {"requests_waiting", waiting},
+            {"generated_tokens", e.generatedTokens},
+            {"prompt_tokens", e.promptTokens},
+            {"reused_prompt_tokens", e.reusedTokens},
+            {"decode_steps", e.decodeSteps},
+            {"sequences_per_step",
+             e.decodeSteps ? double(e.stepRows) / double(e.decodeSteps) : 0.0},
+            {"busy_seconds", e.busySeconds},
+            {"tokens_per_second",
+             e.busySeconds > 0 ? double(e.generatedTokens) / e.busySeconds
+                               : 0.0}};
+  }
+
   void modelRoutes() {
     http.Get("/health",
              [this](const httplib::Request &, httplib::Response &res) {
-               uint64_t queued;
-               {
-                 std::lock_guard<std::mutex> lock(queueMutex);
-                 queued = nextTicket - serving;
-               }
+               json s = status();
                sendJson(res, 200,
                         {{"status", "ok"},
                          {"model", options.modelName},
-                         {"requests_in_queue", queued},
+                         {"requests_in_queue",
+                          s["requests_waiting"].get<uint64_t>() +
+                              s["slots_busy"].get<uint64_t>()},
+                         {"slots", s["slots"]},
+                         {"slots_busy", s["slots_busy"]},
+                         {"tokens_per_second", s["tokens_per_second"]},
                          {"context_length", backend.capacity()}});
+             });
+    // Prometheus' text format: counters and gauges of the same figures.
+    http.Get("/metrics",
+             [this](const httplib::Request &, httplib::Response &res) {
+               json s = status();
+               std::string text;
+               auto metric = [&](const char *name, const char *type,
+                                 const char *help, const json &value) {
+                 text += std::string("# HELP pccx_") + name + " " + help +
+                         "\n# TYPE pccx_" + name + " " + type + "\npccx_" +
+                         name + " " + value.dump() + "\n";
+               };
+               metric("slots", "gauge", "Sequences generated at once.",
+                      s["slots"]);
+               metric("slots_busy", "gauge", "Requests generating now.",
+                      s["slots_busy"]);
+               metric("requests_waiting", "gauge",
+                      "Requests waiting for a slot.", s["requests_waiting"]);
+               metric("generated_tokens_total", "counter",
+                      "Tokens generated.", s["generated_tokens"]);
+               metric("prompt_tokens_total", "counter",
+                      "Prompt tokens consumed.", s["prompt_tokens"]);
+               metric("reused_prompt_tokens_total", "counter",
+                      "Prompt tokens found in a slot's KV cache.",
+                      s["reused_prompt_tokens"]);
+               metric("decode_steps_total", "counter",
+                      "Decode steps (passes over the weights).",
+                      s["decode_steps"]);
+               metric("busy_seconds_total", "counter",
+                      "Seconds spent generating.", s["busy_seconds"]);
+               metric("tokens_per_second", "gauge",
+                      "Generated tokens per busy second, all sequences.",
+                      s["tokens_per_second"]);
+               res.status = 200;
+               res.set_content(text, "text/plain; version=0.0.4");
              });
     http.Get("/v1/models", [this](const httplib::Request &,
                                   httplib::Response &res) {
@@ -959,8 +1067,8 @@ struct Server::Impl {
 Server::Server(exec::Session &session, const exec::Model &model,
                const app::Tokenizer &tokenizer, const app::ChatFormat &format,
                const ServeOptions &options) {
-  auto backend =
-      std::make_unique<ModelBackend>(session, model, tokenizer, format);
+  auto backend = std::make_unique<ModelBackend>(session, model, tokenizer,
+                                                format, options.parallel);
   impl_ = std::make_unique<Impl>(*backend, options);
   impl_->owned = std::move(backend);
   init();
@@ -981,9 +1089,11 @@ void Server::init() {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
   s.http.set_payload_max_length(options.maxBodyBytes);
-  // Generation requests hold at most maxQueue + 1 threads (one generating,
-  // the others waiting their turn); the rest answer everything else.
-  size_t threads = size_t(std::max(0, options.maxQueue)) + 1 +
+  // Generation requests hold at most maxQueue + parallel threads (parallel
+  // generating, the others waiting their turn); the rest answer everything
+  // else.
+  size_t threads = size_t(std::max(0, options.maxQueue)) +
+                   size_t(std::max(1, options.parallel)) +
                    size_t(std::max(2, options.threads));
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   if (options.logRequests)
@@ -1000,6 +1110,8 @@ Server::~Server() = default;
 
 int Server::bind(std::string *error) {
   Impl &s = *impl_;
+  if (!s.backend.start(error))
+    return -1;
   int port = s.options.port == 0
                  ? s.http.bind_to_any_port(s.options.host)
                  : (s.http.bind_to_port(s.options.host, s.options.port)
@@ -1041,8 +1153,8 @@ void Server::stop() {
   {
     std::lock_guard<std::mutex> lock(s.queueMutex);
     s.stopping.store(true);
-    if (s.current)
-      s.current->store(true);
+    for (Impl::Turn *turn : s.turns)
+      turn->cancel.store(true);
     s.queueChanged.notify_all();
   }
   s.http.stopListener();

@@ -1,10 +1,12 @@
 //===- Server.h - the OpenAI-compatible HTTP server -------------*- C++ -*-===//
 //
 // The library behind pccx-serve: one model on one session, served over
-// HTTP with cpp-httplib. Several connections are read at once, but the
-// model answers one generation request at a time, in arrival order (a
-// ticket queue); /health and /v1/models answer at once even while a request
-// is generating. The routes, limits and errors: docs/serving.md.
+// HTTP with cpp-httplib. Several connections are read at once; the model
+// answers up to `parallel` generation requests at a time (with more than
+// one, decoded together by a BatchEngine), the others wait in arrival order
+// (a ticket queue); /health, /metrics and /v1/models answer at once even
+// while requests are generating. The routes, limits and errors:
+// docs/serving.md.
 //
 // Each connection is read by the server's own stream (Server.cpp), which
 // enforces the limits while reading: a byte budget for a request's head and
@@ -19,6 +21,7 @@
 #define PCCX_RUNTIME_SERVE_SERVER_H
 
 #include "runtime/app/Chat.h"
+#include "runtime/serve/BatchEngine.h"
 #include "runtime/serve/OpenAiApi.h"
 
 #include <memory>
@@ -36,7 +39,10 @@ struct ServeOptions {
   std::string modelName;
   size_t maxBodyBytes = 1 << 20;
   RequestLimits limits;
-  /// Generation requests waiting beyond the one being served; more are
+  /// Generation requests generated at once (pccx-serve --parallel): above
+  /// 1, decoded together over that many slots of the session.
+  int parallel = 1;
+  /// Generation requests waiting beyond the ones being served; more are
   /// refused with 503.
   int maxQueue = 16;
   /// Connection threads beyond the maxQueue + 1 that generation requests
@@ -83,9 +89,16 @@ public:
                          std::vector<int32_t> *ids, ApiError *error) = 0;
   /// Ids that end a reply besides <end_of_turn>.
   virtual std::set<int32_t> stopTokens() const = 0;
+  /// Generates a reply; called from as many threads at once as the
+  /// server's `parallel`.
   virtual bool complete(const std::vector<int32_t> &prompt,
                         const app::ReplyOptions &options, app::Reply *reply,
                         std::string *error) = 0;
+  /// Readies the backend before the server listens (a batch engine starts
+  /// its thread); false with `*error`.
+  virtual bool start(std::string *) { return true; }
+  /// Token counters for /health and /metrics.
+  virtual EngineStats stats() const { return {}; }
 };
 
 class Server {
@@ -102,7 +115,8 @@ public:
   /// (the same reading, limits, routing and JSON as a real connection);
   /// returns what the server wrote back. For tests and fuzzing.
   std::string serveBytes(const std::string &input);
-  /// Binds the listening socket; returns the port, or -1 with `*error`.
+  /// Starts the backend and binds the listening socket; returns the port,
+  /// or -1 with `*error`.
   int bind(std::string *error);
   /// Serves until stop(); returns false if the server could not run.
   bool run();

@@ -66,9 +66,17 @@ LIMITS:
   --max-tokens N           largest max_tokens a request may ask (default
                            1024); prompt + reply must also fit the
                            bundle's context (400 context_length_exceeded)
+  --parallel N             requests generated at once (default 1): with a
+                           bundle compiled with --decode-batch, up to that
+                           many share each pass over the weights; requests
+                           join and leave between steps (continuous
+                           batching), a newcomer's prompt runs in chunks
+                           between the others' steps, and each slot keeps
+                           its KV cache for the next request that shares a
+                           prefix with its tokens (docs/serving.md)
   --max-queue N            generation requests that may wait behind the
-                           one being served; more get 503 (default 16)
-  --connection-threads N   connection threads beyond the max-queue + 1
+                           ones being served; more get 503 (default 16)
+  --connection-threads N   connection threads beyond max-queue + parallel
                            that generation requests may hold; these answer
                            /health and refusals while the model is busy
                            (default 8)
@@ -144,6 +152,11 @@ static int run(int argc, char **argv) {
       markersInText = true;
     } else if (a == "--quiet") {
       options.logRequests = false;
+    } else if (cl.is("--parallel")) {
+      int64_t n = cl.count();
+      if (n < 1 || n > 256)
+        return cl.fail("--parallel must be between 1 and 256");
+      options.parallel = int(n);
     } else if (cl.is("--max-queue")) {
       int64_t n = cl.count();
       if (n > 4096)
@@ -205,6 +218,16 @@ static int run(int argc, char **argv) {
   if (!dev)
     return cl.fail(error);
   pccx::exec::Session session(*model, std::move(dev));
+  if (options.parallel > 1 && session.batchRows() < options.parallel)
+    pccx::serve::logLine(
+        "pccx-serve: note: " + bundlePath +
+        (session.batchRows() > 1
+             ? " decodes at most " + std::to_string(session.batchRows()) +
+                   " sequences per pass over the weights"
+             : std::string(" has no batch program: its sequences are "
+                           "interleaved but decoded one by one")) +
+        " (compile with --decode-batch " + std::to_string(options.parallel) +
+        ")\n");
 
   // SIGTERM and SIGINT are taken by one thread that stops the server; the
   // server's threads (created after this) never see them.

@@ -1,0 +1,227 @@
+//===- BatchEngine.cpp - replies of many clients, decoded together ---------===//
+
+#include "runtime/serve/BatchEngine.h"
+
+#include <chrono>
+#include <deque>
+
+namespace pccx::serve {
+
+using Clock = std::chrono::steady_clock;
+
+/// What the engine thread hands to the request's thread.
+struct BatchEngine::Pending {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<int32_t> tokens;
+  bool done = false;
+  int64_t reused = 0;
+  app::GenerateResult result;
+  std::string error;
+};
+
+BatchEngine::BatchEngine(exec::Session &session,
+                         const app::Tokenizer &tokenizer, int32_t endOfTurn,
+                         int parallel)
+    : session_(session), tokenizer_(tokenizer), endOfTurn_(endOfTurn),
+      scheduler_(session, parallel) {}
+
+BatchEngine::~BatchEngine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable())
+    thread_.join();
+}
+
+bool BatchEngine::start(std::string *error) {
+  if (started_)
+    return true;
+  if (!scheduler_.init(error))
+    return false;
+  stats_.slots = scheduler_.parallel();
+  started_ = true;
+  thread_ = std::thread([this] { loop(); });
+  return true;
+}
+
+void BatchEngine::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] {
+      return stopping_ || !incoming_.empty() || !cancelled_.empty() ||
+             !scheduler_.idle();
+    });
+    if (stopping_)
+      return;
+    for (auto &[id, request] : incoming_)
+      schedulerId_[id] = scheduler_.submit(std::move(request));
+    incoming_.clear();
+    for (int64_t id : cancelled_) {
+      auto it = schedulerId_.find(id);
+      // (Only iterate() calls back into onDone, which takes the lock.)
+      if (it != schedulerId_.end()) {
+        scheduler_.cancel(it->second);
+        schedulerId_.erase(it);
+      }
+    }
+    cancelled_.clear();
+    lock.unlock();
+    const auto t0 = Clock::now();
+    std::string error;
+    // A failed iteration ends every running request with its error (their
+    // onDone); the engine goes on with the next ones.
+    (void)scheduler_.iterate(&error);
+    const double seconds =
+        std::chrono::duration<double>(Clock::now() - t0).count();
+    lock.lock();
+    const app::BatchStats &s = scheduler_.stats();
+    stats_.busySeconds += seconds;
+    stats_.generatedTokens = s.generatedTokens;
+    stats_.promptTokens = s.promptTokens;
+    stats_.reusedTokens = s.reusedTokens;
+    stats_.decodeSteps = s.decodeSteps;
+    stats_.stepRows = s.stepRows;
+    stats_.busy = scheduler_.running();
+    stats_.waiting = scheduler_.queued() + incoming_.size();
+  }
+}
+
+void BatchEngine::cancel(int64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = incoming_.begin(); it != incoming_.end(); ++it)
+      if (it->first == id) {
+        incoming_.erase(it);
+        return;
+      }
+    cancelled_.push_back(id);
+  }
+  changed_.notify_all();
+}
+
+EngineStats BatchEngine::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+bool BatchEngine::complete(const std::vector<int32_t> &prompt,
+                           const app::ReplyOptions &options, app::Reply *reply,
+                           std::string *error) {
+  *reply = app::Reply();
+  if (!app::checkGenerationInput(prompt, options.sampling, error))
+    return false;
+  if (int64_t(prompt.size()) > session_.capacity()) {
+    *error = "the prompt has " + std::to_string(prompt.size()) +
+             " tokens; the model's context holds " +
+             std::to_string(session_.capacity()) + " positions";
+    return false;
+  }
+  if (!started_) {
+    *error = "the batch engine was not started";
+    return false;
+  }
+  auto pending = std::make_shared<Pending>();
+  app::BatchRequest request;
+  request.prompt = prompt;
+  request.options.maxNewTokens = options.maxTokens;
+  request.options.sampling = options.sampling;
+  request.options.decodeOnly = options.decodeOnly;
+  // The scheduler ends the sequence at a stop id; the text side (stop
+  // strings, the client leaving) ends it from here.
+  request.options.stopTokens = options.stopTokens;
+  if (endOfTurn_ >= 0)
+    request.options.stopTokens.insert(endOfTurn_);
+  request.options.onToken = [pending](int32_t token) {
+    {
+      std::lock_guard<std::mutex> lock(pending->mutex);
+      pending->tokens.push_back(token);
+    }
+    pending->changed.notify_all();
+  };
+  request.onAdmit = [pending](int64_t reused) {
+    std::lock_guard<std::mutex> lock(pending->mutex);
+    pending->reused = reused;
+  };
+  int64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    id = nextId_++;
+  }
+  // Runs on the engine thread, inside an iteration (mutex_ not held).
+  request.onDone = [this, id, pending](const app::GenerateResult &result,
+                                       const std::string &why) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      schedulerId_.erase(id);
+    }
+    {
+      std::lock_guard<std::mutex> lock(pending->mutex);
+      pending->done = true;
+      pending->result = result;
+      pending->error = why;
+    }
+    pending->changed.notify_all();
+  };
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    incoming_.emplace_back(id, std::move(request));
+  }
+  changed_.notify_all();
+
+  const auto t0 = Clock::now();
+  app::ReplyText text(tokenizer_, endOfTurn_, options, reply);
+  reply->promptTokens = int64_t(prompt.size());
+  reply->end = app::ReplyEnd::MaxTokens;
+  bool ended = false, first = true;
+  std::unique_lock<std::mutex> lock(pending->mutex);
+  for (;;) {
+    pending->changed.wait_for(lock, std::chrono::milliseconds(100), [&] {
+      return pending->done || !pending->tokens.empty();
+    });
+    while (!pending->tokens.empty() && !ended) {
+      const int32_t token = pending->tokens.front();
+      pending->tokens.pop_front();
+      if (first) {
+        reply->promptSeconds =
+            std::chrono::duration<double>(Clock::now() - t0).count();
+        first = false;
+      }
+      lock.unlock(); // onText may write to a slow client
+      ended = !text.push(token);
+      lock.lock();
+    }
+    if (!ended && options.interrupt && options.interrupt->load()) {
+      reply->end = app::ReplyEnd::Interrupted;
+      ended = true;
+    }
+    if (ended || (pending->done && pending->tokens.empty()))
+      break;
+  }
+  const bool done = pending->done;
+  const int64_t reused = pending->reused;
+  const app::GenerateResult result = pending->result;
+  const std::string why = pending->error;
+  lock.unlock();
+  if (!done) {
+    // Ended here (stop string, stop id, interrupt): the sequence stops at
+    // the engine's next iteration.
+    cancel(id);
+  } else if (!why.empty()) {
+    *error = why;
+    return false;
+  } else if (!ended && result.capped) {
+    reply->end = app::ReplyEnd::ContextFull;
+  }
+  text.finish();
+  reply->reusedTokens = reused;
+  reply->fed.assign(prompt.begin() + long(reused), prompt.end());
+  reply->replySeconds =
+      std::chrono::duration<double>(Clock::now() - t0).count() -
+      reply->promptSeconds;
+  return true;
+}
+
+} // namespace pccx::serve

@@ -1,0 +1,71 @@
+//===- BatchEngine.h - replies of many clients, decoded together -*- C++ -*-===//
+//
+// The model side of `pccx-serve --parallel N`: a thread runs the continuous
+// batching scheduler (runtime/app/Batch.h) over N slots of the session,
+// and any number of request threads call complete(), each blocking until
+// its reply ends, as the single-sequence chat does. Tokens go from the
+// engine thread to the request's thread through a queue; the text,
+// stop strings and the client's pace are the request thread's business, so
+// a slow client never holds up the other sequences.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_RUNTIME_SERVE_BATCHENGINE_H
+#define PCCX_RUNTIME_SERVE_BATCHENGINE_H
+
+#include "runtime/app/Batch.h"
+#include "runtime/app/Chat.h"
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace pccx::serve {
+
+struct EngineStats {
+  int slots = 0, busy = 0;
+  size_t waiting = 0;
+  int64_t generatedTokens = 0, promptTokens = 0, reusedTokens = 0;
+  int64_t decodeSteps = 0, stepRows = 0;
+  /// Seconds the engine spent iterating (the denominator of its rate).
+  double busySeconds = 0;
+};
+
+class BatchEngine {
+public:
+  BatchEngine(exec::Session &session, const app::Tokenizer &tokenizer,
+              int32_t endOfTurn, int parallel);
+  ~BatchEngine();
+  /// Makes the slots and starts the engine thread.
+  bool start(std::string *error);
+  /// A reply to `prompt` (ChatSession::complete's contract). Thread safe.
+  bool complete(const std::vector<int32_t> &prompt,
+                const app::ReplyOptions &options, app::Reply *reply,
+                std::string *error);
+  EngineStats stats() const;
+
+private:
+  struct Pending;
+  void loop();
+  void cancel(int64_t id);
+
+  exec::Session &session_;
+  const app::Tokenizer &tokenizer_;
+  int32_t endOfTurn_;
+  app::BatchScheduler scheduler_;
+  std::thread thread_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  bool stopping_ = false, started_ = false;
+  int64_t nextId_ = 0;
+  /// Submitted, not yet handed to the scheduler; cancellations to apply.
+  std::vector<std::pair<int64_t, app::BatchRequest>> incoming_;
+  std::vector<int64_t> cancelled_;
+  std::map<int64_t, int64_t> schedulerId_; ///< ours -> the scheduler's
+  EngineStats stats_;
+};
+
+} // namespace pccx::serve
+
+#endif
