@@ -799,8 +799,10 @@ bool kernelEmitLogits(KernelArgs &c) {
   if (!ctx.logits || in.elems > ctx.vocab - column ||
       (!hasColumn && in.elems != ctx.vocab))
     return c.fail(K::In, "has " + std::to_string(in.elems) +
-                             " logits per row from column " +
-                             std::to_string(column) +
+                             " logits per row" +
+                             (hasColumn ? " from column " +
+                                              std::to_string(column)
+                                        : std::string()) +
                              ", the vocabulary has " +
                              std::to_string(ctx.vocab));
   if (first < 0 || first > int64_t(ctx.tokens.size()) - in.rows)

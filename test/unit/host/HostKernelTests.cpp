@@ -399,6 +399,43 @@ TEST(HostKernels, EmitLogitsFillsItsRows) {
       << h.error;
 }
 
+// A multi-row step's LM head hands its logits over tile by tile: a row
+// counts as emitted with the slice that reaches its last column.
+TEST(HostKernels, EmitLogitsTakesColumnSlices) {
+  Host h;
+  std::vector<float> logits(2 * 5, -1.0f);
+  h.ctx.logits = &logits;
+  h.ctx.vocab = 5;
+  h.ctx.tokens = {0, 0};
+  for (int i = 0; i < 8; ++i) {
+    h.word(0)[i] = float(10 + i); // row 0 of the slice
+    h.word(1)[i] = float(20 + i); // row 1
+  }
+  ASSERT_TRUE(h.run("emit_logits", {{"in", {0, 3, 2, 1}},
+                                    {"first_row", 0},
+                                    {"first_column", 0}}))
+      << h.error;
+  EXPECT_EQ(h.ctx.emittedRows, 0);
+  ASSERT_TRUE(h.run("emit_logits", {{"in", {0, 2, 2, 1}},
+                                    {"first_row", 0},
+                                    {"first_column", 3}}))
+      << h.error;
+  EXPECT_EQ(h.ctx.emittedRows, 2);
+  EXPECT_EQ(logits, (std::vector<float>{10, 11, 12, 10, 11, 20, 21, 22, 20,
+                                        21}));
+  EXPECT_FALSE(h.run("emit_logits", {{"in", {0, 3, 1, 1}},
+                                     {"first_row", 0},
+                                     {"first_column", 3}}));
+  EXPECT_EQ(h.error, "host kernel 'emit_logits': parameter 'in' has 3 logits "
+                     "per row from column 3, the vocabulary has 5");
+  EXPECT_FALSE(h.run("emit_logits", {{"in", {0, 1, 1, 1}},
+                                     {"first_row", 0},
+                                     {"first_column", 5}}));
+  EXPECT_NE(h.error.find("'first_column' is outside the vocabulary of 5"),
+            std::string::npos)
+      << h.error;
+}
+
 TEST(HostKernels, ErrorsNameKernelAndParameter) {
   Host h;
   EXPECT_FALSE(h.run("no_such_kernel", json::object()));
