@@ -242,6 +242,150 @@ PCCX_AVX2 void featuresAvx2(const MatmulJob &job, size_t n0, size_t n1) {
 }
 #endif // PCCX_SIM_HAVE_AVX2
 
+#ifdef PCCX_SIM_HAVE_AVX2
+//===----------------------------------------------------------------------===//
+// AVX-512 kernel: the 32 partial sums are two 16-lane registers (lanes
+// 0-15, 16-31), the AVX2 kernel's four registers side by side, combined as
+// that kernel combines them. Up to four activation rows share each decoded
+// block (32 registers hold their sums).
+//===----------------------------------------------------------------------===//
+
+// GCC 12's AVX-512 intrinsics start from an undefined vector that its
+// -Wmaybe-uninitialized reports (a known false positive of the headers).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#define PCCX_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define PCCX_AVX512_INLINE                                                     \
+  __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline
+
+/// The 32 weights of INT4 block `p` (16 bytes) in kernel order: the 16 low
+/// nibbles, then the 16 high nibbles.
+PCCX_AVX512_INLINE void decodeInt4x32(const uint8_t *p, __m512 w[2]) {
+  __m512i codes = _mm512_cvtepi8_epi32(
+      _mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  w[0] = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(codes, 28), 28));
+  w[1] = _mm512_cvtepi32_ps(_mm512_srai_epi32(codes, 4));
+}
+
+/// The 16 weights of INT8 bytes p[0..15].
+PCCX_AVX512_INLINE __m512 decodeInt8x16(const uint8_t *p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+      _mm_loadu_si128(reinterpret_cast<const __m128i *>(p))));
+}
+
+/// combine() of the AVX2 kernel over the same 32 lanes.
+PCCX_AVX512_INLINE float combine512(const __m512 acc[2]) {
+  const __m256 a0 = _mm512_castps512_ps256(acc[0]),
+               a1 = _mm256_castpd_ps(
+                   _mm512_extractf64x4_pd(_mm512_castps_pd(acc[0]), 1)),
+               a2 = _mm512_castps512_ps256(acc[1]),
+               a3 = _mm256_castpd_ps(
+                   _mm512_extractf64x4_pd(_mm512_castps_pd(acc[1]), 1));
+  __m256 a = _mm256_add_ps(a0, a2);
+  __m256 b = _mm256_add_ps(a1, a3);
+  a = _mm256_add_ps(a, b);
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
+  return _mm_cvtss_f32(q);
+}
+
+/// acc += weights * x[0..15], two roundings.
+PCCX_AVX512_INLINE void accumulate512(__m512 &acc, __m512 weights,
+                                      const float *x) {
+  acc = _mm512_add_ps(acc, _mm512_mul_ps(weights, _mm512_loadu_ps(x)));
+}
+
+/// R activation rows (1 to 4) times one weight row: each block decoded
+/// once, each row's 32 sums taking the AVX2 kernel's operations in order.
+template <int R>
+PCCX_AVX512 void rowsDotAvx512(const MatmulJob &job, const uint8_t *row,
+                               const float *const *x, float *sums) {
+  __m512 acc[R][2];
+  for (int r = 0; r < R; ++r)
+    acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  __m512 w[2];
+  if (job.int4) {
+    const size_t blocks = job.rowStride / kBlockBytes4;
+    size_t b = 0;
+    for (; b < blocks; ++b) {
+      if (R == 1 && b % 4 == 0)
+        _mm_prefetch(reinterpret_cast<const char *>(row) + kBlockBytes4 * b +
+                         kPrefetchBytes,
+                     _MM_HINT_T0);
+      decodeInt4x32(row + kBlockBytes4 * b, w);
+      for (int r = 0; r < R; ++r) {
+        accumulate512(acc[r][0], w[0], x[r] + kMatmulBlock * b);
+        accumulate512(acc[r][1], w[1], x[r] + kMatmulBlock * b + 16);
+      }
+    }
+  } else {
+    const size_t full = job.rowStride / kMatmulBlock;
+    for (size_t b = 0; b < full; ++b) {
+      const uint8_t *p = row + kMatmulBlock * b;
+      w[0] = decodeInt8x16(p);
+      w[1] = decodeInt8x16(p + 16);
+      for (int r = 0; r < R; ++r) {
+        accumulate512(acc[r][0], w[0], x[r] + kMatmulBlock * b);
+        accumulate512(acc[r][1], w[1], x[r] + kMatmulBlock * b + 16);
+      }
+    }
+    if (job.rowStride % kMatmulBlock) {
+      // The half block: lanes 0-15 only, as the AVX2 kernel's acc[0..1].
+      w[0] = decodeInt8x16(row + kMatmulBlock * full);
+      for (int r = 0; r < R; ++r)
+        accumulate512(acc[r][0], w[0], x[r] + kMatmulBlock * full);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    sums[r] = combine512(acc[r]);
+}
+
+PCCX_AVX512 void featuresAvx512(const MatmulJob &job, size_t n0, size_t n1) {
+  for (size_t n = n0; n < n1; ++n) {
+    const uint8_t *row = job.rows + n * job.rowStride;
+    size_t r = 0;
+    float sums[4];
+    const float *x[4];
+    // (Not a lambda: a lambda does not take this function's target.)
+#define PCCX_STORE_SUMS(count)                                                 \
+  for (size_t i = 0; i < size_t(count); ++i)                                   \
+    job.out[(r + i) * job.n + n] = job.scales ? job.scales[n] * sums[i] : sums[i];
+    for (; r + 4 <= job.m; r += 4) {
+      for (int i = 0; i < 4; ++i)
+        x[i] = job.in + (r + size_t(i)) * job.kPadded;
+      rowsDotAvx512<4>(job, row, x, sums);
+      PCCX_STORE_SUMS(4)
+    }
+    for (size_t i = 0; r + i < job.m; ++i)
+      x[i] = job.in + (r + i) * job.kPadded;
+    switch (job.m - r) {
+    case 3:
+      rowsDotAvx512<3>(job, row, x, sums);
+      PCCX_STORE_SUMS(3)
+      break;
+    case 2:
+      rowsDotAvx512<2>(job, row, x, sums);
+      PCCX_STORE_SUMS(2)
+      break;
+    case 1:
+      rowsDotAvx512<1>(job, row, x, sums);
+      PCCX_STORE_SUMS(1)
+      break;
+    default:
+      break;
+    }
+#undef PCCX_STORE_SUMS
+  }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif // PCCX_SIM_HAVE_AVX2 (AVX-512)
+
 //===----------------------------------------------------------------------===//
 // NEON kernel (aarch64): the 32 partial sums are eight 4-lane registers;
 // codes are widened and converted in registers. Multiplies and adds stay
@@ -408,6 +552,14 @@ bool matmulIsaAvailable(MatmulIsa isa) {
 #else
     return false;
 #endif
+  case MatmulIsa::Avx512:
+#ifdef PCCX_SIM_HAVE_AVX2
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+#else
+    return false;
+#endif
   case MatmulIsa::Neon:
 #ifdef PCCX_SIM_HAVE_NEON
     return true;
@@ -420,7 +572,8 @@ bool matmulIsaAvailable(MatmulIsa isa) {
 
 MatmulIsa bestMatmulIsa() {
   static const MatmulIsa best =
-      matmulIsaAvailable(MatmulIsa::Avx2)   ? MatmulIsa::Avx2
+      matmulIsaAvailable(MatmulIsa::Avx512) ? MatmulIsa::Avx512
+      : matmulIsaAvailable(MatmulIsa::Avx2) ? MatmulIsa::Avx2
       : matmulIsaAvailable(MatmulIsa::Neon) ? MatmulIsa::Neon
                                             : MatmulIsa::Scalar;
   return best;
@@ -430,6 +583,8 @@ const char *matmulIsaName(MatmulIsa isa) {
   switch (isa) {
   case MatmulIsa::Avx2:
     return "avx2";
+  case MatmulIsa::Avx512:
+    return "avx512";
   case MatmulIsa::Neon:
     return "neon";
   case MatmulIsa::Scalar:
@@ -439,7 +594,8 @@ const char *matmulIsaName(MatmulIsa isa) {
 }
 
 bool parseMatmulIsa(const std::string &name, MatmulIsa *isa) {
-  for (MatmulIsa each : {MatmulIsa::Scalar, MatmulIsa::Avx2, MatmulIsa::Neon})
+  for (MatmulIsa each : {MatmulIsa::Scalar, MatmulIsa::Avx2,
+                         MatmulIsa::Avx512, MatmulIsa::Neon})
     if (name == matmulIsaName(each)) {
       *isa = each;
       return true;
@@ -451,6 +607,10 @@ void matmulFeatures(const MatmulJob &job, size_t n0, size_t n1, MatmulIsa isa) {
 #ifdef PCCX_SIM_HAVE_AVX2
   if (isa == MatmulIsa::Avx2) {
     featuresAvx2(job, n0, n1);
+    return;
+  }
+  if (isa == MatmulIsa::Avx512) {
+    featuresAvx512(job, n0, n1);
     return;
   }
 #endif

@@ -2,8 +2,8 @@
 //
 // The inner loops of the simulator's GEMV/GEMM (docs/isa-semantics.md §2,
 // §5, §6): integer weight rows of one record times fp32 activation rows.
-// There is a portable kernel and, chosen at run time, an AVX2 one on x86-64
-// and a NEON one on aarch64.
+// There is a portable kernel and, chosen at run time, AVX2 and AVX-512 ones
+// on x86-64 and a NEON one on aarch64.
 // Every kernel performs the same fp32 operations in the same order: for each
 // output, 32 partial sums (partial j takes the products of kernel-order
 // element j of every 32-element block, block by block, each product rounded
@@ -44,14 +44,15 @@ struct MatmulJob {
 };
 
 /// The kernels. Results are identical; only speed differs.
-enum class MatmulIsa { Scalar, Avx2, Neon };
+enum class MatmulIsa { Scalar, Avx2, Avx512, Neon };
 
 /// Whether this CPU (and this build) can run `isa`.
 bool matmulIsaAvailable(MatmulIsa isa);
 /// The fastest kernel this CPU can run.
 MatmulIsa bestMatmulIsa();
 const char *matmulIsaName(MatmulIsa isa);
-/// The kernel named `name` ("scalar", "avx2", "neon"); false for others.
+/// The kernel named `name` ("scalar", "avx2", "avx512", "neon"); false for
+/// others.
 bool parseMatmulIsa(const std::string &name, MatmulIsa *isa);
 
 /// Computes output features [n0, n1) of every row of `job` with kernel

@@ -136,7 +136,8 @@ std::string describe(const Case &c) {
 
 std::vector<MatmulIsa> availableIsas() {
   std::vector<MatmulIsa> isas;
-  for (MatmulIsa isa : {MatmulIsa::Scalar, MatmulIsa::Avx2, MatmulIsa::Neon})
+  for (MatmulIsa isa : {MatmulIsa::Scalar, MatmulIsa::Avx2,
+                        MatmulIsa::Avx512, MatmulIsa::Neon})
     if (sim::matmulIsaAvailable(isa))
       isas.push_back(isa);
   return isas;
