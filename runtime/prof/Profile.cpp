@@ -209,7 +209,8 @@ void costHeadNormRope(const CostInput &in, HostWork &w) {
       addRms(w, d);
       if (keys)
         addRms(w, d);
-      addRope(w, d, in.position + r, theta, in.ropeTables);
+      addRope(w, d, in.context.rowPosition(in.position, r), theta,
+              in.ropeTables);
     }
 }
 
@@ -252,7 +253,8 @@ void costAttention(const CostInput &in, HostWork &w) {
     last = first + 1;
   }
   for (int64_t r = first; r < last; ++r) {
-    double n = double(attentionSpan(in.position + r, window));
+    double n =
+        double(attentionSpan(in.context.rowPosition(in.position, r), window));
     for (int64_t h = 0; h < heads; ++h) {
       // Every key (or value) of the span is read and converted once per
       // query head, then a dot product or an axpy of head_dim.
@@ -260,8 +262,8 @@ void costAttention(const CostInput &in, HostWork &w) {
       w.bytes += n * d * cacheElementBytes(dt);
       if (scores) {
         addRms(w, d);
-        addRope(w, d, in.position + r, numberArg(in.call, Scores::Theta),
-                in.ropeTables);
+        addRope(w, d, in.context.rowPosition(in.position, r),
+                numberArg(in.call, Scores::Theta), in.ropeTables);
         // The record handed to the NPU: allocated zeroed, then filled.
         w.bytes += 2.0 * double(hw::recordBytes(hw::WeightFormat::Int4,
                                                 int64_t(n), 1));
@@ -843,10 +845,10 @@ void Replay::afterWord(const NpuOp &op, double end, const std::string &what) {
 }
 
 bool Replay::run() {
-  if (ctx_.maxPositions > 0 &&
-      (pos_ < 0 || pos_ + prog_.rows > ctx_.maxPositions)) {
+  const int64_t lastPos = ctx_.rowPosition(pos_, prog_.rows - 1);
+  if (ctx_.maxPositions > 0 && (pos_ < 0 || lastPos >= ctx_.maxPositions)) {
     *error_ = prog_.section + ": positions " + std::to_string(pos_) + ".." +
-              std::to_string(pos_ + prog_.rows - 1) +
+              std::to_string(lastPos) +
               " exceed the KV cache of " + std::to_string(ctx_.maxPositions) +
               " positions";
     return false;
@@ -859,7 +861,8 @@ bool Replay::run() {
   // in for them.
   for (const exec::PatchSite &p : prog_.patches) {
     const int64_t value =
-        bundle::patchSourceValue(p.source, pos_ + p.delta, 0, p.window) *
+        bundle::patchSourceValue(p.source, ctx_.rowPosition(pos_, p.delta), 0,
+                                 p.window) *
             p.scale +
         p.offset;
     if (value < 0 || uint64_t(value) > p.maxValue)

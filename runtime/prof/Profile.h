@@ -76,6 +76,12 @@ struct ReplayContext {
   uint64_t maxCommandBytes = uint64_t(4) << 20;
   /// When set, receives what the driver would hand the board.
   std::vector<IssuedItem> *issued = nullptr;
+  /// The program's rows are sequences of their own (a batch program): every
+  /// row is at the step's position, not at position + row.
+  bool independentRows = false;
+  int64_t rowPosition(int64_t position, int64_t row) const {
+    return independentRows ? position : position + row;
+  }
 };
 
 /// Replays `program` at `position`. False with a message naming the

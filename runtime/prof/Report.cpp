@@ -17,7 +17,7 @@ namespace pccx::prof {
 
 bool profileModel(const exec::Model &model,
                   const std::vector<int64_t> &positions, const Params &params,
-                  ProfileRun *out, std::string *error) {
+                  ProfileRun *out, std::string *error, int64_t batchRows) {
   out->params = params;
   ReplayContext context{&model.caches(), model.maxSeqLen()};
   context.target = model.target();
@@ -35,6 +35,32 @@ bool profileModel(const exec::Model &model,
   if (out->hasPrefill &&
       !profileStep(*model.prefill(), context, 0, params, &out->prefill, error))
     return false;
+  if (batchRows > 1) {
+    const exec::Program *batch = nullptr;
+    std::string have;
+    for (const auto &p : model.batches()) {
+      if (p->rows == batchRows)
+        batch = p.get();
+      have += (have.empty() ? "" : ", ") + std::to_string(p->rows);
+    }
+    if (!batch) {
+      *error = have.empty()
+                   ? "the bundle has no batch program (compile with "
+                     "--decode-batch " + std::to_string(batchRows) + ")"
+                   : "the bundle has no batch program of " +
+                         std::to_string(batchRows) + " rows (it has " + have +
+                         ")";
+      return false;
+    }
+    ReplayContext rows = context;
+    rows.independentRows = true;
+    for (int64_t position : positions) {
+      out->batch.emplace_back();
+      if (!profileStep(*batch, rows, position, params, &out->batch.back(),
+                       error))
+        return false;
+    }
+  }
   return true;
 }
 
@@ -197,6 +223,20 @@ std::string renderText(const ProfileRun &run) {
                       double(run.prefill.counts.weightBytes) * 1e-6);
   else
     s += "\nprefill: the bundle has no prefill program\n";
+  if (!run.batch.empty()) {
+    s += formatString("\nbatched decode: %lld sequences per step\n  position  "
+                      "  ms/step  aggregate tok/s  vs one sequence  weight "
+                      "MB/step\n",
+                      (long long)run.batch[0].rows);
+    for (size_t i = 0; i < run.batch.size(); ++i) {
+      const StepProfile &b = run.batch[i];
+      const double aggregate = double(b.rows) / b.seconds;
+      s += formatString("  %8lld %10.4f %16.3f %15.2fx %16.3f\n",
+                        (long long)b.position, b.seconds * 1e3, aggregate,
+                        aggregate * run.decode[i].seconds,
+                        double(b.counts.weightBytes) * 1e-6);
+    }
+  }
   for (const StepProfile &d : run.decode) {
     std::string title =
         "decode token at position " + std::to_string(d.position);
@@ -204,6 +244,11 @@ std::string renderText(const ProfileRun &run) {
   }
   if (run.hasPrefill)
     appendStep(s, "prefill step at position 0", run.prefill, p);
+  for (const StepProfile &b : run.batch) {
+    std::string title = "batched decode step of " + std::to_string(b.rows) +
+                        " sequences at position " + std::to_string(b.position);
+    appendStep(s, title.c_str(), b, p);
+  }
   return s;
 }
 
@@ -231,14 +276,34 @@ json renderJson(const ProfileRun &run) {
                {"ceiling", ceilingJson(f, run.params)}};
     prefill.update(stepDetails(f));
   }
+  json batch = nullptr;
+  if (!run.batch.empty()) {
+    batch = json::array();
+    for (size_t i = 0; i < run.batch.size(); ++i) {
+      const StepProfile &b = run.batch[i];
+      json e = {{"position", b.position},
+                {"sequences", b.rows},
+                {"seconds_per_step", b.seconds},
+                {"aggregate_tokens_per_second", double(b.rows) / b.seconds},
+                {"vs_one_sequence",
+                 double(b.rows) / b.seconds * run.decode[i].seconds},
+                {"weight_bytes_per_step", b.counts.weightBytes},
+                {"ceiling_fraction", ceilingFraction(b, run.params)}};
+      e.update(stepDetails(b));
+      batch.push_back(e);
+    }
+  }
   json params = json::object();
   for (const Params::Info &i : Params::all())
     params[i.name] = run.params.*(i.field);
-  return {{"bundle", run.bundle},
-          {"machine", run.machine},
-          {"decode", decode},
-          {"prefill", prefill},
-          {"parameters", params}};
+  json out = {{"bundle", run.bundle},
+              {"machine", run.machine},
+              {"decode", decode},
+              {"prefill", prefill},
+              {"parameters", params}};
+  if (!batch.is_null())
+    out["batch"] = batch;
+  return out;
 }
 
 json renderTrace(const ProfileRun &run) {

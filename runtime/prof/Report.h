@@ -23,14 +23,20 @@ struct ProfileRun {
   std::vector<StepProfile> decode; ///< one per position
   bool hasPrefill = false;
   StepProfile prefill; ///< at position 0
+  /// --batch B: the batch program of B rows (B sequences, each at the
+  /// position) at each position; empty otherwise.
+  std::vector<StepProfile> batch;
   Params params;
 };
 
 /// Replays the bundle's decode program at each position and its prefill
-/// program (if any) at position 0.
+/// program (if any) at position 0; with `batchRows` > 1, its batch program
+/// of that many rows at each position too (an error names the rows the
+/// bundle has).
 bool profileModel(const exec::Model &model,
                   const std::vector<int64_t> &positions, const Params &params,
-                  ProfileRun *out, std::string *error);
+                  ProfileRun *out, std::string *error,
+                  int64_t batchRows = 0);
 
 /// The least time a step's streamed bytes (weights, KV records, masks,
 /// MEMCPY) can take: every byte through DDR at its effective rate, and each

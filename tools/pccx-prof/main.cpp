@@ -42,6 +42,10 @@ OPTIONS:
                         bundle's last position if it holds fewer); the
                         attention span of sliding layers is
                         min(position + 1, window)
+  --batch B             also the batch program of B rows (a bundle compiled
+                        with --decode-batch): B sequences decoded in one
+                        step at each position, their aggregate tokens/s
+                        and its ratio to one sequence's (JSON: "batch")
   --set NAME=VALUE      override a parameter (repeatable), e.g.
                         --set ddr_effective_mb_per_s=12000
   --params FILE         load parameters from a file of NAME=VALUE lines
@@ -107,6 +111,7 @@ static int run(int argc, char **argv) {
   std::vector<int64_t> positions;
   pccx::prof::Params params;
   bool asJson = false, listParams = false;
+  int64_t batchRows = 0;
   std::string error;
   while (cl.next()) {
     const std::string &a = cl.arg();
@@ -118,6 +123,10 @@ static int run(int argc, char **argv) {
     } else if (cl.is("--positions")) {
       if (!parsePositions(cl.value(), &positions, &error))
         return cl.fail(error);
+    } else if (cl.is("--batch")) {
+      batchRows = cl.count();
+      if (batchRows < 2 || batchRows > 256)
+        return cl.fail("--batch must be from 2 to 256");
     } else if (cl.is("--set")) {
       sets.push_back(cl.value());
     } else if (cl.is("--params")) {
@@ -184,7 +193,8 @@ static int run(int argc, char **argv) {
   pccx::prof::ProfileRun run;
   run.bundle = bundlePath;
   run.machine = machine;
-  if (!pccx::prof::profileModel(*model, positions, params, &run, &error))
+  if (!pccx::prof::profileModel(*model, positions, params, &run, &error,
+                                batchRows))
     return cl.fail(bundlePath + ": " + error);
   if (!tracePath.empty() &&
       !pccx::prof::writeFileAtomically(
