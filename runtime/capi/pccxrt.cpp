@@ -251,6 +251,104 @@ int pccxrt_sample(pccxrt_model *m, const pccxrt_sampling *options,
   });
 }
 
+int pccxrt_reserve_slots(pccxrt_model *m, int count) {
+  return guarded(m, -1, [&] {
+    if (!m)
+      return -1;
+    if (count < 1 || count > 4096)
+      return failWith(m, "slot count " + std::to_string(count) +
+                             " is not in [1, 4096]");
+    std::string error;
+    return m->session->reserveSlots(count, &error) ? 0 : failWith(m, error);
+  });
+}
+
+int pccxrt_slot_count(const pccxrt_model *m) {
+  return m ? m->session->slots() : -1;
+}
+
+int64_t pccxrt_batch_rows(const pccxrt_model *m) {
+  return m ? m->session->batchRows() : -1;
+}
+
+/// Whether `slot` is one of the handle's; fails naming it otherwise.
+static bool validSlot(pccxrt_model *m, int slot) {
+  if (slot >= 0 && slot < m->session->slots())
+    return true;
+  failWith(m, "slot " + std::to_string(slot) + " is not one of the " +
+                  std::to_string(m->session->slots()) +
+                  " slots (pccxrt_reserve_slots)");
+  return false;
+}
+
+int64_t pccxrt_slot_position(const pccxrt_model *m, int slot) {
+  return guarded(m, int64_t(-1), [&] {
+    if (!m || !validSlot(const_cast<pccxrt_model *>(m), slot))
+      return int64_t(-1);
+    return m->session->position(slot);
+  });
+}
+
+int pccxrt_reset_slot(pccxrt_model *m, int slot) {
+  return guarded(m, -1, [&] {
+    if (!m || !validSlot(m, slot))
+      return -1;
+    m->session->reset(slot);
+    return 0;
+  });
+}
+
+int pccxrt_consume_slot(pccxrt_model *m, int slot, const int32_t *tokens,
+                        size_t count, int decode_only, float *logits) {
+  return guarded(m, -1, [&] {
+    if (!m || !validSlot(m, slot))
+      return -1;
+    if (!tokens || count == 0)
+      return failWith(m, "no tokens");
+    std::vector<float> rows;
+    std::string error;
+    if (!m->session->consume(slot, std::vector<int32_t>(tokens, tokens + count),
+                             decode_only != 0, logits ? &rows : nullptr,
+                             &error))
+      return failWith(m, error);
+    if (logits)
+      std::memcpy(logits, rows.data(), rows.size() * sizeof(float));
+    return 0;
+  });
+}
+
+int pccxrt_step(pccxrt_model *m, const int *slots, const int32_t *tokens,
+                size_t count, float *logits) {
+  return guarded(m, -1, [&] {
+    if (!m)
+      return -1;
+    if (!slots || !tokens || count == 0)
+      return failWith(m, "no rows");
+    std::vector<pccx::exec::Session::StepRow> rows(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (!validSlot(m, slots[i]))
+        return -1;
+      rows[i] = {slots[i], tokens[i]};
+    }
+    std::vector<float> out;
+    std::string error;
+    if (!m->session->step(rows, logits ? &out : nullptr, &error))
+      return failWith(m, error);
+    if (logits)
+      std::memcpy(logits, out.data(), out.size() * sizeof(float));
+    return 0;
+  });
+}
+
+int pccxrt_rewind(pccxrt_model *m, int slot, int64_t position) {
+  return guarded(m, -1, [&] {
+    if (!m || !validSlot(m, slot))
+      return -1;
+    std::string error;
+    return m->session->rewind(slot, position, &error) ? 0 : failWith(m, error);
+  });
+}
+
 int32_t pccxrt_bos_token(const pccxrt_model *m) {
   return m ? m->model->bosToken() : -1;
 }

@@ -85,6 +85,32 @@ int pccxrt_sample(pccxrt_model *model, const pccxrt_sampling *options,
                   int32_t *token);
 
 /* The BOS id of the model's config, or -1 when it has none. */
+/* ---- several sequences (slots) -----------------------------------------
+ * A handle holds one sequence (slot 0, the one the calls above use) until
+ * pccxrt_reserve_slots gives it more. pccxrt_step decodes rows of several
+ * slots together: with a bundle compiled with --decode-batch they share
+ * each pass over the weights; each slot's logits are those it would get
+ * alone, bit for bit. */
+
+/* Holds at least `count` slots (new ones empty). */
+int pccxrt_reserve_slots(pccxrt_model *model, int count);
+int pccxrt_slot_count(const pccxrt_model *model);
+/* Rows a batched step holds (the largest batch program's), 1 without one. */
+int64_t pccxrt_batch_rows(const pccxrt_model *model);
+int64_t pccxrt_slot_position(const pccxrt_model *model, int slot);
+int pccxrt_reset_slot(pccxrt_model *model, int slot);
+/* Consumes `count` tokens at the next positions of `slot`, as
+ * pccxrt_consume does for slot 0. */
+int pccxrt_consume_slot(pccxrt_model *model, int slot, const int32_t *tokens,
+                        size_t count, int decode_only, float *logits);
+/* One token for each of `count` rows: row i's token `tokens[i]` at the
+ * next position of slot `slots[i]` (rows of one slot in order). `logits`,
+ * when not NULL, receives count * vocab_size floats, row by row. */
+int pccxrt_step(pccxrt_model *model, const int *slots, const int32_t *tokens,
+                size_t count, float *logits);
+/* Forgets the positions of `slot` from `position` on. */
+int pccxrt_rewind(pccxrt_model *model, int slot, int64_t position);
+
 int32_t pccxrt_bos_token(const pccxrt_model *model);
 
 /* The config's EOS ids: writes up to `capacity` of them to `ids` and their

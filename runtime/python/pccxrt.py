@@ -63,6 +63,14 @@ def _load():
         "pccxrt_reset": (ctypes.c_int, [handle]),
         "pccxrt_consume": (ctypes.c_int, [handle, i32p, size_t, ctypes.c_int, f32p]),
         "pccxrt_sample": (ctypes.c_int, [handle, ctypes.POINTER(_Sampling), f32p, i32p, size_t, i32p]),
+        "pccxrt_reserve_slots": (ctypes.c_int, [handle, ctypes.c_int]),
+        "pccxrt_slot_count": (ctypes.c_int, [handle]),
+        "pccxrt_batch_rows": (ctypes.c_int64, [handle]),
+        "pccxrt_slot_position": (ctypes.c_int64, [handle, ctypes.c_int]),
+        "pccxrt_reset_slot": (ctypes.c_int, [handle, ctypes.c_int]),
+        "pccxrt_consume_slot": (ctypes.c_int, [handle, ctypes.c_int, i32p, size_t, ctypes.c_int, f32p]),
+        "pccxrt_step": (ctypes.c_int, [handle, ctypes.POINTER(ctypes.c_int), i32p, size_t, f32p]),
+        "pccxrt_rewind": (ctypes.c_int, [handle, ctypes.c_int, ctypes.c_int64]),
         "pccxrt_bos_token": (ctypes.c_int32, [handle]),
         "pccxrt_eos_tokens": (ctypes.c_int, [handle, i32p, size_t, sizep]),
         "pccxrt_tokenize": (ctypes.c_int, [handle, ctypes.c_char_p, ctypes.c_int, i32p, size_t, sizep]),
@@ -241,6 +249,71 @@ class Model:
         target = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if logits else None
         self._check(_lib.pccxrt_consume(self._handle, pointer, array.size, int(decode_only), target))
         return out
+
+    # ---- several sequences (slots) ---------------------------------------
+
+    @_locked
+    def reserve_slots(self, count):
+        """Holds at least `count` sequences (slot 0 is the one consume() and
+        position use); new ones are empty."""
+        self._check(_lib.pccxrt_reserve_slots(self._open_handle(), operator.index(count)))
+
+    @property
+    def slots(self):
+        """Sequences the model holds."""
+        return _lib.pccxrt_slot_count(self._open_handle())
+
+    @property
+    def batch_rows(self):
+        """Rows one batched step holds (the bundle's --decode-batch), 1
+        without a batch program."""
+        return _lib.pccxrt_batch_rows(self._open_handle())
+
+    @_locked
+    def slot_position(self, slot):
+        value = _lib.pccxrt_slot_position(self._open_handle(), operator.index(slot))
+        if value < 0:
+            self._check(-1)
+        return value
+
+    @_locked
+    def reset_slot(self, slot):
+        """Forgets every cached position of one slot."""
+        self._check(_lib.pccxrt_reset_slot(self._open_handle(), operator.index(slot)))
+
+    @_locked
+    def consume_slot(self, slot, tokens, decode_only=False, logits=True):
+        """consume() for another slot."""
+        array, pointer = _ids(tokens)
+        if array.size == 0:
+            raise ValueError("no tokens")
+        out = np.empty((array.size, self.vocab_size), dtype=np.float32) if logits else None
+        target = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if logits else None
+        self._check(_lib.pccxrt_consume_slot(self._open_handle(), operator.index(slot), pointer,
+                                             array.size, int(decode_only), target))
+        return out
+
+    @_locked
+    def step(self, rows, logits=True):
+        """Decodes several sequences together: `rows` is a list of
+        (slot, token) pairs (rows of one slot in order). Returns a
+        (len(rows), vocab_size) float32 array, each row the logits its
+        sequence gets alone (None with logits=False)."""
+        rows = list(rows)
+        if not rows:
+            raise ValueError("no rows")
+        slots = (ctypes.c_int * len(rows))(*[operator.index(slot) for slot, _ in rows])
+        array, pointer = _ids([token for _, token in rows])
+        out = np.empty((len(rows), self.vocab_size), dtype=np.float32) if logits else None
+        target = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if logits else None
+        self._check(_lib.pccxrt_step(self._open_handle(), slots, pointer, len(rows), target))
+        return out
+
+    @_locked
+    def rewind(self, slot, position):
+        """Forgets the positions of `slot` from `position` on."""
+        self._check(_lib.pccxrt_rewind(self._open_handle(), operator.index(slot),
+                                       operator.index(position)))
 
     @_locked
     def sample(self, logits, seen=(), temperature=0.0, top_k=0, top_p=1.0,
