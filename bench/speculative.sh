@@ -11,7 +11,7 @@ set -eu
 BUILD="$1"
 BIN="$BUILD/bin"
 WORK="$2"
-DRAFT="${3:-4}"
+DRAFT="${3:-3}"
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$WORK"
 DEMO="$WORK/demo-batch8.pccx"

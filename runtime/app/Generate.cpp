@@ -109,6 +109,15 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
         context.push_back(next);
         draft = promptLookupDraft(context, room);
       }
+      // Rows a batch program has, so no row is padding: a draft of 4 with
+      // programs of 2, 4 and 8 rows verifies 3.
+      if (!draft.empty()) {
+        size_t fit = 1;
+        for (const auto &batch : session.model().batches())
+          if (size_t(batch->rows) <= draft.size() + 1)
+            fit = std::max(fit, size_t(batch->rows));
+        draft.resize(fit - 1);
+      }
     }
     std::vector<exec::Session::StepRow> rows = {{0, next}};
     for (int32_t d : draft)

@@ -25,7 +25,8 @@ struct GenerateOptions {
   std::function<void(int32_t)> onToken;
   /// Speculative decoding: up to draftTokens tokens proposed by prompt
   /// lookup (the continuation of the latest earlier occurrence of the
-  /// context's last n-gram) verified in one multi-row step. 0: off.
+  /// context's last n-gram) verified in one multi-row step, trimmed to fill
+  /// a batch program's rows. 0: off.
   int64_t draftTokens = 0;
 };
 

@@ -99,8 +99,9 @@ GENERATION:
                            Greedy output is the same as without it;
                            sampled output keeps its distribution. Prints
                            the acceptance rate
-  --draft-tokens K         tokens drafted per step, at most (default 4;
-                           bounded by the batch rows - 1)
+  --draft-tokens K         tokens drafted per step, at most (default 3;
+                           trimmed so that the step fills a batch program:
+                           its rows - 1)
 
 PERPLEXITY:
   --perplexity FILE        tokenize FILE with the bundle's tokenizer (no BOS;
@@ -149,7 +150,7 @@ static int run(int argc, char **argv) {
        chat = false, hasMaxNew = false;
   std::string chatFile, systemPrompt, batchTokens, batchPromptsPath,
       draftMethod = "none";
-  int64_t parallel = 0, draftTokens = 4;
+  int64_t parallel = 0, draftTokens = 3;
   pccx::app::GenerateOptions gen;
   pccx::app::PerplexityOptions ppl;
   ppl.ctx = ppl.stride = -1; // defaults depend on the bundle
