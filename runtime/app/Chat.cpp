@@ -275,26 +275,30 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
 
   Sampler sampler(options.sampling);
   ReplyText replyText(tokenizer_, format_.endOfTurn(), options, reply);
-  std::vector<int32_t> seen = prompt;
   reply->end = ReplyEnd::MaxTokens;
-  for (int64_t n = 0; n < options.maxTokens; ++n) {
-    int32_t next = sampler.next(last, seen);
-    seen.push_back(next);
-    if (!replyText.push(next))
-      break;
-    if (n + 1 == options.maxTokens)
-      break;
-    if (session_.position() >= capacity()) {
+  // cached_ is every token the session holds: the ids the sampler has seen.
+  int64_t produced = 0;
+  auto emit = [&](int32_t token) {
+    ++produced;
+    if (!replyText.push(token) || produced == options.maxTokens)
+      return false;
+    if (int64_t(cached_.size()) >= capacity()) {
       reply->end = ReplyEnd::ContextFull;
-      break;
-    }
-    last.clear();
-    if (!session_.consume({next}, true, &last, error)) {
-      session_.reset();
-      cached_.clear();
       return false;
     }
-    cached_.push_back(next);
+    return true;
+  };
+  if (options.maxTokens > 0) {
+    int32_t next = sampler.next(last, cached_);
+    bool more = emit(next);
+    while (more)
+      if (!decodeStep(session_, 0, sampler, options.draftTokens,
+                      options.maxTokens - produced, cached_, &next, nullptr,
+                      emit, &more, &reply->draft, error)) {
+        session_.reset();
+        cached_.clear();
+        return false;
+      }
   }
   replyText.finish();
   reply->positionAfter = session_.position();

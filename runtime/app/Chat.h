@@ -17,6 +17,7 @@
 #ifndef PCCX_RUNTIME_APP_CHAT_H
 #define PCCX_RUNTIME_APP_CHAT_H
 
+#include "runtime/app/Generate.h"
 #include "runtime/app/Sampler.h"
 #include "runtime/app/Tokenizer.h"
 #include "runtime/bundle/ChatTemplate.h"
@@ -101,6 +102,9 @@ struct ReplyOptions {
   /// Text that ends the reply; it is not part of the reply.
   std::vector<std::string> stopStrings;
   bool decodeOnly = false;
+  /// Speculative decoding: prompt-lookup drafts of up to this many tokens
+  /// per step (GenerateOptions::draftTokens). 0: off.
+  int64_t draftTokens = 0;
   /// Checked after every token; raising it ends the reply.
   const std::atomic<bool> *interrupt = nullptr;
   /// The reply's text as it is produced (stop strings never reach it).
@@ -116,6 +120,7 @@ struct Reply {
   int64_t reusedTokens = 0; ///< prompt tokens found in the KV cache
   int64_t positionAfter = 0;
   double promptSeconds = 0, replySeconds = 0;
+  DraftStats draft; ///< with ReplyOptions::draftTokens
 };
 
 /// The text side of a reply, token by token: decodes the tokens as a

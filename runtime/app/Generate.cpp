@@ -40,6 +40,80 @@ std::vector<int32_t> promptLookupDraft(const std::vector<int32_t> &context,
   return {};
 }
 
+bool decodeStep(exec::Session &session, int slot, Sampler &sampler,
+                int64_t maxDraft, int64_t remaining,
+                std::vector<int32_t> &seen, int32_t *next,
+                std::vector<float> *keptLogits,
+                const std::function<bool(int32_t)> &emit, bool *more,
+                DraftStats *stats, std::string *error) {
+  const size_t vocab = size_t(session.model().vocabSize());
+  // Rows of one sequence a multi-row step verifies: the batch program's,
+  // within the rows a sliding cache's ring was sized for. Drafts beyond
+  // what may still be generated or cached are not made.
+  std::vector<int32_t> draft;
+  const int64_t verifyRows =
+      std::min(session.batchRows(), session.model().prefillRows());
+  if (maxDraft > 0 && verifyRows > 1) {
+    const int64_t room =
+        std::min({maxDraft, verifyRows - 1, remaining - 1,
+                  session.capacity() - session.position(slot) - 1});
+    if (room > 0) {
+      std::vector<int32_t> context = seen;
+      context.push_back(*next);
+      draft = promptLookupDraft(context, room);
+    }
+    // Rows a batch program has, so no row is padding: a draft of 4 with
+    // programs of 2, 4 and 8 rows verifies 3.
+    if (!draft.empty()) {
+      size_t fit = 1;
+      for (const auto &batch : session.model().batches())
+        if (size_t(batch->rows) <= draft.size() + 1)
+          fit = std::max(fit, size_t(batch->rows));
+      draft.resize(fit - 1);
+    }
+  }
+  stats->enabled |= maxDraft > 0;
+  std::vector<exec::Session::StepRow> rows = {{slot, *next}};
+  for (int32_t d : draft)
+    rows.push_back({slot, d});
+  const int64_t before = session.position(slot);
+  std::vector<float> logits;
+  if (!session.step(rows, &logits, error))
+    return false;
+  ++stats->steps;
+  if (!draft.empty()) {
+    ++stats->passes;
+    stats->drafted += int64_t(draft.size());
+  }
+  // Row i's logits choose the token after rows[i]; drafted token i + 1
+  // stands when the rule accepts it.
+  size_t row = 0;
+  std::vector<float> last;
+  for (;;) {
+    seen.push_back(rows[row].token);
+    if (keptLogits)
+      keptLogits->insert(keptLogits->end(),
+                         logits.begin() + long(row * vocab),
+                         logits.begin() + long((row + 1) * vocab));
+    last.assign(logits.begin() + long(row * vocab),
+                logits.begin() + long((row + 1) * vocab));
+    const int32_t chosen = row < draft.size()
+                               ? sampler.verify(last, seen, draft[row])
+                               : sampler.next(last, seen);
+    const bool accepted = row < draft.size() && chosen == draft[row];
+    ++stats->tokens;
+    if (accepted)
+      ++stats->accepted;
+    *more = emit(chosen);
+    *next = chosen;
+    if (!accepted || !*more)
+      break;
+    ++row;
+  }
+  // The rows after the last one that stands are forgotten.
+  return session.rewind(slot, before + 1 + int64_t(row), error);
+}
+
 bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
               const GenerateOptions &options, GenerateResult *result,
               std::string *error) {
@@ -62,12 +136,8 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
   if (options.keepLogits)
     result->logits = logits;
   std::vector<float> last(logits.end() - long(vocab), logits.end());
-  // Rows of one sequence a multi-row step verifies: the batch program's
-  // rows, within the rows a sliding cache's ring was sized for.
-  const int64_t verifyRows =
-      std::min(session.batchRows(), session.model().prefillRows());
   // Emits `token`; false when generation ends with it.
-  int64_t produced = 0, at = session.position();
+  int64_t produced = 0;
   auto emit = [&](int32_t token) {
     result->generated.push_back(token);
     ++produced;
@@ -79,7 +149,8 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
     }
     if (produced == options.maxNewTokens)
       return false;
-    if (at >= session.capacity()) {
+    // Positions consumed so far: those of `consumed`.
+    if (int64_t(result->consumed.size()) >= session.capacity()) {
       result->capped = true;
       return false;
     }
@@ -90,85 +161,13 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
     return true;
   }
   int32_t next = sampler.next(last, result->consumed);
-  if (!emit(next)) {
-    result->decodeSeconds =
-        std::chrono::duration<double>(Clock::now() - t1).count();
-    return true;
-  }
-  std::vector<float> rowsLogits;
-  for (;;) {
-    // Drafts beyond what may still be generated or cached are not made.
-    std::vector<int32_t> draft;
-    if (options.draftTokens > 0 && verifyRows > 1) {
-      const int64_t room = std::min(
-          {options.draftTokens, verifyRows - 1,
-           options.maxNewTokens - produced - 1,
-           session.capacity() - session.position() - 1});
-      if (room > 0) {
-        std::vector<int32_t> context = result->consumed;
-        context.push_back(next);
-        draft = promptLookupDraft(context, room);
-      }
-      // Rows a batch program has, so no row is padding: a draft of 4 with
-      // programs of 2, 4 and 8 rows verifies 3.
-      if (!draft.empty()) {
-        size_t fit = 1;
-        for (const auto &batch : session.model().batches())
-          if (size_t(batch->rows) <= draft.size() + 1)
-            fit = std::max(fit, size_t(batch->rows));
-        draft.resize(fit - 1);
-      }
-    }
-    std::vector<exec::Session::StepRow> rows = {{0, next}};
-    for (int32_t d : draft)
-      rows.push_back({0, d});
-    const int64_t before = session.position();
-    rowsLogits.clear();
-    if (!session.step(rows, &rowsLogits, error))
+  bool more = emit(next);
+  while (more)
+    if (!decodeStep(session, 0, sampler, options.draftTokens,
+                    options.maxNewTokens - produced, result->consumed, &next,
+                    options.keepLogits ? &result->logits : nullptr, emit,
+                    &more, &result->draft, error))
       return false;
-    ++result->draft.steps;
-    at = before + 1;
-    result->consumed.push_back(next);
-    if (options.keepLogits)
-      result->logits.insert(result->logits.end(), rowsLogits.begin(),
-                            rowsLogits.begin() + long(vocab));
-    if (!draft.empty()) {
-      ++result->draft.passes;
-      result->draft.drafted += int64_t(draft.size());
-    }
-    // Row i's logits choose the token after rows[i]; drafted token i + 1
-    // stands when the rule accepts it.
-    size_t row = 0;
-    bool more = true;
-    for (;;) {
-      last.assign(rowsLogits.begin() + long(row * vocab),
-                  rowsLogits.begin() + long((row + 1) * vocab));
-      int32_t chosen = row < draft.size()
-                           ? sampler.verify(last, result->consumed, draft[row])
-                           : sampler.next(last, result->consumed);
-      const bool accepted = row < draft.size() && chosen == draft[row];
-      more = emit(chosen);
-      next = chosen;
-      if (accepted)
-        ++result->draft.accepted;
-      if (!accepted || !more)
-        break;
-      ++row;
-      ++at;
-      result->consumed.push_back(chosen);
-      if (options.keepLogits)
-        result->logits.insert(result->logits.end(),
-                              rowsLogits.begin() + long(row * vocab),
-                              rowsLogits.begin() + long((row + 1) * vocab));
-    }
-    // The rows after the last accepted one are forgotten.
-    if (!session.rewind(0, before + 1 + int64_t(row), error))
-      return false;
-    if (!more)
-      break;
-  }
-  // The first token came from the prompt's step.
-  result->draft.tokens = produced - 1;
   result->decodeSeconds =
       std::chrono::duration<double>(Clock::now() - t1).count();
   return true;

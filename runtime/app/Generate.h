@@ -32,6 +32,7 @@ struct GenerateOptions {
 
 /// What speculative decoding did.
 struct DraftStats {
+  bool enabled = false; ///< drafting was asked for
   int64_t passes = 0;   ///< verification steps (multi-row)
   int64_t drafted = 0;  ///< tokens proposed
   int64_t accepted = 0; ///< of them accepted
@@ -62,6 +63,22 @@ struct GenerateResult {
 /// prompt of at least one token.
 bool checkGenerationInput(const std::vector<int32_t> &prompt,
                           const SamplingOptions &sampling, std::string *error);
+
+/// One decode step of the sequence on `slot`: feeds `*next` (chosen, not
+/// yet fed) at its next position and, with `maxDraft` > 0, up to that many
+/// prompt-lookup drafts after it in the same multi-row step (at most
+/// `remaining` - 1: the tokens generation may still produce after `*next`).
+/// Each token the step chooses goes to `emit`, which returns false to end
+/// generation; drafts stand while the sampler's rule accepts them. `seen`
+/// (every token the slot holds, in order) gains the fed tokens that stand,
+/// and `keptLogits` (when not null) their logits rows. On return `*next` is
+/// the last chosen token and `*more` what `emit` said of it.
+bool decodeStep(exec::Session &session, int slot, Sampler &sampler,
+                int64_t maxDraft, int64_t remaining,
+                std::vector<int32_t> &seen, int32_t *next,
+                std::vector<float> *keptLogits,
+                const std::function<bool(int32_t)> &emit, bool *more,
+                DraftStats *stats, std::string *error);
 
 /// Consumes the prompt, then samples up to maxNewTokens tokens, feeding each
 /// back (the last one is not fed: its logits are not needed).

@@ -28,6 +28,8 @@ struct EngineStats {
   size_t waiting = 0;
   int64_t generatedTokens = 0, promptTokens = 0, reusedTokens = 0;
   int64_t decodeSteps = 0, stepRows = 0;
+  /// Speculative decoding: tokens drafted, and of them accepted.
+  int64_t draftedTokens = 0, acceptedTokens = 0;
   /// Seconds the engine spent iterating (the denominator of its rate).
   double busySeconds = 0;
 };

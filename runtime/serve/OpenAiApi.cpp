@@ -378,10 +378,18 @@ namespace {
 json usage(const app::Reply &reply) {
   int64_t completion = int64_t(reply.tokens.size());
   // cached_tokens: prompt tokens found in the KV cache (not recomputed).
-  return {{"prompt_tokens", reply.promptTokens},
-          {"completion_tokens", completion},
-          {"total_tokens", reply.promptTokens + completion},
-          {"prompt_tokens_details", {{"cached_tokens", reply.reusedTokens}}}};
+  json u = {{"prompt_tokens", reply.promptTokens},
+            {"completion_tokens", completion},
+            {"total_tokens", reply.promptTokens + completion},
+            {"prompt_tokens_details", {{"cached_tokens", reply.reusedTokens}}}};
+  // Speculative decoding (pccx-serve --draft): OpenAI's fields for
+  // predicted tokens that were, and were not, part of the reply.
+  if (reply.draft.enabled)
+    u["completion_tokens_details"] = {
+        {"accepted_prediction_tokens", reply.draft.accepted},
+        {"rejected_prediction_tokens",
+         reply.draft.drafted - reply.draft.accepted}};
+  return u;
 }
 
 json envelope(const GenerationRequest &request, const ResponseIds &ids,

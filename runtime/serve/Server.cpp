@@ -424,9 +424,15 @@ public:
       stats_.generatedTokens += int64_t(reply->tokens.size());
       stats_.promptTokens += int64_t(reply->fed.size());
       stats_.reusedTokens += reply->reusedTokens;
-      // Every reply token but the first is a decode step.
-      stats_.decodeSteps += std::max<int64_t>(0, int64_t(reply->tokens.size()) - 1);
-      stats_.stepRows += std::max<int64_t>(0, int64_t(reply->tokens.size()) - 1);
+      // Every reply token but the first comes from a decode step (several
+      // from one when drafts are accepted).
+      const int64_t decoded =
+          std::max<int64_t>(0, int64_t(reply->tokens.size()) - 1);
+      stats_.decodeSteps +=
+          options.draftTokens > 0 ? reply->draft.steps : decoded;
+      stats_.stepRows += decoded;
+      stats_.draftedTokens += reply->draft.drafted;
+      stats_.acceptedTokens += reply->draft.accepted;
       stats_.busySeconds += reply->promptSeconds + reply->replySeconds;
     }
     return ok;
@@ -692,6 +698,8 @@ struct Server::Impl {
             {"sequences_per_step",
              e.decodeSteps ? double(e.stepRows) / double(e.decodeSteps) : 0.0},
             {"busy_seconds", e.busySeconds},
+            {"drafted_tokens", e.draftedTokens},
+            {"accepted_draft_tokens", e.acceptedTokens},
             {"tokens_per_second",
              e.busySeconds > 0 ? double(e.generatedTokens) / e.busySeconds
                                : 0.0}};
@@ -741,6 +749,12 @@ struct Server::Impl {
                       s["decode_steps"]);
                metric("busy_seconds_total", "counter",
                       "Seconds spent generating.", s["busy_seconds"]);
+               metric("draft_tokens_total", "counter",
+                      "Tokens drafted by speculative decoding (--draft).",
+                      s["drafted_tokens"]);
+               metric("draft_accepted_tokens_total", "counter",
+                      "Drafted tokens accepted.",
+                      s["accepted_draft_tokens"]);
                metric("tokens_per_second", "gauge",
                       "Generated tokens per busy second, all sequences.",
                       s["tokens_per_second"]);
@@ -1000,6 +1014,7 @@ struct Server::Impl {
     if (!request->hasSeed) // distinct draws per request, reproducible order
       reply.sampling.seed = number;
     reply.maxTokens = maxTokens;
+    reply.draftTokens = options.draftTokens;
     reply.stopTokens = stopTokens;
     reply.stopStrings = request->stop;
 

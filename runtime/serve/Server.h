@@ -42,6 +42,9 @@ struct ServeOptions {
   /// Generation requests generated at once (pccx-serve --parallel): above
   /// 1, decoded together over that many slots of the session.
   int parallel = 1;
+  /// Speculative decoding of each reply (pccx-serve --draft ngram): up to
+  /// this many prompt-lookup drafts per step; 0: off. Only with parallel 1.
+  int64_t draftTokens = 0;
   /// Generation requests waiting beyond the ones being served; more are
   /// refused with 503.
   int maxQueue = 16;

@@ -74,6 +74,15 @@ LIMITS:
                            between the others' steps, and each slot keeps
                            its KV cache for the next request that shares a
                            prefix with its tokens (docs/serving.md)
+  --draft METHOD           speculative decoding of each reply: ngram
+                           (prompt lookup, verified in one multi-row step
+                           of a bundle compiled with --decode-batch; the
+                           replies are the same, greedy or sampled in
+                           distribution) or none (default). Only with
+                           --parallel 1; /metrics and each reply's
+                           usage.completion_tokens_details report the
+                           drafted tokens accepted and rejected
+  --draft-tokens K         tokens drafted per step, at most (default 3)
   --max-queue N            generation requests that may wait behind the
                            ones being served; more get 503 (default 16)
   --connection-threads N   connection threads beyond max-queue + parallel
@@ -98,7 +107,8 @@ LIMITS:
 } // namespace
 
 static int run(int argc, char **argv) {
-  std::string bundlePath;
+  std::string bundlePath, draftMethod = "none";
+  int64_t draftTokens = 3;
   bool markersInText = false;
   pccx::tools::DeviceChoice device;
   pccx::serve::ServeOptions options;
@@ -157,6 +167,15 @@ static int run(int argc, char **argv) {
       if (n < 1 || n > 256)
         return cl.fail("--parallel must be between 1 and 256");
       options.parallel = int(n);
+    } else if (cl.is("--draft")) {
+      draftMethod = cl.value();
+      if (draftMethod != "ngram" && draftMethod != "none")
+        return cl.fail("--draft must be ngram or none, got '" + draftMethod +
+                       "'");
+    } else if (cl.is("--draft-tokens")) {
+      draftTokens = cl.count();
+      if (draftTokens < 1 || draftTokens > 255)
+        return cl.fail("--draft-tokens must be between 1 and 255");
     } else if (cl.is("--max-queue")) {
       int64_t n = cl.count();
       if (n > 4096)
@@ -218,6 +237,16 @@ static int run(int argc, char **argv) {
   if (!dev)
     return cl.fail(error);
   pccx::exec::Session session(*model, std::move(dev));
+  if (draftMethod == "ngram") {
+    if (options.parallel > 1)
+      return cl.fail("--draft applies with --parallel 1 (drafts are verified "
+                     "with the batch rows the other sequences would take)");
+    if (std::min(session.batchRows(), model->prefillRows()) < 2)
+      return cl.fail(bundlePath + " has no multi-row decode program to "
+                                  "verify drafts with; compile it with "
+                                  "--decode-batch 2 or more");
+    options.draftTokens = draftTokens;
+  }
   if (options.parallel > 1 && session.batchRows() < options.parallel)
     pccx::serve::logLine(
         "pccx-serve: note: " + bundlePath +

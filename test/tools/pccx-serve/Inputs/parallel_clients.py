@@ -3,7 +3,10 @@ and prints, per request in a fixed order, its reply text and finish reason
 (one JSON line each), then the server's /metrics figures and whether the
 requests shared decode steps.
 
-usage: parallel_clients.py N"""
+usage: parallel_clients.py N [greedy]
+
+With `greedy`, every request is greedy (a drafted reply then equals the
+plain one token for token; a sampled one only in distribution)."""
 import json
 import os
 import sys
@@ -12,6 +15,7 @@ import urllib.request
 
 url = os.environ["PCCX_URL"]
 clients = int(sys.argv[1])
+greedy = sys.argv[2:] == ["greedy"]
 
 
 def post(path, body):
@@ -28,7 +32,7 @@ requests = []
 for i in range(8):
     body = {"prompt": "Story number %d begins with" % i + " once" * (i % 3),
             "max_tokens": 6 + 3 * (i % 4), "temperature": 0}
-    if i % 2:
+    if i % 2 and not greedy:
         body.update(temperature=0.8, top_p=0.9, seed=100 + i)
     requests.append(("/v1/completions", body))
 for i in range(4):
@@ -72,3 +76,5 @@ print("METRICS slots %d busy %d waiting %d tokens %d" % (
 # Each request's first token comes from its prompt, the rest from decode
 # steps; shared steps serve several requests each.
 print("shared steps:", steps < tokens - len(requests))
+print("drafted", int(metrics["pccx_draft_tokens_total"]) > 0,
+      "accepted", int(metrics["pccx_draft_accepted_tokens_total"]) > 0)
