@@ -57,24 +57,32 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
       memcpy(/*toHost=*/true, buffer, row, first / 8, rowWords, 1,
              wordsFor(count));
     }
-    if (cap) {
-      hc::SoftCap capCall;
-      capCall.In = rowRegion;
-      capCall.Out = rowRegion;
-      capCall.Cap = cap.getCap().convertToFloat();
-      if (failed(hostCall(capCall)))
-        return failure();
-    }
-    hc::EmitLogits emit;
-    emit.In = rowRegion;
-    emit.FirstRow = r;
-    if (failed(hostCall(emit)))
+    if (failed(capAndEmit(rowRegion, cap, r, -1)))
       return failure();
   }
   releaseHost(row);
   logitsEmitted_ = true;
   handledSoftCap_ = cap;
   return success();
+}
+
+LogicalResult ProgramLowering::capAndEmit(pd::HostRegionAttr logits,
+                                         SoftCapOp cap, int64_t firstRow,
+                                         int64_t firstColumn) {
+  if (cap) {
+    hc::SoftCap capCall;
+    capCall.In = logits;
+    capCall.Out = logits;
+    capCall.Cap = cap.getCap().convertToFloat();
+    if (failed(hostCall(capCall)))
+      return failure();
+  }
+  hc::EmitLogits emit;
+  emit.In = logits;
+  emit.FirstRow = firstRow;
+  if (firstColumn >= 0)
+    emit.FirstColumn = firstColumn;
+  return hostCall(emit);
 }
 
 LogicalResult ProgramLowering::lowerLogitsByTile(LMHeadOp head, SoftCapOp cap,
@@ -100,19 +108,7 @@ LogicalResult ProgramLowering::lowerLogitsByTile(LMHeadOp head, SoftCapOp cap,
     op.setFmapShapeAttr(triple(rows, wordsFor(k), tileWords));
     memcpy(/*toHost=*/true, buffer, host, 0, tileWords, rows, tileWords);
     pd::HostRegionAttr slice = region(host, 0, count, rows, tileWords);
-    if (cap) {
-      hc::SoftCap capCall;
-      capCall.In = slice;
-      capCall.Out = slice;
-      capCall.Cap = cap.getCap().convertToFloat();
-      if (failed(hostCall(capCall)))
-        return failure();
-    }
-    hc::EmitLogits emit;
-    emit.In = slice;
-    emit.FirstRow = int64_t(0);
-    emit.FirstColumn = first;
-    if (failed(hostCall(emit)))
+    if (failed(capAndEmit(slice, cap, 0, first)))
       return failure();
   }
   releaseHost(host);

@@ -313,6 +313,11 @@ private:
   LogicalResult lowerLogits(LMHeadOp head, SoftCapOp cap);
   /// With several rows: tile by tile of vocabulary columns, one GEMM per
   /// tile for every row, so the LM head is streamed once per step.
+  /// The soft-cap (when `cap`) of `logits` in place, then "emit_logits"
+  /// of its rows from step row `firstRow` (and, when >= 0, from vocabulary
+  /// column `firstColumn`).
+  LogicalResult capAndEmit(pd::HostRegionAttr logits, SoftCapOp cap,
+                           int64_t firstRow, int64_t firstColumn);
   LogicalResult lowerLogitsByTile(LMHeadOp head, SoftCapOp cap,
                                   DictionaryAttr recipe,
                                   pccx::hw::WeightFormat format);

@@ -187,21 +187,7 @@ int pccxrt_reset(pccxrt_model *m) {
 
 int pccxrt_consume(pccxrt_model *m, const int32_t *tokens, size_t count,
                    int decode_only, float *logits) {
-  return guarded(m, -1, [&] {
-    if (!m)
-      return -1;
-    if (!tokens || count == 0)
-      return failWith(m, "no tokens");
-    std::vector<float> rows;
-    std::string error;
-    if (!m->session->consume(std::vector<int32_t>(tokens, tokens + count),
-                             decode_only != 0, logits ? &rows : nullptr,
-                             &error))
-      return failWith(m, error);
-    if (logits)
-      std::memcpy(logits, rows.data(), rows.size() * sizeof(float));
-    return 0;
-  });
+  return pccxrt_consume_slot(m, 0, tokens, count, decode_only, logits);
 }
 
 int pccxrt_sample(pccxrt_model *m, const pccxrt_sampling *options,
