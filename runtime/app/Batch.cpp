@@ -73,7 +73,13 @@ void BatchScheduler::admit() {
       return;
     Slot &s = slots_[size_t(best)];
     std::string why;
-    if (!checkGenerationInput(request.prompt, request.options.sampling, &why)) {
+    if (checkGenerationInput(request.prompt, request.options.sampling, &why) &&
+        int64_t(request.prompt.size()) > session_.capacity())
+      why = "the prompt has " + std::to_string(request.prompt.size()) +
+            " tokens; the KV cache holds " +
+            std::to_string(session_.capacity()) + " positions";
+    // A request that cannot run ends alone, before it takes a slot.
+    if (!why.empty()) {
       GenerateResult none;
       if (request.onDone)
         request.onDone(none, why);
