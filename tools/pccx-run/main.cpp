@@ -50,6 +50,11 @@ CHAT:
   --chat-file FILE         read the turns from FILE (implies --chat)
   --system TEXT            system prompt (put before the first turn, as
                            Gemma's template does)
+  --show-special           print the special tokens of replies (control
+                           and user-defined pieces such as <start_of_turn>,
+                           <eos>, and the <end_of_turn> that ends a reply)
+                           as their pieces; by default they are left out
+                           of the printed text (--json's reply_text too)
 
 INPUT:
   --prompt TEXT            text, tokenized with the bundle's SentencePiece
@@ -146,7 +151,7 @@ static int run(int argc, char **argv) {
       perplexityPath, stopText;
   pccx::tools::DeviceChoice device;
   bool hasPrompt = false, noBos = false, asJson = false, hasStop = false,
-       chat = false, hasMaxNew = false;
+       chat = false, hasMaxNew = false, showSpecial = false;
   std::string chatFile, systemPrompt, batchTokens, batchPromptsPath,
       draftMethod = "none";
   int64_t parallel = 0, draftTokens = 4;
@@ -171,6 +176,8 @@ static int run(int argc, char **argv) {
       chat = true;
     } else if (cl.is("--system")) {
       systemPrompt = cl.value();
+    } else if (a == "--show-special") {
+      showSpecial = true;
     } else if (cl.is("--tokens")) {
       tokensText = cl.value();
     } else if (a == "--no-bos") {
@@ -239,6 +246,8 @@ static int run(int argc, char **argv) {
                   "--chat");
   } else if (!systemPrompt.empty()) {
     return fail("--system needs --chat");
+  } else if (showSpecial) {
+    return fail("--show-special needs --chat");
   } else if (int(hasPrompt) + int(!tokensText.empty()) +
                  int(!perplexityPath.empty()) + int(!batchTokens.empty()) +
                  int(!batchPromptsPath.empty()) !=
@@ -410,6 +419,9 @@ static int run(int argc, char **argv) {
     options.console.reply.stopTokens = gen.stopTokens;
     options.console.reply.decodeOnly = gen.decodeOnly;
     options.console.json = asJson;
+    options.console.reply.special = showSpecial
+                                        ? pccx::app::SpecialTokens::Shown
+                                        : pccx::app::SpecialTokens::Hidden;
     int status = pccx::app::runChatMode(*model, session, *tokenizer, options,
                                         std::cout, std::cerr, &error);
     return status < 0 ? fail(error) : status;
