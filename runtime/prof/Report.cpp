@@ -899,6 +899,10 @@ std::string renderHtml(const ProfileRun &run) {
     steps.push_back({"decode at " + std::to_string(d.position), &d});
   if (run.hasPrefill)
     steps.push_back({"prefill", &run.prefill});
+  for (const StepProfile &b : run.batch)
+    steps.push_back({std::to_string(b.rows) + " sequences at " +
+                         std::to_string(b.position),
+                     &b});
   s += "<h2>Engine busy</h2>\n<p>Time each engine track is occupied in the "
        "step, and its share of the step's time (tracks run side by side; "
        "the host's waits are not counted).</p>\n" +
