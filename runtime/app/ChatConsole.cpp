@@ -120,10 +120,16 @@ int runChatConsole(ChatSession &chat, int input,
     if (!editor && !options.historyPath.empty())
       err << "(no line editing, so no history file: " << why << ")\n";
   }
+  bool historyWarned = false;
+  if (editor && !editor->historyError().empty()) {
+    err << "(the history file is not used: " << editor->historyError()
+        << ")\n";
+    historyWarned = true;
+  }
   ReplyOptions reply = options.reply;
   reply.interrupt = &interrupted;
   int status = 0, turn = 0;
-  bool interruptedAtPrompt = false, historyWarned = false;
+  bool interruptedAtPrompt = false;
   if (options.interactive)
     err << "Chat: Ctrl-C stops a reply; Ctrl-D (or Ctrl-C twice) at the "
            "prompt exits; /reset starts a new conversation.\n";

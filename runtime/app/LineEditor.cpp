@@ -141,10 +141,14 @@ LineEditor::open(int inFd, int outFd, const std::string &historyPath,
   HistEvent event;
   history(impl->history, &event, H_SETSIZE, 1000);
   history(impl->history, &event, H_SETUNIQUE, 1);
+  // A file that is not libedit's history (another program's, a typo) is
+  // neither read nor overwritten; editing goes on without it.
+  std::string historyError;
   if (!historyPath.empty() && ::access(historyPath.c_str(), F_OK) == 0 &&
       history(impl->history, &event, H_LOAD, historyPath.c_str()) < 0) {
-    *why = historyPath + ": not a history file libedit can read";
-    return nullptr;
+    historyError = historyPath +
+                   ": not a history file libedit can read (left as it is)";
+    impl->historyPath.clear();
   }
   el_set(impl->el, EL_CLIENTDATA, impl.get());
   el_set(impl->el, EL_EDITOR, "emacs");
@@ -152,7 +156,9 @@ LineEditor::open(int inFd, int outFd, const std::string &historyPath,
   el_set(impl->el, EL_HIST, history, impl->history);
   el_set(impl->el, EL_PROMPT, &Impl::promptOf);
   el_set(impl->el, EL_GETCFN, &Impl::readChar);
-  return std::unique_ptr<LineEditor>(new LineEditor(std::move(impl)));
+  std::unique_ptr<LineEditor> editor(new LineEditor(std::move(impl)));
+  editor->historyError_ = historyError;
+  return editor;
 }
 
 LineEditor::Result LineEditor::read(const std::string &prompt,

@@ -33,7 +33,8 @@ public:
 
   /// An editor on the terminal `inFd` / `outFd`, or null with `why` set
   /// (unusableReason(), or no libedit in this build). `historyPath`, when
-  /// not empty, is read (if it exists) and rewritten after each line.
+  /// not empty, is read (if it exists) and rewritten after each line; a
+  /// file that is not a libedit history is left alone (historyError()).
   /// Raising `interrupt` (from a signal handler) ends the wait for input:
   /// read() returns Interrupted and drops the line being edited.
   static std::unique_ptr<LineEditor>
@@ -46,7 +47,8 @@ public:
   /// joins the history.
   Result read(const std::string &prompt, std::string *line);
 
-  /// The first error writing the history file, or empty.
+  /// The first error with the history file (reading it, or writing it
+  /// after a line), or empty.
   const std::string &historyError() const { return historyError_; }
 
   struct Impl;

@@ -172,6 +172,38 @@ TEST(LineEditor, EditsAndRecallsLines) {
   ::unlink(path);
 }
 
+// A file that is not libedit's history is neither read nor overwritten;
+// editing goes on.
+TEST(LineEditor, LeavesAForeignHistoryFileAlone) {
+  if (!LineEditor::available())
+    GTEST_SKIP() << "built without libedit";
+  Term term("xterm");
+  Pty pty(80);
+  char path[] = "/tmp/pccx-history-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string foreign = "ls -l\ncd /tmp\n"; // a shell's history
+  ASSERT_EQ(::write(fd, foreign.data(), foreign.size()),
+            ssize_t(foreign.size()));
+  ::close(fd);
+  std::string why, line;
+  {
+    auto editor = LineEditor::open(pty.slave, pty.slave, path, nullptr, &why);
+    ASSERT_TRUE(editor) << why;
+    EXPECT_NE(editor->historyError().find("not a history file"),
+              std::string::npos)
+        << editor->historyError();
+    ASSERT_EQ(pty.readTyped(*editor, "1> ", "hello\r", &line),
+              LineEditor::Result::Line);
+    EXPECT_EQ(line, "hello");
+  }
+  std::ifstream saved(path);
+  std::stringstream text;
+  text << saved.rdbuf();
+  EXPECT_EQ(text.str(), foreign);
+  ::unlink(path);
+}
+
 // Without a history file nothing is written anywhere.
 TEST(LineEditor, NoHistoryFileUnlessNamed) {
   if (!LineEditor::available())
