@@ -12,7 +12,7 @@ DEB_PACKAGES := cmake ninja-build g++ python3 \
 	libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools \
 	nlohmann-json3-dev libgtest-dev libxxhash-dev \
 	libsentencepiece-dev sentencepiece chromium \
-	pkg-config libcpp-httplib-dev curl nodejs npm python3-numpy
+	pkg-config libcpp-httplib-dev libedit-dev curl nodejs npm python3-numpy
 
 # Only for the fuzz and sanitizer targets (not needed by `make test`):
 # Debian's clang with its libFuzzer and sanitizer runtimes.

@@ -56,6 +56,10 @@ else:
     lit_config.note("/usr/bin/python3 with numpy not found: the test of runtime/python/pccxrt.py is skipped (install python3-numpy)")
 
 
+# pccx-run --chat's line editing (libedit found at configure time).
+if getattr(config, "pccx_libedit", False):
+    config.available_features.add("libedit")
+
 # Tests that render a page in a real browser (the Makefile's deps install it).
 if shutil.which("chromium"):
     config.available_features.add("chromium")

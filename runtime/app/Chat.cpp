@@ -183,17 +183,32 @@ void ChatSession::reset() {
   history_.clear();
 }
 
+std::string ReplyText::textOf(int32_t token, bool ends) {
+  if (options_.special == SpecialTokens::Decoded ||
+      !tokenizer_.isSpecial(token))
+    return ends ? std::string() : stream_.push(token);
+  if (options_.special == SpecialTokens::Hidden)
+    return {};
+  // Shown: the text held back so far, then the piece. The stream goes on
+  // past the token, which adds no text of its own to what it decodes
+  // later (a user-defined piece's spelling is in what it gave out).
+  std::string text = stream_.finish() + tokenizer_.piece(token);
+  if (!ends)
+    stream_.push(token);
+  (void)stream_.finish();
+  return text;
+}
+
 bool ReplyText::push(int32_t token) {
   reply_->tokens.push_back(token);
-  if (token == endOfTurn_) {
-    reply_->end = ReplyEnd::EndOfTurn;
+  const bool endOfTurn = token == endOfTurn_;
+  if (endOfTurn || options_.stopTokens.count(token)) {
+    reply_->end = endOfTurn ? ReplyEnd::EndOfTurn : ReplyEnd::StopToken;
+    if (options_.special == SpecialTokens::Shown)
+      text_ += textOf(token, true);
     return false;
   }
-  if (options_.stopTokens.count(token)) {
-    reply_->end = ReplyEnd::StopToken;
-    return false;
-  }
-  text_ += stream_.push(token);
+  text_ += textOf(token, false);
   size_t stopAt = std::string::npos;
   for (const std::string &stop : options_.stopStrings)
     if (!stop.empty())

@@ -94,6 +94,14 @@ enum class ReplyEnd {
 };
 const char *replyEndName(ReplyEnd end);
 
+/// What a reply's text makes of special tokens (Tokenizer::isSpecial).
+enum class SpecialTokens {
+  Decoded, ///< as SentencePiece decodes them: user-defined pieces such as
+           ///< <start_of_turn> spelled out, control pieces (<eos>) not
+  Hidden,  ///< none of them in the text
+  Shown,   ///< each as its piece, the one that ended the reply included
+};
+
 struct ReplyOptions {
   SamplingOptions sampling;
   int64_t maxTokens = 256;
@@ -107,6 +115,7 @@ struct ReplyOptions {
   int64_t draftTokens = 0;
   /// Checked after every token; raising it ends the reply.
   const std::atomic<bool> *interrupt = nullptr;
+  SpecialTokens special = SpecialTokens::Decoded;
   /// The reply's text as it is produced (stop strings never reach it).
   std::function<void(const std::string &)> onText;
 };
@@ -131,8 +140,8 @@ class ReplyText {
 public:
   ReplyText(const Tokenizer &tokenizer, int32_t endOfTurn,
             const ReplyOptions &options, Reply *reply)
-      : stream_(tokenizer), endOfTurn_(endOfTurn), options_(options),
-        reply_(reply) {}
+      : tokenizer_(tokenizer), stream_(tokenizer), endOfTurn_(endOfTurn),
+        options_(options), reply_(reply) {}
   /// Takes the next generated token; false when the reply ends with it
   /// (reply->end says why).
   bool push(int32_t token);
@@ -141,6 +150,9 @@ public:
   void finish();
 
 private:
+  /// Text for `token`, honouring options_.special.
+  std::string textOf(int32_t token, bool ends);
+  const Tokenizer &tokenizer_;
   TextStream stream_;
   int32_t endOfTurn_;
   const ReplyOptions &options_;

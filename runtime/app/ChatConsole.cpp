@@ -3,6 +3,7 @@
 
 #include "runtime/app/ChatConsole.h"
 #include "runtime/app/Generate.h"
+#include "runtime/app/LineEditor.h"
 
 #include "hw/support/JsonText.h"
 
@@ -43,6 +44,20 @@ private:
 };
 
 enum class Input { Line, End, Interrupted, Failed };
+
+Input inputOf(LineEditor::Result result) {
+  switch (result) {
+  case LineEditor::Result::Line:
+    return Input::Line;
+  case LineEditor::Result::End:
+    return Input::End;
+  case LineEditor::Result::Interrupted:
+    return Input::Interrupted;
+  case LineEditor::Result::Failed:
+    break;
+  }
+  return Input::Failed;
+}
 
 /// Reads one line (without its newline) from `fd`, unbuffered so that the
 /// rest of the input stays for the next call.
@@ -97,6 +112,20 @@ int runChatConsole(ChatSession &chat, int input,
                    std::ostream &err) {
   InterruptScope scope;
   LineReader reader(input);
+  std::unique_ptr<LineEditor> editor;
+  if (options.interactive) {
+    std::string why;
+    editor = LineEditor::open(input, STDOUT_FILENO, options.historyPath,
+                              &interrupted, &why);
+    if (!editor && !options.historyPath.empty())
+      err << "(no line editing, so no history file: " << why << ")\n";
+  }
+  bool historyWarned = false;
+  if (editor && !editor->historyError().empty()) {
+    err << "(the history file is not used: " << editor->historyError()
+        << ")\n";
+    historyWarned = true;
+  }
   ReplyOptions reply = options.reply;
   reply.interrupt = &interrupted;
   int status = 0, turn = 0;
@@ -106,11 +135,23 @@ int runChatConsole(ChatSession &chat, int input,
            "prompt exits; /reset starts a new conversation.\n";
   std::string pending; // the lines of a message continued with '\'
   for (;;) {
-    if (options.interactive)
-      out << (pending.empty() ? "> " : ". ") << std::flush;
+    const char *prompt = pending.empty() ? "> " : ". ";
+    if (options.interactive && !editor)
+      out << prompt << std::flush;
     interrupted.store(false);
     std::string line;
-    Input got = reader.next(&line);
+    Input got;
+    if (editor) {
+      out << std::flush;
+      got = inputOf(editor->read(prompt, &line));
+      if (!editor->historyError().empty() && !historyWarned) {
+        err << "(the history is not saved: " << editor->historyError()
+            << ")\n";
+        historyWarned = true;
+      }
+    } else {
+      got = reader.next(&line);
+    }
     if (got == Input::Interrupted) {
       if (interruptedAtPrompt) {
         out << "\n";

@@ -8,6 +8,79 @@
 
 namespace pccx::app {
 
+namespace {
+
+/// The type of each piece of a serialized SentencePiece ModelProto: field 1
+/// holds the pieces in id order, each a message whose field 3 is its type
+/// (1 normal, the default; 2 unknown, 3 control, 4 user-defined, 5 unused,
+/// 6 byte). Empty when the bytes do not parse as that.
+std::vector<uint8_t> pieceTypes(const uint8_t *data, size_t bytes) {
+  struct Reader {
+    const uint8_t *p, *end;
+    bool varint(uint64_t *v) {
+      *v = 0;
+      for (int shift = 0; shift < 64 && p < end; shift += 7) {
+        uint8_t b = *p++;
+        *v |= uint64_t(b & 0x7f) << shift;
+        if (!(b & 0x80))
+          return true;
+      }
+      return false;
+    }
+    /// Skips a field of `wire` type; false when it does not fit.
+    bool skip(unsigned wire) {
+      uint64_t v;
+      switch (wire) {
+      case 0:
+        return varint(&v);
+      case 1:
+        return end - p >= 8 ? (p += 8, true) : false;
+      case 2:
+        if (!varint(&v) || v > uint64_t(end - p))
+          return false;
+        p += v;
+        return true;
+      case 5:
+        return end - p >= 4 ? (p += 4, true) : false;
+      }
+      return false;
+    }
+  };
+  std::vector<uint8_t> types;
+  Reader model{data, data + bytes};
+  while (model.p < model.end) {
+    uint64_t key, length;
+    if (!model.varint(&key))
+      return {};
+    if (key != ((1 << 3) | 2)) {
+      if (!model.skip(unsigned(key & 7)))
+        return {};
+      continue;
+    }
+    if (!model.varint(&length) || length > uint64_t(model.end - model.p))
+      return {};
+    Reader piece{model.p, model.p + length};
+    model.p += length;
+    uint8_t type = 1;
+    while (piece.p < piece.end) {
+      uint64_t k, v;
+      if (!piece.varint(&k))
+        return {};
+      if (k == ((3 << 3) | 0)) {
+        if (!piece.varint(&v))
+          return {};
+        type = uint8_t(v);
+      } else if (!piece.skip(unsigned(k & 7))) {
+        return {};
+      }
+    }
+    types.push_back(type);
+  }
+  return types;
+}
+
+} // namespace
+
 Tokenizer::Tokenizer()
     : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {}
 Tokenizer::~Tokenizer() = default;
@@ -32,6 +105,10 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const uint8_t *data, size_t bytes,
   }
   for (int id = 0, n = t->sp_->GetPieceSize(); id < n; ++id)
     t->maxPieceBytes_ = std::max(t->maxPieceBytes_, t->sp_->IdToPiece(id).size());
+  const std::vector<uint8_t> types = pieceTypes(data, bytes);
+  if (int(types.size()) == t->sp_->GetPieceSize())
+    for (uint8_t type : types)
+      t->userDefined_.push_back(type == 4);
   return t;
 }
 
@@ -70,6 +147,17 @@ int32_t Tokenizer::pieceId(const std::string &piece) const {
   return id >= 0 && id < sp_->GetPieceSize() && sp_->IdToPiece(id) == piece
              ? int32_t(id)
              : -1;
+}
+
+std::string Tokenizer::piece(int32_t id) const {
+  return id >= 0 && id < sp_->GetPieceSize() ? sp_->IdToPiece(id)
+                                             : std::string();
+}
+
+bool Tokenizer::isSpecial(int32_t id) const {
+  return id >= 0 && id < sp_->GetPieceSize() &&
+         (sp_->IsControl(id) ||
+          (size_t(id) < userDefined_.size() && userDefined_[size_t(id)]));
 }
 
 std::string TextStream::push(int32_t id) {

@@ -27,6 +27,13 @@ public:
   /// The id of a piece of the vocabulary (e.g. "<start_of_turn>"), -1 when
   /// the vocabulary has no such piece.
   int32_t pieceId(const std::string &piece) const;
+  /// The piece of `id` as the vocabulary spells it ("<eos>", "\u2581the"),
+  /// empty for an id outside the vocabulary.
+  std::string piece(int32_t id) const;
+  /// Whether `id` is markup rather than text: a control piece (<bos>,
+  /// <eos>, <pad>: decoding gives no text for it) or a user-defined one
+  /// (Gemma's <start_of_turn>, <end_of_turn>: decoding spells it out).
+  bool isSpecial(int32_t id) const;
   /// The longest piece's bytes: a token never spells more text than this
   /// (before normalization), which bounds a text's token count from below.
   size_t maxPieceBytes() const { return maxPieceBytes_; }
@@ -35,6 +42,9 @@ private:
   Tokenizer();
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
   size_t maxPieceBytes_ = 1;
+  /// Ids of the user-defined pieces (read from the serialized model: the
+  /// library's API of this version does not tell them).
+  std::vector<bool> userDefined_;
 };
 
 /// Turns ids into text as they arrive: each push returns the text the new

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 
 using nlohmann::json;
 
@@ -381,44 +383,126 @@ std::string escapeHtml(const std::string &text) {
   return out;
 }
 
-/// A fixed colour per category, so pictures of different runs compare.
-std::string categoryColour(const std::string &category) {
-  static const std::pair<const char *, const char *> fixed[] = {
-      {"weight_streaming", "#1f77b4"},
-      {"npu_compute", "#ff7f0e"},
-      {"sfu", "#2ca02c"},
-      {"memcpy", "#9467bd"},
-      {"memset", "#8c564b"},
-      {"issue", "#7f7f7f"},
-      {"sync", "#bcbd22"},
-      {"wait", "#e8e8e8"},
-      {"runtime_copy:weight_staging", "#d62728"},
-      {"runtime_copy:bf16_to_npu", "#e377c2"},
-      {"runtime_copy:bf16_from_npu", "#f7b6d2"}};
-  for (const auto &[name, colour] : fixed)
-    if (category == name)
-      return colour;
-  // Host kernels: shades of teal by a stable hash of the name.
+/// The families the categories are coloured by: one hue each, a shade per
+/// member, so that pictures of different runs compare and the ~20 host
+/// kernels read as a few kinds of work.
+struct Family {
+  const char *name;
+  const char *base; ///< the family's colour in the legend
+  std::vector<std::pair<const char *, const char *>> members;
+};
+
+const std::vector<Family> &families() {
+  static const std::vector<Family> all = {
+      {"NPU matrix engine (GEMV/GEMM)",
+       "#1f77b4",
+       {{"weight_streaming", "#1f77b4"}, {"npu_compute", "#6baed6"}}},
+      {"NPU vector and memory engines",
+       "#2ca02c",
+       {{"sfu", "#2ca02c"}, {"memcpy", "#74c476"}, {"memset", "#196619"}}},
+      {"driver: issue, sync, waits",
+       "#bcbd22",
+       {{"issue", "#7f7f1a"}, {"sync", "#bcbd22"}, {"wait", "#e8e8e8"}}},
+      {"runtime copies",
+       "#d62728",
+       {{"runtime_copy:weight_staging", "#d62728"},
+        {"runtime_copy:bf16_to_npu", "#e377c2"},
+        {"runtime_copy:bf16_from_npu", "#f7b6d2"},
+        {"runtime_copy:attention_masks", "#ff9896"}}},
+      {"host: norms and RoPE",
+       "#17becf",
+       {{"host:rms_norm", "#0e7c87"},
+        {"host:add_rms_norm", "#17becf"},
+        {"host:query_norm_rope", "#5fd3df"},
+        {"host:kv_norm_rope", "#a3e6ee"}}},
+      {"host: attention and KV cache",
+       "#ff7f0e",
+       {{"host:attention_scores", "#b35300"},
+        {"host:attention_values", "#ff7f0e"},
+        {"host:cache_write", "#ffb26b"}}},
+      {"host: AltUp, LAuReL, per-layer inputs",
+       "#9467bd",
+       {{"host:altup_init", "#4b2a73"},
+        {"host:altup_predict", "#6a3d9a"},
+        {"host:altup_correct", "#9467bd"},
+        {"host:altup_collapse", "#b39ddb"},
+        {"host:laurel_residual", "#c5b0d5"},
+        {"host:per_layer_inputs", "#7b68ee"},
+        {"host:ple_inject", "#dcd0ff"}}},
+      {"host: embedding, elementwise, logits",
+       "#8c564b",
+       {{"host:embed", "#5c3a2e"},
+        {"host:combine", "#8c564b"},
+        {"host:mul", "#a9746a"},
+        {"host:mul_tensor", "#c49c94"},
+        {"host:gaussian_topk", "#6e4b3f"},
+        {"host:fill", "#dbbfb8"},
+        {"host:softcap", "#b08070"},
+        {"host:emit_logits", "#3d2620"}}},
+  };
+  return all;
+}
+
+/// The family of categories no family lists (host kernels added later):
+/// grey-blue shades by a stable hash of the name.
+const char kOtherFamily[] = "other host work";
+
+struct Style {
+  std::string family, colour;
+};
+
+Style categoryStyle(const std::string &category) {
+  for (const Family &f : families())
+    for (const auto &[name, colour] : f.members)
+      if (category == name)
+        return {f.name, colour};
   uint32_t h = 2166136261u;
   for (unsigned char c : category)
     h = (h ^ c) * 16777619u;
-  return formatString("#%02x%02x%02x", 0x10 + (h & 0x3f),
-                      0x90 + ((h >> 8) & 0x3f), 0x90 + ((h >> 16) & 0x3f));
+  const unsigned v = 0x60 + (h & 0x5f);
+  return {kOtherFamily, formatString("#%02x%02x%02x", v, v + 0x10, v + 0x20)};
 }
 
+std::string categoryColour(const std::string &category) {
+  return categoryStyle(category).colour;
+}
+
+/// The timeline's geometry (px).
+constexpr double kTimelineWidth = 1100, kTimelineLeft = 230,
+                 kTimelineRow = 18;
+
+/// One lane per engine track, boxes coloured by category; the script after
+/// it (timelineScript) redraws the boxes when the view is zoomed or moved.
 std::string timelineSvg(const StepProfile &step) {
-  const double width = 1100, left = 230, rowHeight = 18;
+  const double width = kTimelineWidth, left = kTimelineLeft,
+               rowHeight = kTimelineRow, plot = width - left - 10;
   const double total = std::max(step.seconds * 1e9, 1e-9);
-  const double scale = (width - left - 10) / total; // px per ns
-  std::string s = formatString(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+  const double scale = plot / total; // px per ns
+  std::string s =
+      "<div class=\"controls\"><button type=\"button\" id=\"tl-in\">Zoom "
+      "in</button> <button type=\"button\" id=\"tl-out\">Zoom out</button> "
+      "<button type=\"button\" id=\"tl-reset\">Whole step</button> "
+      "<span id=\"tl-view\">" +
+      formatString("the whole step, %.4f ms", total * 1e-6) +
+      "</span> <span class=\"hint\">mouse wheel on the lanes: zoom at the "
+      "pointer; drag: move</span></div>\n";
+  s += formatString(
+      "<svg id=\"tl-svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
       "height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\" "
-      "shape-rendering=\"crispEdges\">\n",
-      width + 40, rowHeight * (kNumTracks + 2));
-  for (unsigned t = 0; t < kNumTracks; ++t)
+      "shape-rendering=\"crispEdges\">\n"
+      "<defs><clipPath id=\"tl-clip\"><rect x=\"%.0f\" y=\"0\" "
+      "width=\"%.0f\" height=\"%.0f\"/></clipPath></defs>\n",
+      width + 40, rowHeight * (kNumTracks + 2), left, plot + 1,
+      rowHeight * kNumTracks);
+  for (unsigned t = 0; t < kNumTracks; ++t) {
+    if (t % 2 == 1)
+      s += formatString("<rect x=\"0\" y=\"%.1f\" width=\"%.0f\" "
+                        "height=\"%.1f\" fill=\"#f3f3f3\"/>\n",
+                        rowHeight * t, width, rowHeight);
     s +=
         formatString("<text x=\"4\" y=\"%.1f\">%s</text>\n", rowHeight * t + 13,
                      escapeHtml(trackName(Track(t))).c_str());
+  }
   // Merge neighbours of one category closer than half a pixel: a full-size
   // token has tens of thousands of intervals. Boxes are at least a pixel
   // wide and drawn without anti-aliasing, so a short interval still shows
@@ -437,24 +521,198 @@ std::string timelineSvg(const StepProfile &step) {
     else
       row.push_back({x0, x1, i.category});
   }
-  for (unsigned t = 0; t < kNumTracks; ++t)
+  s += "<g id=\"tl-lanes\" clip-path=\"url(#tl-clip)\">\n";
+  for (unsigned t = 0; t < kNumTracks; ++t) {
+    s += formatString("<g data-lane=\"%u\">\n", t);
     for (const Box &b : rows[t])
       s += formatString(
           "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
           "fill=\"%s\"><title>%s</title></rect>\n",
           b.x0, rowHeight * t + 2, std::max(b.x1 - b.x0, 1.0), rowHeight - 4,
           categoryColour(b.category).c_str(), escapeHtml(b.category).c_str());
+    s += "</g>\n";
+  }
+  s += "</g>\n<g id=\"tl-axis\">\n";
   const double axisY = rowHeight * kNumTracks + 12;
   for (int tick = 0; tick <= 4; ++tick) {
-    const double x = left + (width - left - 10) * tick / 4;
+    const double x = left + plot * tick / 4;
     s += formatString("<line x1=\"%.1f\" y1=\"0\" x2=\"%.1f\" y2=\"%.1f\" "
                       "stroke=\"#ccc\" stroke-width=\"0.5\"/>\n"
                       "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
                       "%.3f ms</text>\n",
                       x, x, axisY - 10, x, axisY + 6, total * 1e-6 * tick / 4);
   }
-  return s + "</svg>\n";
+  return s + "</g>\n</svg>\n";
 }
+
+/// The legend: each family present in `step`'s timeline with its members'
+/// shades.
+std::string legendHtml(const StepProfile &step) {
+  std::set<std::string> present;
+  for (const Interval &i : step.timeline.intervals())
+    present.insert(i.category);
+  std::vector<std::pair<std::string, std::string>> groups; // family, items
+  std::vector<std::string> baseOf;
+  auto add = [&](const std::string &family, const std::string &base,
+                 const std::string &category, const std::string &colour) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto &g) { return g.first == family; });
+    if (it == groups.end()) {
+      groups.push_back({family, ""});
+      baseOf.push_back(base);
+      it = groups.end() - 1;
+    }
+    it->second += "<span class=\"item\"><span class=\"swatch\" "
+                  "style=\"background:" +
+                  colour + "\"></span>" + escapeHtml(category) + "</span> ";
+  };
+  for (const Family &f : families())
+    for (const auto &[name, colour] : f.members)
+      if (present.count(name))
+        add(f.name, f.base, name, colour);
+  for (const std::string &category : present) {
+    const Style style = categoryStyle(category);
+    if (style.family == kOtherFamily)
+      add(kOtherFamily, "#8090a0", category, style.colour);
+  }
+  std::string s = "<div class=\"legend\" id=\"legend\">\n";
+  for (size_t g = 0; g < groups.size(); ++g)
+    s += "<div class=\"family\"><span class=\"family-name\" "
+         "style=\"border-left-color:" +
+         baseOf[g] + "\">" + escapeHtml(groups[g].first) + "</span> " +
+         groups[g].second + "</div>\n";
+  return s + "</div>\n";
+}
+
+/// The timeline's intervals for the script: per lane, start and end (ns)
+/// and the category's index, flat.
+std::string timelineData(const StepProfile &step) {
+  std::vector<std::string> categories;
+  std::map<std::string, size_t> index;
+  std::vector<std::string> lanes(kNumTracks);
+  for (const Interval &i : step.timeline.intervals()) {
+    auto [it, added] = index.emplace(i.category, categories.size());
+    if (added)
+      categories.push_back(i.category);
+    std::string &lane = lanes[unsigned(i.track)];
+    lane += formatString("%s%.3f,%.3f,%zu", lane.empty() ? "" : ",", i.start,
+                         i.end, it->second);
+  }
+  json names = categories, colours = json::array();
+  for (const std::string &c : categories)
+    colours.push_back(categoryColour(c));
+  std::string s = formatString(
+      "{\"total\":%.3f,\"left\":%.0f,\"width\":%.0f,\"row\":%.0f,",
+      std::max(step.seconds * 1e9, 1e-9), kTimelineLeft,
+      kTimelineWidth - kTimelineLeft - 10, kTimelineRow);
+  // "</" never appears in the data: the names are escaped for a script.
+  std::string namesText = names.dump(), coloursText = colours.dump();
+  for (std::string *text : {&namesText, &coloursText})
+    for (size_t at = 0; (at = text->find("</", at)) != std::string::npos;)
+      text->replace(at, 2, "<\\/");
+  s += "\"categories\":" + namesText + ",\"colours\":" + coloursText +
+       ",\"lanes\":[";
+  for (unsigned t = 0; t < kNumTracks; ++t)
+    s += std::string(t ? "," : "") + "[" + lanes[t] + "]";
+  return s + "]}";
+}
+
+/// Zoom and move for the timeline, in the page (no other file). Redraws
+/// the boxes of the view as timelineSvg draws the whole step: neighbours
+/// of one category closer than half a pixel merged, at least a pixel wide.
+/// "#zoom=F" in the address opens the page zoomed F times at the middle.
+const char kTimelineScript[] = R"JS(
+(function () {
+  var d = PCCX_TIMELINE, svg = document.getElementById("tl-svg");
+  if (!svg) return;
+  var NS = "http://www.w3.org/2000/svg";
+  var lanes = document.querySelectorAll("#tl-lanes > g");
+  var axis = document.getElementById("tl-axis");
+  var label = document.getElementById("tl-view");
+  var v0 = 0, v1 = d.total, minSpan = Math.max(d.total / 65536, 1e-3);
+  function fmt(ms, span) {
+    var digits = span >= 1 ? 3 : span >= 0.01 ? 4 : 6;
+    return ms.toFixed(digits);
+  }
+  function draw() {
+    var scale = d.width / (v1 - v0);
+    for (var t = 0; t < lanes.length; t++) {
+      var g = lanes[t], data = d.lanes[t];
+      while (g.firstChild) g.removeChild(g.firstChild);
+      var boxes = [];
+      for (var k = 0; k + 2 < data.length; k += 3) {
+        if (data[k + 1] < v0 || data[k] > v1) continue;
+        var x0 = d.left + (data[k] - v0) * scale;
+        var x1 = d.left + (data[k + 1] - v0) * scale, c = data[k + 2];
+        var last = boxes[boxes.length - 1];
+        if (last && last[2] === c && x0 - last[1] < 0.5)
+          last[1] = Math.max(last[1], x1);
+        else
+          boxes.push([x0, x1, c]);
+      }
+      for (var b = 0; b < boxes.length; b++) {
+        var r = document.createElementNS(NS, "rect");
+        r.setAttribute("x", boxes[b][0].toFixed(2));
+        r.setAttribute("y", (d.row * t + 2).toFixed(1));
+        r.setAttribute("width", Math.max(boxes[b][1] - boxes[b][0], 1).toFixed(2));
+        r.setAttribute("height", (d.row - 4).toFixed(1));
+        r.setAttribute("fill", d.colours[boxes[b][2]]);
+        var title = document.createElementNS(NS, "title");
+        title.textContent = d.categories[boxes[b][2]];
+        r.appendChild(title);
+        g.appendChild(r);
+      }
+    }
+    var texts = axis.querySelectorAll("text"), span = (v1 - v0) * 1e-6;
+    for (var i = 0; i < texts.length; i++)
+      texts[i].textContent =
+          fmt((v0 + (v1 - v0) * i / (texts.length - 1)) * 1e-6, span) + " ms";
+    var zoom = d.total / (v1 - v0);
+    label.textContent = fmt(v0 * 1e-6, span) + "\u2013" + fmt(v1 * 1e-6, span) +
+        " ms of " + (d.total * 1e-6).toFixed(4) + " ms (" +
+        (zoom < 10 ? zoom.toFixed(1) : zoom.toFixed(0)) + "\u00d7)";
+    svg.setAttribute("data-zoom", zoom.toFixed(3));
+  }
+  function view(a, b) {
+    var span = Math.min(Math.max(b - a, minSpan), d.total);
+    a = Math.min(Math.max(a, 0), d.total - span);
+    v0 = a; v1 = a + span;
+    draw();
+  }
+  function zoomAt(t, factor) {
+    view(t - (t - v0) / factor, t + (v1 - t) / factor);
+  }
+  function timeAt(clientX) {
+    var x = clientX - svg.getBoundingClientRect().left - d.left;
+    return v0 + Math.min(Math.max(x, 0), d.width) * (v1 - v0) / d.width;
+  }
+  svg.addEventListener("wheel", function (e) {
+    e.preventDefault();
+    zoomAt(timeAt(e.clientX), e.deltaY < 0 ? 1.25 : 0.8);
+  }, {passive: false});
+  var dragX = null;
+  svg.addEventListener("mousedown", function (e) { dragX = e.clientX; });
+  window.addEventListener("mouseup", function () { dragX = null; });
+  window.addEventListener("mousemove", function (e) {
+    if (dragX === null) return;
+    var dt = (dragX - e.clientX) * (v1 - v0) / d.width;
+    dragX = e.clientX;
+    view(v0 + dt, v1 + dt);
+  });
+  document.getElementById("tl-in").onclick = function () {
+    zoomAt((v0 + v1) / 2, 2);
+  };
+  document.getElementById("tl-out").onclick = function () {
+    zoomAt((v0 + v1) / 2, 0.5);
+  };
+  document.getElementById("tl-reset").onclick = function () {
+    view(0, d.total);
+  };
+  var m = /zoom=([0-9.]+)/.exec(window.location.hash);
+  if (m && parseFloat(m[1]) > 0) zoomAt(d.total / 2, parseFloat(m[1]));
+  else draw();
+})();
+)JS";
 
 std::string sweepSvg(const ProfileRun &run) {
   const double width = 600, height = 300, left = 70, bottom = 40, top = 15,
@@ -511,6 +769,53 @@ std::string sweepSvg(const ProfileRun &run) {
   return s + "</svg>\n";
 }
 
+
+/// A step's critical path, category by category, largest first.
+std::string breakdownTable(const StepProfile &step) {
+  std::string s = "<table><tr><th>category</th><th>ms</th><th>share</th>"
+                  "</tr>\n";
+  for (const auto &[category, seconds] : sortedBreakdown(step))
+    s += formatString("<tr><td><span class=\"swatch\" style=\"background:%s"
+                      "\"></span>%s</td><td>%.4f</td><td>%.1f %%</td></tr>\n",
+                      categoryColour(category).c_str(),
+                      escapeHtml(category).c_str(), seconds * 1e3,
+                      100 * seconds / step.seconds);
+  return s + "</table>\n";
+}
+
+std::string layersTable(const StepProfile &step) {
+  std::string s = "<table><tr><th>segment group</th><th>ms</th></tr>\n";
+  for (const auto &[layer, seconds] : byLayer(step))
+    s += formatString("<tr><td>%s</td><td>%.4f</td></tr>\n",
+                      escapeHtml(layer).c_str(), seconds * 1e3);
+  return s + "</table>\n";
+}
+
+/// Busy time of every engine track (the text output's "engine busy"), one
+/// column pair per step.
+std::string engineBusyTable(
+    const std::vector<std::pair<std::string, const StepProfile *>> &steps) {
+  std::string s = "<table id=\"engine-busy\"><tr><th>engine</th>";
+  std::vector<std::map<std::string, double>> busy;
+  for (const auto &[title, step] : steps) {
+    s += "<th>" + escapeHtml(title) + " (ms)</th><th>share</th>";
+    busy.push_back(step->timeline.busyByTrack());
+  }
+  s += "</tr>\n";
+  for (unsigned t = 0; t < kNumTracks; ++t) {
+    const std::string name = trackName(Track(t));
+    s += "<tr><td>" + escapeHtml(name) + "</td>";
+    for (size_t k = 0; k < steps.size(); ++k) {
+      auto it = busy[k].find(name);
+      const double ns = it == busy[k].end() ? 0 : it->second;
+      s += formatString("<td>%.4f</td><td>%.1f %%</td>", ns * 1e-6,
+                        100 * ns * 1e-9 / steps[k].second->seconds);
+    }
+    s += "</tr>\n";
+  }
+  return s + "</table>\n";
+}
+
 } // namespace
 
 std::string renderHtml(const ProfileRun &run) {
@@ -523,7 +828,16 @@ std::string renderHtml(const ProfileRun &run) {
       "table{border-collapse:collapse;margin:8px 0 20px}"
       "td,th{border:1px solid #bbb;padding:3px 8px;text-align:right}"
       "td:first-child,th:first-child{text-align:left}"
-      ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px}"
+      ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px;"
+      "vertical-align:middle}"
+      ".controls{margin:6px 0}.controls button{margin-right:4px}"
+      ".hint{color:#666;font-size:90%}"
+      "#tl-svg{cursor:grab;user-select:none}"
+      ".legend{margin:8px 0 20px;font-size:13px}"
+      ".family{margin:3px 0}.family-name{display:inline-block;"
+      "min-width:280px;font-weight:bold;border-left:14px solid;"
+      "padding-left:6px;margin-right:8px}"
+      ".item{display:inline-block;margin-right:12px}"
       "</style></head><body>\n<h1>pccx-prof: " +
       escapeHtml(run.bundle) + "</h1>\n";
   s += formatString("<p>Modelled on the KV260, machine %s: v002 overlay at "
@@ -551,28 +865,62 @@ std::string renderHtml(const ProfileRun &run) {
                       double(run.prefill.counts.weightBytes) * 1e-6,
                       ceilingFraction(run.prefill, p));
   s += "</table>\n";
+  if (!run.batch.empty()) {
+    s += formatString("<h2>Batched decode: %lld sequences per step</h2>\n"
+                      "<table id=\"batch\"><tr><th>position</th><th>ms/step"
+                      "</th><th>aggregate tok/s</th><th>vs one sequence</th>"
+                      "<th>weight MB/step</th></tr>\n",
+                      (long long)run.batch[0].rows);
+    for (size_t i = 0; i < run.batch.size(); ++i) {
+      const StepProfile &b = run.batch[i];
+      const double aggregate = double(b.rows) / b.seconds;
+      s += formatString("<tr><td>%lld</td><td>%.4f</td><td>%.3f</td>"
+                        "<td>%.2f&times;</td><td>%.3f</td></tr>\n",
+                        (long long)b.position, b.seconds * 1e3, aggregate,
+                        aggregate * run.decode[i].seconds,
+                        double(b.counts.weightBytes) * 1e-6);
+    }
+    s += "</table>\n";
+  }
   if (run.decode.empty())
     return s + "</body></html>\n";
   const StepProfile &first = run.decode.front();
   s += formatString("<h2>Timeline of a decode token at position %lld</h2>\n",
                     (long long)first.position) +
-       timelineSvg(first);
+       timelineSvg(first) + legendHtml(first);
+  s += "<script>\nvar PCCX_TIMELINE = " + timelineData(first) + ";\n" +
+       kTimelineScript + "</script>\n";
   s += "<h2>Time per decode token over the context position</h2>\n" +
        sweepSvg(run);
-  s += formatString("<h2>Critical path of that token</h2>\n<table><tr>"
-                    "<th>category</th><th>ms</th><th>share</th></tr>\n");
-  for (const auto &[category, seconds] : sortedBreakdown(first))
-    s += formatString("<tr><td><span class=\"swatch\" style=\"background:%s"
-                      "\"></span>%s</td><td>%.4f</td><td>%.1f %%</td></tr>\n",
-                      categoryColour(category).c_str(),
-                      escapeHtml(category).c_str(), seconds * 1e3,
-                      100 * seconds / first.seconds);
-  s += "</table>\n";
-  s += "<h2>By layer</h2>\n<table><tr><th>segment group</th><th>ms</th></tr>\n";
-  for (const auto &[layer, seconds] : byLayer(first))
-    s += formatString("<tr><td>%s</td><td>%.4f</td></tr>\n",
-                      escapeHtml(layer).c_str(), seconds * 1e3);
-  return s + "</table>\n</body></html>\n";
+  s += "<h2>Critical path of that token</h2>\n" + breakdownTable(first);
+  s += "<h2>By layer</h2>\n" + layersTable(first);
+  std::vector<std::pair<std::string, const StepProfile *>> steps;
+  for (const StepProfile &d : run.decode)
+    steps.push_back({"decode at " + std::to_string(d.position), &d});
+  if (run.hasPrefill)
+    steps.push_back({"prefill", &run.prefill});
+  for (const StepProfile &b : run.batch)
+    steps.push_back({std::to_string(b.rows) + " sequences at " +
+                         std::to_string(b.position),
+                     &b});
+  s += "<h2>Engine busy</h2>\n<p>Time each engine track is occupied in the "
+       "step, and its share of the step's time (tracks run side by side; "
+       "the host's waits are not counted).</p>\n" +
+       engineBusyTable(steps);
+  if (run.hasPrefill) {
+    const StepProfile &f = run.prefill;
+    s += formatString(
+        "<h2>Prefill step: %lld rows at position 0</h2>\n<p id=\"prefill\">"
+        "%.4f ms per step, %.3f tok/s, %.3f weight MB per step, ceiling "
+        "fraction %.4f.</p>\n<h3>Critical path</h3>\n",
+        (long long)f.rows, f.seconds * 1e3, double(f.rows) / f.seconds,
+        double(f.counts.weightBytes) * 1e-6, ceilingFraction(f, p));
+    s += breakdownTable(f) + "<h3>By layer</h3>\n" + layersTable(f);
+  } else {
+    s += "<h2>Prefill step</h2>\n<p id=\"prefill\">The bundle has no prefill "
+         "program.</p>\n";
+  }
+  return s + "</body></html>\n";
 }
 
 } // namespace pccx::prof

@@ -65,10 +65,15 @@ nlohmann::json renderJson(const ProfileRun &run);
 /// Chrome trace-event JSON: the first decode position and the prefill step
 /// as two processes, one thread per engine track.
 nlohmann::json renderTrace(const ProfileRun &run);
-/// One self-contained HTML page without scripts: the figures table, the
-/// breakdown and by-layer tables of the first position, an SVG timeline of
-/// that decode token (one row per track) and an SVG plot of the time per
-/// token over the positions.
+/// One self-contained HTML page (its style and script inline; no other
+/// file, no network): the figures table (and the batched decode's), an SVG
+/// timeline of the first position's decode token with one lane per engine
+/// track, zoomed with the mouse wheel or buttons and moved by dragging,
+/// coloured by category in a few families (legend below it), an SVG plot
+/// of the time per token over the positions, the breakdown and by-layer
+/// tables of that token, the engine busy table of every step, and the
+/// prefill step's figures, breakdown and layers. Deterministic: the same
+/// run gives the same bytes.
 std::string renderHtml(const ProfileRun &run);
 
 /// Writes `text` to `path` through a temporary file renamed into place.

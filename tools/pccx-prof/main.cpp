@@ -67,10 +67,17 @@ OPTIONS:
                         "tokens_per_second", ...} or null, "parameters"}
   --trace FILE.json     write a Chrome/Perfetto trace (one track per engine)
                         of the first decode position and the prefill step
-  --report FILE.html    write one self-contained page (no scripts): the
-                        figures, the breakdown, an SVG timeline of the
-                        first position's decode token, an SVG plot of the
-                        time per token over the positions, the layers
+  --report FILE.html    write one self-contained page (its script and
+                        style inline, nothing fetched): the figures, an SVG
+                        timeline of the first position's decode token with
+                        a lane per engine (mouse wheel or buttons zoom,
+                        drag moves; #zoom=F after the file name opens it
+                        zoomed F times), coloured by families of
+                        categories with a legend, an SVG plot of the time
+                        per token over the positions, the breakdown and
+                        layers of that token, the engine busy table of
+                        every step, and the prefill step's breakdown and
+                        layers
   -h, --help            show this help
   --version             print the version and exit
 

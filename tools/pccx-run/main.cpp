@@ -50,6 +50,21 @@ CHAT:
   --chat-file FILE         read the turns from FILE (implies --chat)
   --system TEXT            system prompt (put before the first turn, as
                            Gemma's template does)
+  --show-special           print the special tokens of replies (control
+                           and user-defined pieces such as <start_of_turn>,
+                           <eos>, and the <end_of_turn> that ends a reply)
+                           as their pieces; by default they are left out
+                           of the printed text (--json's reply_text too)
+  --history FILE           on a terminal with line editing: read the
+                           earlier lines from FILE (if it exists) and keep
+                           the session's in it (e.g.
+                           ~/.local/state/pccx/chat_history). Without it
+                           the history lasts as long as the session.
+                           Line editing (libedit: arrows, Emacs keys,
+                           Up/Ctrl-P for earlier lines) is on when stdin
+                           and stdout are a terminal that reports its
+                           width and TERM is not dumb, in builds with
+                           libedit
 
 INPUT:
   --prompt TEXT            text, tokenized with the bundle's SentencePiece
@@ -147,8 +162,8 @@ static int run(int argc, char **argv) {
       perplexityPath, stopText;
   pccx::tools::DeviceChoice device;
   bool hasPrompt = false, noBos = false, asJson = false, hasStop = false,
-       chat = false, hasMaxNew = false;
-  std::string chatFile, systemPrompt, batchTokens, batchPromptsPath,
+       chat = false, hasMaxNew = false, showSpecial = false;
+  std::string chatFile, systemPrompt, historyPath, batchTokens, batchPromptsPath,
       draftMethod = "none";
   int64_t parallel = 0, draftTokens = 3;
   pccx::app::GenerateOptions gen;
@@ -172,6 +187,12 @@ static int run(int argc, char **argv) {
       chat = true;
     } else if (cl.is("--system")) {
       systemPrompt = cl.value();
+    } else if (a == "--show-special") {
+      showSpecial = true;
+    } else if (cl.is("--history")) {
+      historyPath = cl.value();
+      if (historyPath.empty())
+        return fail("--history needs a file name");
     } else if (cl.is("--tokens")) {
       tokensText = cl.value();
     } else if (a == "--no-bos") {
@@ -240,6 +261,9 @@ static int run(int argc, char **argv) {
                   "--chat");
   } else if (!systemPrompt.empty()) {
     return fail("--system needs --chat");
+  } else if (showSpecial || !historyPath.empty()) {
+    return fail(std::string(showSpecial ? "--show-special" : "--history") +
+                " needs --chat");
   } else if (int(hasPrompt) + int(!tokensText.empty()) +
                  int(!perplexityPath.empty()) + int(!batchTokens.empty()) +
                  int(!batchPromptsPath.empty()) !=
@@ -411,6 +435,10 @@ static int run(int argc, char **argv) {
     options.console.reply.stopTokens = gen.stopTokens;
     options.console.reply.decodeOnly = gen.decodeOnly;
     options.console.json = asJson;
+    options.console.historyPath = historyPath;
+    options.console.reply.special = showSpecial
+                                        ? pccx::app::SpecialTokens::Shown
+                                        : pccx::app::SpecialTokens::Hidden;
     int status = pccx::app::runChatMode(*model, session, *tokenizer, options,
                                         std::cout, std::cerr, &error);
     return status < 0 ? fail(error) : status;

@@ -223,3 +223,70 @@ TEST(Chat, TurnMarkersTypedInAMessageStayText) {
   EXPECT_EQ(count(raw, sot), 3);
   EXPECT_EQ(count(raw, eot), 3);
 }
+
+// Control pieces (<pad>, </s>, <s>) and user-defined ones (the turn
+// markers) are special; text pieces and <unk> are not.
+TEST(Tokenizer, TellsSpecialPieces) {
+  auto t = tokenizer();
+  ASSERT_TRUE(t);
+  for (int32_t id : {0, 1, 2})
+    EXPECT_TRUE(t->isSpecial(id)) << t->piece(id);
+  EXPECT_FALSE(t->isSpecial(3)) << t->piece(3);
+  const int32_t start = t->pieceId("<start_of_turn>");
+  ASSERT_GE(start, 0);
+  EXPECT_TRUE(t->isSpecial(start));
+  EXPECT_EQ(t->piece(start), "<start_of_turn>");
+  for (int32_t id : encode(*t, "Hello there"))
+    EXPECT_FALSE(t->isSpecial(id)) << t->piece(id);
+  EXPECT_FALSE(t->isSpecial(-1));
+  EXPECT_FALSE(t->isSpecial(1 << 20));
+  EXPECT_EQ(t->piece(-1), "");
+  // Without user-defined pieces the markers are text.
+  auto plain = tokenizer(false);
+  ASSERT_TRUE(plain);
+  for (int32_t id : encode(*plain, "<start_of_turn>"))
+    EXPECT_FALSE(plain->isSpecial(id)) << plain->piece(id);
+}
+
+// A reply's text with special tokens hidden, shown as their pieces, or as
+// SentencePiece decodes them; what onText is given equals reply.text.
+TEST(Chat, ReplyTextSpecialTokens) {
+  auto t = tokenizer();
+  ASSERT_TRUE(t);
+  const int32_t start = t->pieceId("<start_of_turn>"),
+                end = t->pieceId("<end_of_turn>");
+  const std::vector<int32_t> hello = encode(*t, "Hello there"),
+                             story = encode(*t, "a story");
+  const std::vector<int32_t> tokens =
+      cat({hello, {start}, story, {1}, hello, {end}});
+  auto run = [&](SpecialTokens special, ReplyEnd *endedBy) {
+    ReplyOptions options;
+    options.special = special;
+    std::string streamed;
+    options.onText = [&](const std::string &text) { streamed += text; };
+    Reply reply;
+    ReplyText text(*t, end, options, &reply);
+    for (int32_t id : tokens)
+      if (!text.push(id))
+        break;
+    text.finish();
+    EXPECT_EQ(streamed, reply.text);
+    EXPECT_EQ(reply.tokens, tokens);
+    *endedBy = reply.end;
+    return reply.text;
+  };
+  ReplyEnd endedBy;
+  const std::string hidden = run(SpecialTokens::Hidden, &endedBy);
+  EXPECT_EQ(endedBy, ReplyEnd::EndOfTurn);
+  EXPECT_EQ(hidden, t->decode(cat({hello, story, hello})));
+  EXPECT_EQ(hidden.find('<'), std::string::npos) << hidden;
+  // As decoded: the user-defined piece spelled, the control one not, the
+  // end of the turn not in the text.
+  const std::string decoded = run(SpecialTokens::Decoded, &endedBy);
+  EXPECT_EQ(decoded, t->decode(cat({hello, {start}, story, {1}, hello})));
+  // Shown: that, with the control piece where it came and the end.
+  const std::string shown = run(SpecialTokens::Shown, &endedBy);
+  const size_t at = t->decode(cat({hello, {start}, story})).size();
+  EXPECT_EQ(shown, decoded.substr(0, at) + t->piece(1) + decoded.substr(at) +
+                       "<end_of_turn>");
+}

@@ -1,8 +1,10 @@
 """Counts the pixels of a PNG that have one colour.
 
-usage: png_colour.py FILE.png RRGGBB ...
-Prints 'WIDTHxHEIGHT' and then, per colour, 'RRGGBB: N pixels'. Reads 8-bit
-RGB or RGBA PNGs (what a headless browser's screenshot is).
+usage: png_colour.py FILE.png [--distinct] RRGGBB ...
+Prints 'WIDTHxHEIGHT' and then, per colour, 'RRGGBB: N pixels'; with
+--distinct first 'N distinct colours' (colours of at least 20 pixels, so
+that anti-aliased edges do not count). Reads 8-bit RGB or RGBA PNGs (what
+a headless browser's screenshot is).
 """
 import struct
 import sys
@@ -48,7 +50,16 @@ for _ in range(height):
     rows.append(line)
     prev = line
 print("%dx%d" % (width, height))
-for hexcolour in sys.argv[2:]:
+colours = sys.argv[2:]
+if colours[:1] == ["--distinct"]:
+    colours = colours[1:]
+    counts = {}
+    for row in rows:
+        for x in range(0, len(row), bpp):
+            pixel = row[x:x + 3]
+            counts[pixel] = counts.get(pixel, 0) + 1
+    print("%d distinct colours" % sum(1 for n in counts.values() if n >= 20))
+for hexcolour in colours:
     want = bytes.fromhex(hexcolour)
     count = 0
     for row in rows:
