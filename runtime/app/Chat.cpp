@@ -181,6 +181,7 @@ void ChatSession::reset() {
   cached_.clear();
   lastLogits_.clear();
   history_.clear();
+  exchanges_.clear();
 }
 
 std::string ReplyText::textOf(int32_t token, bool ends) {
@@ -253,7 +254,8 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
              " tokens; the model's context holds " +
              std::to_string(capacity()) +
              " positions including the reply (compile with a larger "
-             "--max-seq-len, or start a new conversation)";
+             "--max-seq-len, start a new conversation, or use "
+             "--context-shift)";
     return false;
   }
   // Reuse the longest common prefix of the cache and the prompt (a resent
@@ -324,22 +326,45 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
 
 bool ChatSession::say(const std::string &text, const ReplyOptions &options,
                       Reply *reply, std::string *error) {
-  std::vector<int32_t> prompt = history_;
-  if (prompt.empty()) {
+  std::vector<int32_t> turn;
+  if (history_.empty()) {
     std::vector<ChatMessage> first;
     if (!system_.empty())
       first.push_back({"system", system_});
     first.push_back({"user", text});
-    if (!format_.render(first, true, &prompt, error))
+    if (!format_.render(first, true, &turn, error))
       return false;
-  } else if (!format_.appendTurn("user", text, &prompt, error) ||
-             !format_.appendModelOpening(&prompt, error)) {
+  } else if (!format_.appendTurn("user", text, &turn, error) ||
+             !format_.appendModelOpening(&turn, error)) {
     return false;
   }
+  // Room for the reply: what it may take, at most a quarter of the context
+  // (a reply budget as large as the context would leave no history).
+  const int64_t reserve =
+      std::max<int64_t>(1, std::min(options.maxTokens, capacity() / 4));
+  auto fits = [&] {
+    return int64_t(history_.size() + turn.size()) + reserve <= capacity();
+  };
+  if (contextShift_ && !history_.empty() && !fits()) {
+    // Drop the oldest exchanges after the first, which holds the system
+    // prompt, until the turn fits.
+    while (!fits() && exchanges_.size() > 1) {
+      const size_t from = exchanges_[1],
+                   to = exchanges_.size() > 2 ? exchanges_[2] : history_.size();
+      history_.erase(history_.begin() + long(from), history_.begin() + long(to));
+      exchanges_.erase(exchanges_.begin() + 1);
+      for (size_t i = 1; i < exchanges_.size(); ++i)
+        exchanges_[i] -= to - from;
+      ++shifted_;
+    }
+  }
+  std::vector<int32_t> prompt = history_;
+  prompt.insert(prompt.end(), turn.begin(), turn.end());
   if (!complete(prompt, options, reply, error))
     return false;
   // The reply joins the history as Gemma's template writes a model turn:
   // its text tokens, then <end_of_turn>\n (whatever ended it).
+  exchanges_.push_back(history_.size());
   history_ = prompt;
   for (int32_t id : reply->tokens)
     if (id != format_.endOfTurn() && !options.stopTokens.count(id))

@@ -179,6 +179,13 @@ public:
   bool say(const std::string &text, const ReplyOptions &options, Reply *reply,
            std::string *error);
   void setSystemPrompt(const std::string &text) { system_ = text; }
+  /// When a turn and its reply would not fit the context: off (the
+  /// default), say() refuses and names --context-shift; on, the oldest
+  /// exchanges after the first (which carries the system prompt) are
+  /// dropped until the turn, with room for its reply, fits.
+  void setContextShift(bool on) { contextShift_ = on; }
+  /// Exchanges dropped by context shifts so far.
+  int64_t shiftedExchanges() const { return shifted_; }
   /// Starts a new conversation (and forgets the KV cache).
   void reset();
   /// Tokens of the conversation so far (say()): every turn, replies closed.
@@ -195,7 +202,11 @@ private:
   /// Logits after the last cached token.
   std::vector<float> lastLogits_;
   std::vector<int32_t> history_;
+  /// Where each exchange (a user turn and its reply) starts in history_.
+  std::vector<size_t> exchanges_;
   std::string system_;
+  bool contextShift_ = false;
+  int64_t shifted_ = 0;
 };
 
 } // namespace pccx::app

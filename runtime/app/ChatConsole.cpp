@@ -221,6 +221,7 @@ int runChatConsole(ChatSession &chat, int input,
       reply.onText = nullptr;
     Reply result;
     std::string error;
+    const int64_t shiftedBefore = chat.shiftedExchanges();
     if (!chat.say(line, reply, &result, &error)) {
       err << options.tool << ": error: turn " << turn << ": " << error << "\n";
       if (chat.position() > 0 && options.interactive)
@@ -237,11 +238,16 @@ int runChatConsole(ChatSession &chat, int input,
                                {"reply_text", result.text},
                                {"ended_by", replyEndName(result.end)},
                                {"position_after", result.positionAfter},
+                               {"dropped_exchanges",
+                                chat.shiftedExchanges() - shiftedBefore},
                                {"prompt_seconds", result.promptSeconds},
                                {"reply_seconds", result.replySeconds}};
       out << support::jsonText(record) << "\n" << std::flush;
     } else {
       out << "\n";
+      if (chat.shiftedExchanges() > shiftedBefore)
+        err << "(context shift: the " << chat.shiftedExchanges() - shiftedBefore
+            << " oldest exchange(s) after the first were dropped to fit)\n";
       if (result.end == ReplyEnd::Interrupted)
         err << "(reply interrupted)\n";
       else if (result.end == ReplyEnd::ContextFull)

@@ -362,6 +362,7 @@ int runChatMode(const exec::Model &model, exec::Session &session,
   }
   ChatSession conversation(session, tokenizer, *format);
   conversation.setSystemPrompt(options.systemPrompt);
+  conversation.setContextShift(options.contextShift);
   ChatConsoleOptions console = options.console;
   console.interactive = options.chatFile.empty() && ::isatty(0);
   if (console.interactive)

@@ -77,6 +77,8 @@ struct ChatModeOptions {
   std::string systemPrompt;
   /// Read the turns from this file instead of standard input.
   std::string chatFile;
+  /// Drop the oldest exchanges when a turn would not fit (ChatSession).
+  bool contextShift = false;
 };
 
 /// --chat: the console over the bundle's chat template. Returns the exit

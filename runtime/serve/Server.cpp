@@ -962,6 +962,29 @@ struct Server::Impl {
                int64_t *maxTokens, ApiError *error) {
     if (!backend.promptIds(request, ids, error))
       return false;
+    // --context-shift: a conversation too long for the context loses its
+    // oldest exchanges after the first user message (and the system
+    // message before it) until it fits with the reply's tokens.
+    if (options.contextShift && request.chat) {
+      // Without max_tokens a chat's reply may take what the context has
+      // left: at least one token must fit.
+      const int64_t reply = request.maxTokens ? *request.maxTokens : 1;
+      GenerationRequest shorter = request;
+      const size_t keep =
+          !shorter.messages.empty() && shorter.messages[0].role != "user" &&
+                  shorter.messages[0].role != "assistant"
+              ? 2
+              : 1;
+      while (int64_t(ids->size()) + reply - 1 >= backend.capacity() &&
+             shorter.messages.size() >= keep + 3) {
+        // A user message and the reply after it; the roles alternate.
+        shorter.messages.erase(shorter.messages.begin() + long(keep),
+                               shorter.messages.begin() + long(keep + 2));
+        ids->clear();
+        if (!backend.promptIds(shorter, ids, error))
+          return false;
+      }
+    }
     if (ids->empty()) {
       error->message = "the prompt is empty";
       error->param = "prompt";

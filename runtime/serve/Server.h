@@ -45,6 +45,10 @@ struct ServeOptions {
   /// Speculative decoding of each reply (pccx-serve --draft ngram): up to
   /// this many prompt-lookup drafts per step; 0: off. Only with parallel 1.
   int64_t draftTokens = 0;
+  /// A chat whose messages and max_tokens do not fit the context drops its
+  /// oldest exchanges after the first user message instead of a 400
+  /// (pccx-serve --context-shift).
+  bool contextShift = false;
   /// Generation requests waiting beyond the ones being served; more are
   /// refused with 503.
   int maxQueue = 16;

@@ -50,6 +50,11 @@ CHAT:
   --chat-file FILE         read the turns from FILE (implies --chat)
   --system TEXT            system prompt (put before the first turn, as
                            Gemma's template does)
+  --context-shift          when a turn would not fit the context (with
+                           room for min(--max-new-tokens, context/4) reply
+                           tokens), drop the oldest exchanges after the
+                           first (which holds the system prompt) instead of
+                           refusing the turn
   --show-special           print the special tokens of replies (control
                            and user-defined pieces such as <start_of_turn>,
                            <eos>, and the <end_of_turn> that ends a reply)
@@ -162,7 +167,8 @@ static int run(int argc, char **argv) {
       perplexityPath, stopText;
   pccx::tools::DeviceChoice device;
   bool hasPrompt = false, noBos = false, asJson = false, hasStop = false,
-       chat = false, hasMaxNew = false, showSpecial = false;
+       chat = false, hasMaxNew = false, showSpecial = false,
+       contextShift = false;
   std::string chatFile, systemPrompt, historyPath, batchTokens, batchPromptsPath,
       draftMethod = "none";
   int64_t parallel = 0, draftTokens = 3;
@@ -185,6 +191,8 @@ static int run(int argc, char **argv) {
     } else if (cl.is("--chat-file")) {
       chatFile = cl.value();
       chat = true;
+    } else if (a == "--context-shift") {
+      contextShift = true;
     } else if (cl.is("--system")) {
       systemPrompt = cl.value();
     } else if (a == "--show-special") {
@@ -261,6 +269,8 @@ static int run(int argc, char **argv) {
                   "--chat");
   } else if (!systemPrompt.empty()) {
     return fail("--system needs --chat");
+  } else if (contextShift) {
+    return fail("--context-shift needs --chat");
   } else if (showSpecial || !historyPath.empty()) {
     return fail(std::string(showSpecial ? "--show-special" : "--history") +
                 " needs --chat");
@@ -430,6 +440,7 @@ static int run(int argc, char **argv) {
     pccx::app::ChatModeOptions options;
     options.systemPrompt = systemPrompt;
     options.chatFile = chatFile;
+    options.contextShift = contextShift;
     options.console.reply.sampling = gen.sampling;
     options.console.reply.maxTokens = hasMaxNew ? gen.maxNewTokens : 256;
     options.console.reply.stopTokens = gen.stopTokens;

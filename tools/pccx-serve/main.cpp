@@ -74,6 +74,11 @@ LIMITS:
                            between the others' steps, and each slot keeps
                            its KV cache for the next request that shares a
                            prefix with its tokens (docs/serving.md)
+  --context-shift          a chat request whose messages and max_tokens do
+                           not fit the context loses its oldest exchanges
+                           after the first user message (and the system
+                           message) until it fits, instead of a 400
+                           context_length_exceeded
   --draft METHOD           speculative decoding of each reply: ngram
                            (prompt lookup, verified in one multi-row step
                            of a bundle compiled with --decode-batch; the
@@ -167,6 +172,8 @@ static int run(int argc, char **argv) {
       if (n < 1 || n > 256)
         return cl.fail("--parallel must be between 1 and 256");
       options.parallel = int(n);
+    } else if (a == "--context-shift") {
+      options.contextShift = true;
     } else if (cl.is("--draft")) {
       draftMethod = cl.value();
       if (draftMethod != "ngram" && draftMethod != "none")
