@@ -66,24 +66,37 @@ private:
   std::string last_;
 };
 
-Server &server() {
+Server &server(bool keyed) {
   static EchoBackend backend;
-  static Server *s = [] {
+  auto make = [](bool withKey) {
     ServeOptions o;
     o.modelName = "fuzz";
     o.logRequests = false;
     o.maxBodyBytes = 4096;
     o.limits.maxTokens = 64;
+    if (withKey) {
+      // The API key, CORS and context-shift paths.
+      o.apiKey = "k";
+      o.corsOrigins = {"https://a.example"};
+      o.contextShift = true;
+    }
     return new Server(backend, o);
-  }();
-  return *s;
+  };
+  static Server *plain = make(false), *withKey = make(true);
+  return keyed ? *withKey : *plain;
 }
 
 } // namespace
 
+// An input that starts with '~' goes (without it) to a server with an API
+// key ("k"), an allowed CORS origin and --context-shift; others to one
+// without.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string input(reinterpret_cast<const char *>(data), size);
-  std::string out = server().serveBytes(input);
+  const bool keyed = !input.empty() && input[0] == '~';
+  if (keyed)
+    input.erase(0, 1);
+  std::string out = server(keyed).serveBytes(input);
   // Whatever came in, anything written back is an HTTP response.
   if (!out.empty() && out.compare(0, 9, "HTTP/1.1 ") != 0)
     __builtin_trap();
