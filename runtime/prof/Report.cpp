@@ -17,6 +17,60 @@ using nlohmann::json;
 
 namespace pccx::prof {
 
+bool parseSamplingCost(const std::string &name, SamplingCost *out) {
+  for (SamplingCost c :
+       {SamplingCost::None, SamplingCost::Greedy, SamplingCost::Sampled})
+    if (name == samplingCostName(c)) {
+      *out = c;
+      return true;
+    }
+  return false;
+}
+
+const char *samplingCostName(SamplingCost cost) {
+  switch (cost) {
+  case SamplingCost::None:
+    return "none";
+  case SamplingCost::Greedy:
+    return "greedy";
+  case SamplingCost::Sampled:
+    break;
+  }
+  return "sampled";
+}
+
+HostWork samplingWork(SamplingCost cost, int64_t vocab) {
+  HostWork w;
+  const double v = double(vocab);
+  if (cost == SamplingCost::Greedy) {
+    // One pass: a compare per entry.
+    w.flops = v;
+    w.bytes = 4 * v;
+  } else if (cost == SamplingCost::Sampled) {
+    // Sampler::next: the best id (a compare), exp((z - max) / T) in double
+    // per entry, the normalizer, top-p's floor search and the draw (a few
+    // adds and compares per entry over three passes).
+    w.flops = 6 * v;
+    w.transcendentals = v;
+    w.bytes = 3 * 4 * v;
+  }
+  return w;
+}
+
+namespace {
+/// Adds the sampler of `rows` tokens after `step` (it runs on the host once
+/// the logits are back, before the next step can start).
+void addSampling(StepProfile &step, int64_t rows, int64_t vocab,
+                 SamplingCost cost, const Params &params) {
+  if (cost == SamplingCost::None)
+    return;
+  const double seconds =
+      double(rows) * hostWorkNs(samplingWork(cost, vocab), params) * 1e-9;
+  step.seconds += seconds;
+  step.breakdown["host:sampler"] += seconds;
+}
+} // namespace
+
 bool profileModel(const exec::Model &model,
                   const std::vector<int64_t> &positions, const Params &params,
                   ProfileRun *out, std::string *error, int64_t batchRows) {
@@ -32,6 +86,8 @@ bool profileModel(const exec::Model &model,
     if (!profileStep(*model.decode(), context, position, params,
                      &out->decode.back(), error))
       return false;
+    addSampling(out->decode.back(), 1, model.vocabSize(), out->sampling,
+                params);
   }
   out->hasPrefill = model.prefill() != nullptr;
   if (out->hasPrefill &&
@@ -61,6 +117,8 @@ bool profileModel(const exec::Model &model,
       if (!profileStep(*batch, rows, position, params, &out->batch.back(),
                        error))
         return false;
+      addSampling(out->batch.back(), batch->rows, model.vocabSize(),
+                  out->sampling, params);
     }
   }
   return true;
@@ -210,6 +268,8 @@ std::string renderText(const ProfileRun &run) {
       "effective\n",
       run.bundle.c_str(), run.machine.c_str(), p.core_clock_mhz,
       p.axi_clock_mhz, p.host_cores, p.host_cpu_mhz, p.ddr_effective_mb_per_s);
+  s += formatString("sampler: %s (host:sampler, per generated token)\n",
+                    samplingCostName(run.sampling));
   s += "\ndecode:\n  position    ms/token       tok/s  weight MB/token  "
        "ceiling fraction\n";
   for (const StepProfile &d : run.decode)
@@ -300,6 +360,7 @@ json renderJson(const ProfileRun &run) {
     params[i.name] = run.params.*(i.field);
   json out = {{"bundle", run.bundle},
               {"machine", run.machine},
+              {"sampling", samplingCostName(run.sampling)},
               {"decode", decode},
               {"prefill", prefill},
               {"parameters", params}};

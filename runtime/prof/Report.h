@@ -17,8 +17,21 @@
 
 namespace pccx::prof {
 
+/// What picks each generated token on the host after a step's logits
+/// (runtime/app/Sampler.cpp), counted per row of every decode step.
+enum class SamplingCost {
+  None,    ///< not counted (the program alone)
+  Greedy,  ///< argmax over the vocabulary
+  Sampled, ///< temperature > 0: one exp per entry, the normalizer, top-p
+};
+bool parseSamplingCost(const std::string &name, SamplingCost *out);
+const char *samplingCostName(SamplingCost cost);
+/// The host work of choosing one token from `vocab` logits.
+HostWork samplingWork(SamplingCost cost, int64_t vocab);
+
 struct ProfileRun {
   std::string bundle;
+  SamplingCost sampling = SamplingCost::Sampled;
   std::string machine = "v002";    ///< hw/machine/MachineProfiles.def
   std::vector<StepProfile> decode; ///< one per position
   bool hasPrefill = false;

@@ -42,6 +42,11 @@ OPTIONS:
                         bundle's last position if it holds fewer); the
                         attention span of sliding layers is
                         min(position + 1, window)
+  --sampling MODE       the host's choice of each generated token, added
+                        to every decode step as host:sampler: sampled
+                        (default; temperature > 0, as pccx-serve's
+                        default: an exp per vocabulary entry), greedy (an
+                        argmax) or none (the program alone)
   --batch B             also the batch program of B rows (a bundle compiled
                         with --decode-batch): B sequences decoded in one
                         step at each position, their aggregate tokens/s
@@ -119,6 +124,7 @@ static int run(int argc, char **argv) {
   pccx::prof::Params params;
   bool asJson = false, listParams = false;
   int64_t batchRows = 0;
+  pccx::prof::SamplingCost sampling = pccx::prof::SamplingCost::Sampled;
   std::string error;
   while (cl.next()) {
     const std::string &a = cl.arg();
@@ -130,6 +136,9 @@ static int run(int argc, char **argv) {
     } else if (cl.is("--positions")) {
       if (!parsePositions(cl.value(), &positions, &error))
         return cl.fail(error);
+    } else if (cl.is("--sampling")) {
+      if (!pccx::prof::parseSamplingCost(cl.value(), &sampling))
+        return cl.fail("--sampling must be sampled, greedy or none");
     } else if (cl.is("--batch")) {
       batchRows = cl.count();
       if (batchRows < 2 || batchRows > 256)
@@ -200,6 +209,7 @@ static int run(int argc, char **argv) {
   pccx::prof::ProfileRun run;
   run.bundle = bundlePath;
   run.machine = machine;
+  run.sampling = sampling;
   if (!pccx::prof::profileModel(*model, positions, params, &run, &error,
                                 batchRows))
     return cl.fail(bundlePath + ": " + error);
