@@ -71,6 +71,14 @@ void addSampling(StepProfile &step, int64_t rows, int64_t vocab,
 }
 } // namespace
 
+BatchFigures batchFigures(const ProfileRun &run, size_t i) {
+  const StepProfile &b = run.batch[i];
+  BatchFigures f;
+  f.aggregate = double(b.rows) / b.seconds;
+  f.vsOneSequence = f.aggregate * run.decode[i].seconds;
+  return f;
+}
+
 bool profileModel(const exec::Model &model,
                   const std::vector<int64_t> &positions, const Params &params,
                   ProfileRun *out, std::string *error, int64_t batchRows) {
@@ -292,10 +300,10 @@ std::string renderText(const ProfileRun &run) {
                       (long long)run.batch[0].rows);
     for (size_t i = 0; i < run.batch.size(); ++i) {
       const StepProfile &b = run.batch[i];
-      const double aggregate = double(b.rows) / b.seconds;
+      const BatchFigures f = batchFigures(run, i);
       s += formatString("  %8lld %10.4f %16.3f %15.2fx %16.3f\n",
-                        (long long)b.position, b.seconds * 1e3, aggregate,
-                        aggregate * run.decode[i].seconds,
+                        (long long)b.position, b.seconds * 1e3, f.aggregate,
+                        f.vsOneSequence,
                         double(b.counts.weightBytes) * 1e-6);
     }
   }
@@ -346,9 +354,8 @@ json renderJson(const ProfileRun &run) {
       json e = {{"position", b.position},
                 {"sequences", b.rows},
                 {"seconds_per_step", b.seconds},
-                {"aggregate_tokens_per_second", double(b.rows) / b.seconds},
-                {"vs_one_sequence",
-                 double(b.rows) / b.seconds * run.decode[i].seconds},
+                {"aggregate_tokens_per_second", batchFigures(run, i).aggregate},
+                {"vs_one_sequence", batchFigures(run, i).vsOneSequence},
                 {"weight_bytes_per_step", b.counts.weightBytes},
                 {"ceiling_fraction", ceilingFraction(b, run.params)}};
       e.update(stepDetails(b));
@@ -934,11 +941,11 @@ std::string renderHtml(const ProfileRun &run) {
                       (long long)run.batch[0].rows);
     for (size_t i = 0; i < run.batch.size(); ++i) {
       const StepProfile &b = run.batch[i];
-      const double aggregate = double(b.rows) / b.seconds;
+      const BatchFigures f = batchFigures(run, i);
       s += formatString("<tr><td>%lld</td><td>%.4f</td><td>%.3f</td>"
                         "<td>%.2f&times;</td><td>%.3f</td></tr>\n",
-                        (long long)b.position, b.seconds * 1e3, aggregate,
-                        aggregate * run.decode[i].seconds,
+                        (long long)b.position, b.seconds * 1e3, f.aggregate,
+                        f.vsOneSequence,
                         double(b.counts.weightBytes) * 1e-6);
     }
     s += "</table>\n";

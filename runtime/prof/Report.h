@@ -51,6 +51,13 @@ bool profileModel(const exec::Model &model,
                   ProfileRun *out, std::string *error,
                   int64_t batchRows = 0);
 
+/// Batch step `i` of a run: its aggregate tokens/s and that over one
+/// sequence's (the decode step at the same position).
+struct BatchFigures {
+  double aggregate = 0, vsOneSequence = 0;
+};
+BatchFigures batchFigures(const ProfileRun &run, size_t i);
+
 /// The least time a step's streamed bytes (weights, KV records, masks,
 /// MEMCPY) can take: every byte through DDR at its effective rate, and each
 /// PS port's share through that port at its width times the AXI clock;
