@@ -36,33 +36,36 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
   if (!pccx::recipeFormat(recipe, &format))
     return emitError(loc()) << "unknown quantization scheme on "
                             << pccx::rootWeight(weight).getName();
-  if (in.rows > 1)
-    return lowerLogitsByTile(head, cap, recipe, format);
+  if (failed(in.rows > 1 ? lowerLogitsByTile(in, n, k, recipe, format, cap)
+                          : lowerLogitsRow(in, n, k, recipe, format, cap)))
+    return failure();
+  logitsEmitted_ = true;
+  handledSoftCap_ = cap;
+  return success();
+}
+
+LogicalResult ProgramLowering::lowerLogitsRow(const Place &in, int64_t n,
+                                              int64_t k, DictionaryAttr recipe,
+                                              pccx::hw::WeightFormat format,
+                                              SoftCapOp cap) {
   const int64_t rowWords = wordsFor(n);
   const std::string row = allocateHost(rowWords);
-  pd::HostRegionAttr rowRegion = region(row, 0, n, 1, rowWords);
   std::vector<std::pair<int64_t, std::string>> tiles;
   for (int64_t first = 0; first < n; first += kMaxRows)
     tiles.push_back(
         {first, newBuffer(wordsFor(std::min(kMaxRows, n - first)), "logits")});
-  for (int64_t r = 0; r < in.rows; ++r) {
-    for (auto &[first, buffer] : tiles) {
-      int64_t count = std::min(kMaxRows, n - first);
-      pd::GemvOp op = gemv(buffer, in.l2, /*findemax=*/false);
-      op.setWeightsAttr(record(recipe, first, count));
-      op.setWeightShapeAttr(triple(count, k, int64_t(format)));
-      op.setFmapShapeAttr(triple(1, wordsFor(k), wordsFor(count)));
-      if (r)
-        op.setSrcAddrOffsetAttr(b_.getI64IntegerAttr(r * wordsFor(k)));
-      memcpy(/*toHost=*/true, buffer, row, first / 8, rowWords, 1,
-             wordsFor(count));
-    }
-    if (failed(capAndEmit(rowRegion, cap, r, -1)))
-      return failure();
+  for (auto &[first, buffer] : tiles) {
+    int64_t count = std::min(kMaxRows, n - first);
+    pd::GemvOp op = gemv(buffer, in.l2, /*findemax=*/false);
+    op.setWeightsAttr(record(recipe, first, count));
+    op.setWeightShapeAttr(triple(count, k, int64_t(format)));
+    op.setFmapShapeAttr(triple(1, wordsFor(k), wordsFor(count)));
+    memcpy(/*toHost=*/true, buffer, row, first / 8, rowWords, 1,
+           wordsFor(count));
   }
+  if (failed(capAndEmit(region(row, 0, n, 1, rowWords), cap, 0, -1)))
+    return failure();
   releaseHost(row);
-  logitsEmitted_ = true;
-  handledSoftCap_ = cap;
   return success();
 }
 
@@ -85,12 +88,12 @@ LogicalResult ProgramLowering::capAndEmit(pd::HostRegionAttr logits,
   return hostCall(emit);
 }
 
-LogicalResult ProgramLowering::lowerLogitsByTile(LMHeadOp head, SoftCapOp cap,
+LogicalResult ProgramLowering::lowerLogitsByTile(const Place &in, int64_t n,
+                                                int64_t k,
                                                 DictionaryAttr recipe,
-                                                pccx::hw::WeightFormat format) {
-  const Place in = place(head.getInput());
-  auto shape = cast<RankedTensorType>(head.getTable().getType()).getShape();
-  const int64_t n = shape[0], k = shape[1], rows = in.rows;
+                                                pccx::hw::WeightFormat format,
+                                                SoftCapOp cap) {
+  const int64_t rows = in.rows;
   // Tiles of vocabulary columns small enough that every row's slice sits
   // in L2 and in the host window at once: one GEMM per tile streams that
   // part of the LM head once for all rows.
@@ -112,8 +115,6 @@ LogicalResult ProgramLowering::lowerLogitsByTile(LMHeadOp head, SoftCapOp cap,
       return failure();
   }
   releaseHost(host);
-  logitsEmitted_ = true;
-  handledSoftCap_ = cap;
   return success();
 }
 

@@ -307,20 +307,25 @@ private:
   // Logits.cpp: the LM head, soft-cap and the logits hand-off.
   LogicalResult visit(LMHeadOp op);
   LogicalResult visit(func::ReturnOp op);
-  /// The LM head (and soft-cap) one row at a time into a reused host row,
-  /// each row handed to the runtime by "emit_logits": a vocabulary of
-  /// 262k logits for several prefill rows fits neither L2 nor the window.
+  /// The LM head (and soft-cap) streamed to the runtime by "emit_logits":
+  /// a vocabulary of 262k logits for several rows fits neither L2 nor the
+  /// window, so it goes in tiles.
   LogicalResult lowerLogits(LMHeadOp head, SoftCapOp cap);
-  /// With several rows: tile by tile of vocabulary columns, one GEMM per
-  /// tile for every row, so the LM head is streamed once per step.
+  /// One row: a GEMV per tile of at most kMaxRows outputs into a one-row
+  /// window region, soft-capped and emitted whole.
+  LogicalResult lowerLogitsRow(const Place &in, int64_t n, int64_t k,
+                               DictionaryAttr recipe,
+                               pccx::hw::WeightFormat format, SoftCapOp cap);
+  /// Several rows: tile by tile of vocabulary columns, one GEMM per tile for
+  /// every row, so the LM head is streamed once per step.
+  LogicalResult lowerLogitsByTile(const Place &in, int64_t n, int64_t k,
+                                  DictionaryAttr recipe,
+                                  pccx::hw::WeightFormat format, SoftCapOp cap);
   /// The soft-cap (when `cap`) of `logits` in place, then "emit_logits"
   /// of its rows from step row `firstRow` (and, when >= 0, from vocabulary
   /// column `firstColumn`).
   LogicalResult capAndEmit(pd::HostRegionAttr logits, SoftCapOp cap,
                            int64_t firstRow, int64_t firstColumn);
-  LogicalResult lowerLogitsByTile(LMHeadOp head, SoftCapOp cap,
-                                  DictionaryAttr recipe,
-                                  pccx::hw::WeightFormat format);
 
   // ---- parameter helpers ---------------------------------------------------
   /// Sets Tensor parameter `param` to the host-tensor name of weight `w`.

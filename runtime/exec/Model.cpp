@@ -131,6 +131,15 @@ bool prepareProgram(const bundle::Bundle &b, const std::string &path,
   return true;
 }
 
+/// `object[key]` when it is an integer.
+bool jsonInteger(const json &object, const char *key, int64_t *out) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number_integer())
+    return false;
+  *out = it->get<int64_t>();
+  return true;
+}
+
 /// Every KV cache must have the slots the manifest's max_seq_len implies
 /// (docs/lowering.md, section 3): a global layer's cache holds every
 /// position, a sliding layer's is a ring of the window plus the rows a
@@ -141,13 +150,6 @@ bool checkCacheSlots(const bundle::ModelManifest &manifest, std::string *why) {
   if (auto it = manifest.config.find("layer_types");
       it != manifest.config.end() && it->is_array())
     layerTypes = &*it;
-  auto integer = [](const json &object, const char *key, int64_t *out) {
-    auto it = object.find(key);
-    if (it == object.end() || !it->is_number_integer())
-      return false;
-    *out = it->get<int64_t>();
-    return true;
-  };
   for (const bundle::CacheEntry &c : manifest.caches) {
     // Caches are named kv.<layer>.<k|v> (one per layer that owns one).
     unsigned layer = 0;
@@ -162,8 +164,9 @@ bool checkCacheSlots(const bundle::ModelManifest &manifest, std::string *why) {
                        std::to_string(manifest.maxSeqLen) + ")";
     if (sliding) {
       int64_t window = 0, rows = 0;
-      if (!integer(manifest.config, "sliding_window", &window) || window < 1 ||
-          !integer(manifest.compileOptions, "prefill_rows", &rows) ||
+      if (!jsonInteger(manifest.config, "sliding_window", &window) ||
+          window < 1 ||
+          !jsonInteger(manifest.compileOptions, "prefill_rows", &rows) ||
           rows < 1) {
         *why = "KV cache '" + c.name + "' belongs to a sliding layer, but "
                "config.sliding_window or compile_options.prefill_rows is "
@@ -333,11 +336,10 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
   std::sort(m->batches_.begin(), m->batches_.end(),
             [](const auto &a, const auto &b) { return a->rows < b->rows; });
   {
-    auto rows = manifest.compileOptions.find("prefill_rows");
+    int64_t rows = 0;
     m->prefillRows_ =
-        rows != manifest.compileOptions.end() && rows->is_number_integer() &&
-                rows->get<int64_t>() > 0
-            ? rows->get<int64_t>()
+        jsonInteger(manifest.compileOptions, "prefill_rows", &rows) && rows > 0
+            ? rows
             : (m->prefill_ ? m->prefill_->rows : 1);
   }
   if (!m->decode_) {

@@ -89,7 +89,9 @@ bool Session::reserveSlots(int count, std::string *error) {
 }
 
 bool Session::rewind(int slot, int64_t position, std::string *error) {
-  Sequence &s = *sequences_.at(size_t(slot));
+  if (!checkSlot(slot, error))
+    return false;
+  Sequence &s = *sequences_[size_t(slot)];
   if (position < 0 || position > s.position) {
     *error = "cannot rewind slot " + std::to_string(slot) + " to position " +
              std::to_string(position) + ": it holds positions 0.." +
@@ -203,21 +205,31 @@ bool Session::checkRoom(int slot, int64_t count, std::string *error) const {
   return true;
 }
 
+bool Session::checkSlot(int slot, std::string *error) const {
+  if (slot >= 0 && slot < slots())
+    return true;
+  *error = "slot " + std::to_string(slot) + " is not one of the session's " +
+           std::to_string(slots());
+  return false;
+}
+
+bool Session::checkToken(int32_t token, std::string *error) const {
+  if (token >= 0 && token < model_.vocabSize())
+    return true;
+  *error = "token id " + std::to_string(token) +
+           " is outside the vocabulary [0, " +
+           std::to_string(model_.vocabSize()) + ")";
+  return false;
+}
+
 bool Session::consume(int slot, const std::vector<int32_t> &tokens,
                       bool decodeOnly, std::vector<float> *logits,
                       std::string *error) {
-  if (slot < 0 || slot >= slots()) {
-    *error = "slot " + std::to_string(slot) + " is not one of the session's " +
-             std::to_string(slots());
+  if (!checkSlot(slot, error))
     return false;
-  }
   for (int32_t t : tokens)
-    if (t < 0 || t >= model_.vocabSize()) {
-      *error = "token id " + std::to_string(t) +
-               " is outside the vocabulary [0, " +
-               std::to_string(model_.vocabSize()) + ")";
+    if (!checkToken(t, error))
       return false;
-    }
   if (!checkRoom(slot, int64_t(tokens.size()), error))
     return false;
   Sequence &seq = *sequences_[size_t(slot)];
@@ -245,17 +257,8 @@ bool Session::step(const std::vector<StepRow> &rows,
                    std::vector<float> *logits, std::string *error) {
   std::vector<int64_t> count(sequences_.size(), 0);
   for (const StepRow &row : rows) {
-    if (row.slot < 0 || row.slot >= slots()) {
-      *error = "slot " + std::to_string(row.slot) +
-               " is not one of the session's " + std::to_string(slots());
+    if (!checkSlot(row.slot, error) || !checkToken(row.token, error))
       return false;
-    }
-    if (row.token < 0 || row.token >= model_.vocabSize()) {
-      *error = "token id " + std::to_string(row.token) +
-               " is outside the vocabulary [0, " +
-               std::to_string(model_.vocabSize()) + ")";
-      return false;
-    }
     ++count[size_t(row.slot)];
   }
   for (size_t slot = 0; slot < count.size(); ++slot)

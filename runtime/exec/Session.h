@@ -111,6 +111,8 @@ private:
   /// One batch-program step of `rows` (at most its rows; the rest padded).
   bool runBatch(const std::vector<StepRow> &rows, std::vector<float> *logits,
                 std::string *error);
+  bool checkSlot(int slot, std::string *error) const;
+  bool checkToken(int32_t token, std::string *error) const;
   bool checkRoom(int slot, int64_t count, std::string *error) const;
 
   std::unique_ptr<Sequence> newSequence();

@@ -111,14 +111,8 @@ bool BatchEngine::complete(const std::vector<int32_t> &prompt,
                            const app::ReplyOptions &options, app::Reply *reply,
                            std::string *error) {
   *reply = app::Reply();
-  if (!app::checkGenerationInput(prompt, options.sampling, error))
-    return false;
-  if (int64_t(prompt.size()) > session_.capacity()) {
-    *error = "the prompt has " + std::to_string(prompt.size()) +
-             " tokens; the model's context holds " +
-             std::to_string(session_.capacity()) + " positions";
-    return false;
-  }
+  // (The scheduler checks the prompt and the sampling options on admission
+  // and ends a request it cannot run with the reason, through onDone.)
   if (!started_) {
     *error = "the batch engine was not started";
     return false;
