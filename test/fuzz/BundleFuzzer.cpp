@@ -49,6 +49,8 @@ bool writeBundle(const json &manifest, const std::string &path) {
   return w.addManifest(manifest, &error) &&
          w.addProgram("program.decode", {word, word, word, word}, &error) &&
          w.addProgram("program.prefill", {word, word, word, word}, &error) &&
+         w.addProgram("program.decode_batch_2", {word, word, word, word},
+                      &error) &&
          w.addSection("weights", bundle::SectionKind::Weights,
                       std::vector<uint8_t>(256, 0x11), &error) &&
          w.addSection("host_tensors", bundle::SectionKind::Constants,
@@ -177,5 +179,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       std::fprintf(stderr, "%zu token(s): %s\n", tokens.size(),
                    ok ? "ok" : error.c_str());
   }
+  // Two sequences in one step (a batch program when the manifest has one,
+  // the decode program row by row otherwise).
+  error.clear();
+  bool ok = session.reserveSlots(2, &error) &&
+            session.step({{0, 5}, {1, 6}}, &logits, &error);
+  if (!ok && error.empty())
+    __builtin_trap();
+  if (verbose)
+    std::fprintf(stderr, "2 slots: %s\n", ok ? "ok" : error.c_str());
   return 0;
 }
