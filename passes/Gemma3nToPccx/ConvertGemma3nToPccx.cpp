@@ -59,12 +59,14 @@ struct ConvertGemma3nToPccxPass
       return signalPassFailure();
     }
     std::map<std::string, DictionaryAttr> hostTensors, gathers;
+    const int64_t maxStepRows =
+        std::max<int64_t>(prefillRows, decodeBatch);
     SmallVector<func::FuncOp> functions;
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn->hasAttr(pccx::kFunctionKindAttr))
         functions.push_back(fn);
     for (func::FuncOp fn : functions) {
-      ProgramLowering lowering(module, fn, config, prefillRows,
+      ProgramLowering lowering(module, fn, config, prefillRows, maxStepRows,
                                attention == "npu", hostTensors, gathers);
       if (failed(lowering.run()))
         return signalPassFailure();
@@ -83,8 +85,8 @@ struct ConvertGemma3nToPccxPass
         if (!kind || kind.getValue() != "prefill")
           continue;
         ProgramLowering lowering(module, fn, config, prefillRows,
-                                 attention == "npu", hostTensors, gathers,
-                                 rows);
+                                 maxStepRows, attention == "npu", hostTensors,
+                                 gathers, rows);
         if (failed(lowering.run()))
           return signalPassFailure();
       }

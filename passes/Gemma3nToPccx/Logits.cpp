@@ -50,12 +50,13 @@ LogicalResult ProgramLowering::lowerLogitsRow(const Place &in, int64_t n,
                                               SoftCapOp cap) {
   const int64_t rowWords = wordsFor(n);
   const std::string row = allocateHost(rowWords);
+  const int64_t tileCols = logitsTileCols(n);
   std::vector<std::pair<int64_t, std::string>> tiles;
-  for (int64_t first = 0; first < n; first += kMaxRows)
+  for (int64_t first = 0; first < n; first += tileCols)
     tiles.push_back(
-        {first, newBuffer(wordsFor(std::min(kMaxRows, n - first)), "logits")});
+        {first, newBuffer(wordsFor(std::min(tileCols, n - first)), "logits")});
   for (auto &[first, buffer] : tiles) {
-    int64_t count = std::min(kMaxRows, n - first);
+    int64_t count = std::min(tileCols, n - first);
     pd::GemvOp op = gemv(buffer, in.l2, /*findemax=*/false);
     op.setWeightsAttr(record(recipe, first, count));
     op.setWeightShapeAttr(triple(count, k, int64_t(format)));
@@ -97,10 +98,7 @@ LogicalResult ProgramLowering::lowerLogitsByTile(const Place &in, int64_t n,
   // Tiles of vocabulary columns small enough that every row's slice sits
   // in L2 and in the host window at once: one GEMM per tile streams that
   // part of the LM head once for all rows.
-  const int64_t tileWords =
-      std::max<int64_t>(1, std::min(wordsFor(std::min(kMaxRows, n)),
-                                    kLogitsTileWords / rows));
-  const int64_t tileCols = tileWords * 8;
+  const int64_t tileCols = logitsTileCols(n), tileWords = tileCols / 8;
   const std::string buffer = newBuffer(rows * tileWords, "logits");
   const std::string host = allocateHost(rows * tileWords);
   for (int64_t first = 0; first < n; first += tileCols) {

@@ -74,7 +74,7 @@ class ProgramLowering {
 public:
   ProgramLowering(ModuleOp module, func::FuncOp fn,
                   const pccx::import::Gemma3nTextConfig &config,
-                  int64_t prefillRows, bool npuAttention,
+                  int64_t prefillRows, int64_t maxStepRows, bool npuAttention,
                   std::map<std::string, DictionaryAttr> &hostTensors,
                   std::map<std::string, DictionaryAttr> &gathers,
                   int64_t batchRows = 0)
@@ -86,6 +86,7 @@ public:
     batch_ = prefill_ && batchRows > 0;
     rows_ = batch_ ? batchRows : prefill_ ? prefillRows : 1;
     prefillRows_ = prefillRows;
+    maxStepRows_ = std::max<int64_t>(1, maxStepRows);
   }
   /// The program's name: "decode", "prefill", or "decode_batch_<rows>"
   /// (the prefill function lowered with independent rows); its kind
@@ -311,8 +312,14 @@ private:
   /// a vocabulary of 262k logits for several rows fits neither L2 nor the
   /// window, so it goes in tiles.
   LogicalResult lowerLogits(LMHeadOp head, SoftCapOp cap);
-  /// One row: a GEMV per tile of at most kMaxRows outputs into a one-row
-  /// window region, soft-capped and emitted whole.
+  /// Vocabulary columns per LM-head tile: every row's slice of a tile
+  /// fits kLogitsTileWords for the module's largest step, at most kMaxRows.
+  int64_t logitsTileCols(int64_t vocab) const {
+    return 8 * std::max<int64_t>(1, std::min(wordsFor(std::min(kMaxRows, vocab)),
+                                             kLogitsTileWords / maxStepRows_));
+  }
+  /// One row: a GEMV per tile into a one-row window region, soft-capped and
+  /// emitted whole.
   LogicalResult lowerLogitsRow(const Place &in, int64_t n, int64_t k,
                                DictionaryAttr recipe,
                                pccx::hw::WeightFormat format, SoftCapOp cap);
@@ -349,6 +356,10 @@ private:
   bool prefill_ = false, batch_ = false;
   bool npuAttention_ = true;
   int64_t rows_ = 1, prefillRows_ = 1;
+  /// The most rows any program of the module steps: the LM head's tiles
+  /// are sized for it in every program, so all programs stream the same
+  /// records (the weights section holds the head once).
+  int64_t maxStepRows_ = 1;
   Location currentLoc_ = UnknownLoc::get(module_.getContext());
   pd::ProgramOp program_;
   pd::SegmentOp segment_;
