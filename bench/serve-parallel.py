@@ -62,7 +62,7 @@ if not os.path.exists(bundle):
 def serve(parallel):
     server = subprocess.Popen(
         [os.path.join(bin_dir, "pccx-serve"), bundle, "--host", "127.0.0.1", "--port", "0",
-         "--quiet", "--parallel", str(parallel), "--max-tokens", str(opts.max_tokens),
+         "--quiet", "--parallel", str(parallel), "--max-tokens-limit", str(opts.max_tokens),
          "--threads", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = server.stdout.readline()

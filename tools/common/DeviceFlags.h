@@ -4,8 +4,8 @@
 // then the device's options as --NAME VALUE or --device-option KEY=VALUE.
 // Names, options and their help come from the device registry
 // (runtime/devices/Devices.h), so a registered device and its options are
-// accepted and listed without a change here. A tool reads its own flags
-// first: a device option must not be named like one of them.
+// accepted and listed without a change here. A tool declares its own
+// options first: a device option must not be named like one of them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,30 +22,35 @@ struct DeviceChoice {
   device::OptionList options;
 };
 
-/// Takes the current argument when it is a device flag; a bad device name
-/// or KEY=VALUE ends the tool with the error.
-inline bool takeDeviceFlag(CommandLine &cl, DeviceChoice *choice) {
-  const std::string &a = cl.arg();
-  if (cl.is("--device")) {
-    choice->name = cl.value();
-    if (!device::findDevice(choice->name))
-      cl.exitWith("--device must be " +
-                  device::listAlternatives(device::deviceNames()));
-    return true;
-  }
-  if (cl.is("--device-option")) {
+/// Declares --device, --device-option and every registered device's
+/// options on `cl`, filling `choice`.
+inline void declareDeviceOptions(CommandLine &cl, DeviceChoice *choice) {
+  cl.value("--device", [choice](const std::string &name) {
+    choice->name = name;
+    if (!device::findDevice(name))
+      return "--device must be " +
+             device::listAlternatives(device::deviceNames());
+    return std::string();
+  });
+  cl.value("--device-option", [choice](const std::string &text) {
     std::string error;
-    if (!device::parseOptionList(cl.value(), &choice->options, &error))
-      cl.exitWith("--device-option: " + error);
-    return true;
-  }
-  if (a.compare(0, 2, "--") != 0)
-    return false;
-  const std::string name = a.substr(2, a.find('=') - 2);
-  if (!device::isDeviceOption(name))
-    return false;
-  choice->options.emplace_back(name, cl.value());
-  return true;
+    if (!device::parseOptionList(text, &choice->options, &error))
+      return "--device-option: " + error;
+    return std::string();
+  });
+  cl.dynamic(
+      [](const std::string &name) { return device::isDeviceOption(name); },
+      [choice](const std::string &name, const std::string &value) {
+        choice->options.emplace_back(name, value);
+        return std::string();
+      },
+      [] {
+        std::vector<std::string> names;
+        for (const device::DeviceSpec *spec : device::registeredDevices())
+          for (const device::OptionSpec &option : spec->options)
+            names.push_back(option.name);
+        return names;
+      });
 }
 
 } // namespace pccx::tools

@@ -53,68 +53,21 @@ OPTIONS:
 Errors are reported as "INPUT.s:LINE: message"; the exit status is then 1.
 )";
 
-// Accepts "--name VALUE" and "--name=VALUE".
-bool takeValue(int argc, char **argv, int &i, const char *name,
-               std::string &value, bool &missing) {
-  const char *a = argv[i];
-  size_t n = std::strlen(name);
-  if (std::strncmp(a, name, n) != 0)
-    return false;
-  if (a[n] == '=') {
-    value = a + n + 1;
-    return true;
-  }
-  if (a[n] != 0)
-    return false;
-  if (i + 1 >= argc) {
-    missing = true;
-    return true;
-  }
-  value = argv[++i];
-  return true;
-}
-
 } // namespace
 
 static int run(int argc, char **argv) {
   pccx::bundle::AsOptions o;
-  bool optionsDone = false;
-  for (int i = 1; i < argc; ++i) {
-    const char *a = argv[i];
-    bool missing = false;
-    if (optionsDone || a[0] != '-' || a[1] == 0) {
-      if (!o.input.empty()) {
-        std::cerr << "pccx-as: error: more than one input file ('" << o.input
-                  << "' and '" << a << "')\n";
-        return 1;
-      }
-      o.input = a;
-    } else if (!std::strcmp(a, "--")) {
-      optionsDone = true;
-    } else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
-      std::cout << kHelp;
-      return 0;
-    } else if (!std::strcmp(a, "--version")) {
-      std::cout << pccx::tools::versionLine("pccx-as");
-      return 0;
-    } else if (!std::strncmp(a, "-o", 2) && a[2] != 0) {
-      o.output = a + 2;
-    } else if (takeValue(argc, argv, i, "-o", o.output, missing) ||
-               takeValue(argc, argv, i, "--program", o.program, missing) ||
-               takeValue(argc, argv, i, "--manifest-json", o.manifestJson,
-                         missing) ||
-               takeValue(argc, argv, i, "--weights", o.weights, missing) ||
-               takeValue(argc, argv, i, "--target", o.target, missing)) {
-      if (missing) {
-        std::cerr << "pccx-as: error: option '" << a << "' needs a value\n";
-        return 1;
-      }
-    } else {
-      std::cerr << "pccx-as: error: unknown option '" << a
-                << "' (see --help)\n";
-      return 1;
-    }
-  }
+  pccx::tools::CommandLine cl("pccx-as");
+  cl.help([] { return std::string(kHelp); });
+  cl.positional("input file", &o.input);
+  cl.text("-o", &o.output);
+  cl.text("--program", &o.program);
+  cl.text("--manifest-json", &o.manifestJson);
+  cl.text("--weights", &o.weights);
+  cl.text("--target", &o.target);
+  int status = 0;
+  if (!cl.parse(argc, argv, &status))
+    return status;
   return pccx::bundle::runAssembler(o, std::cerr);
 }
 

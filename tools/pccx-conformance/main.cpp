@@ -38,7 +38,8 @@ OPTIONS:
   --seed N        seed of the data values (default 1); the programs, shapes
                   and addresses do not depend on it, and the same seed
                   always writes the same files
-  -o DIR          the suite's directory (created if needed; files in it
+  -o, --output DIR
+                  the suite's directory (created if needed; files in it
                   are replaced)
   --check DIR RESULTS
                   compare RESULTS with the suite in DIR
@@ -55,42 +56,36 @@ directory cannot be read.
 } // namespace
 
 static int run(int argc, char **argv) {
-  pccx::tools::CommandLine cl("pccx-conformance", argc, argv);
+  pccx::tools::CommandLine cl("pccx-conformance");
   pccx::conformance::GenerateOptions gen;
   pccx::conformance::CheckOptions chk;
   bool checking = false, haveMaxUlp = false;
-  std::string extra;
-  while (cl.next()) {
-    const std::string &a = cl.arg();
-    if (a == "-h" || a == "--help") {
-      std::string help = kHelp;
-      help.replace(help.find("%TARGETS%"), 9,
-                   pccx::conformance::knownTargets());
-      std::cout << help;
-      return 0;
-    } else if (cl.is("--target")) {
-      gen.target = cl.value();
-    } else if (cl.is("--seed")) {
-      gen.seed = uint64_t(cl.count());
-    } else if (a == "-o" || cl.is("--output")) {
-      gen.outDir = cl.value();
-    } else if (a == "--check") {
-      checking = true;
-      chk.suiteDir = cl.value();
-      chk.resultsDir = cl.value();
-    } else if (cl.is("--max-ulp")) {
-      int64_t n = cl.count();
-      if (n > 65535)
-        return cl.fail("--max-ulp: " + std::to_string(n) +
-                       " is more than a BF16 range (65535)");
-      chk.maxUlp = unsigned(n);
-      haveMaxUlp = true;
-    } else if (!cl.positional(&extra, "argument")) {
-      return 1;
-    } else {
-      return cl.fail("unexpected argument '" + extra + "' (see --help)");
-    }
-  }
+  int64_t seed = int64_t(gen.seed);
+  cl.help([] {
+    std::string help = kHelp;
+    help.replace(help.find("%TARGETS%"), 9, pccx::conformance::knownTargets());
+    return help;
+  });
+  cl.text("--target", &gen.target);
+  cl.count("--seed", &seed);
+  cl.text("-o, --output", &gen.outDir);
+  cl.values("--check", 2, [&](const std::vector<std::string> &dirs) {
+    checking = true;
+    chk.suiteDir = dirs[0];
+    chk.resultsDir = dirs[1];
+    return std::string();
+  });
+  int64_t maxUlp = 0;
+  cl.count("--max-ulp", &maxUlp, &haveMaxUlp);
+  int status = 0;
+  if (!cl.parse(argc, argv, &status))
+    return status;
+  gen.seed = uint64_t(seed);
+  if (maxUlp > 65535)
+    return cl.fail("--max-ulp: " + std::to_string(maxUlp) +
+                   " is more than a BF16 range (65535)");
+  if (haveMaxUlp)
+    chk.maxUlp = unsigned(maxUlp);
   std::string error;
   if (checking) {
     if (!gen.outDir.empty())

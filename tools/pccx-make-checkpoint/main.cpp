@@ -70,35 +70,25 @@ static int run(int argc, char **argv) {
   std::string preset, configPath, outDir;
   bool printConfig = false;
   pccx::import::GeneratorOptions options;
-  pccx::tools::CommandLine cl("pccx-make-checkpoint", argc, argv);
+  pccx::tools::CommandLine cl("pccx-make-checkpoint");
   auto fail = [&](const std::string &message) { return cl.fail(message); };
-  while (cl.next()) {
-    const std::string &a = cl.arg();
-    if (a == "-h" || a == "--help") {
-      std::cout << kHelp;
-      return 0;
-    } else if (cl.is("--preset")) {
-      preset = cl.value();
-    } else if (cl.is("--config")) {
-      configPath = cl.value();
-    } else if (a == "-o") {
-      outDir = cl.value();
-    } else if (a.size() > 2 && a.compare(0, 2, "-o") == 0) {
-      outDir = a.substr(2);
-    } else if (cl.is("--seed")) {
-      options.seed = uint64_t(cl.count());
-    } else if (cl.is("--prefix")) {
-      options.prefix = cl.value();
-    } else if (cl.is("--shard-size")) {
-      std::string v = cl.value();
-      if (!parseSize(v.c_str(), &options.maxShardBytes))
-        return fail("--shard-size: not a size: '" + v + "'");
-    } else if (a == "--print-config") {
-      printConfig = true;
-    } else {
-      return fail("unknown argument '" + a + "' (see --help)");
-    }
-  }
+  int64_t seed = int64_t(options.seed);
+  cl.help([] { return std::string(kHelp); });
+  cl.text("--preset", &preset);
+  cl.text("--config", &configPath);
+  cl.text("-o", &outDir);
+  cl.count("--seed", &seed);
+  cl.text("--prefix", &options.prefix);
+  cl.value("--shard-size", [&](const std::string &v) {
+    return parseSize(v.c_str(), &options.maxShardBytes)
+               ? std::string()
+               : "--shard-size: not a size: '" + v + "'";
+  });
+  cl.flag("--print-config", &printConfig);
+  int status = 0;
+  if (!cl.parse(argc, argv, &status))
+    return status;
+  options.seed = uint64_t(seed);
   if (preset.empty() == configPath.empty())
     return fail("give exactly one of --preset and --config (see --help)");
   if (outDir.empty() && !printConfig)

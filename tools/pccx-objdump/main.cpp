@@ -65,63 +65,29 @@ Exit status is 1 if a bundle cannot be read or is invalid, or if any word
 static int run(int argc, char **argv) {
   pccx::bundle::ObjdumpOptions o;
   std::string exportDir;
-  bool optionsDone = false;
   std::vector<std::string> positional;
-  for (int i = 1; i < argc; ++i) {
-    const char *a = argv[i];
-    if (optionsDone || a[0] != '-' || a[1] == 0) {
-      positional.push_back(a);
-      continue;
-    }
-    if (!std::strcmp(a, "--"))
-      optionsDone = true;
-    else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
-      std::cout << kHelp;
-      return 0;
-    } else if (!std::strcmp(a, "--version")) {
-      std::cout << pccx::tools::versionLine("pccx-objdump");
-      return 0;
-    } else if (!std::strcmp(a, "--headers"))
-      o.headers = true;
-    else if (!std::strcmp(a, "--sections"))
-      o.sections = true;
-    else if (!std::strcmp(a, "--manifest"))
-      o.manifest = true;
-    else if (!std::strcmp(a, "--info"))
-      o.info = true;
-    else if (!std::strcmp(a, "--manifest-json"))
-      o.manifestJson = true;
-    else if (!std::strcmp(a, "-d") || !std::strcmp(a, "--disassemble"))
-      o.disassemble = true;
-    else if (!std::strcmp(a, "--all"))
-      o.headers = o.sections = o.manifest = o.disassemble = true;
-    else if (!std::strcmp(a, "--no-verify"))
-      o.verify = false;
-    else if (!std::strcmp(a, "--raw"))
-      o.raw = true;
-    else if (!std::strcmp(a, "--target")) {
-      if (i + 1 >= argc ||
-          !pccx::machine::lookupTarget(argv[i + 1], o.target)) {
-        std::cerr << "pccx-objdump: error: --target needs one of: "
-                  << pccx::machine::targetNames() << "\n";
-        return 1;
-      }
-      ++i;
-    }
-    else if (!std::strcmp(a, "--export-effective-weights")) {
-      if (i + 1 >= argc) {
-        std::cerr << "pccx-objdump: error: --export-effective-weights needs "
-                     "a directory\n";
-        return 1;
-      }
-      exportDir = argv[++i];
-    }
-    else {
-      std::cerr << "pccx-objdump: error: unknown option '" << a
-                << "' (see --help)\n";
-      return 1;
-    }
-  }
+  pccx::tools::CommandLine cl("pccx-objdump");
+  cl.help([] { return std::string(kHelp); });
+  cl.positionals("input file", &positional);
+  cl.flag("--headers", &o.headers);
+  cl.flag("--sections", &o.sections);
+  cl.flag("--manifest", &o.manifest);
+  cl.flag("--info", &o.info);
+  cl.flag("--manifest-json", &o.manifestJson);
+  cl.flag("-d, --disassemble", &o.disassemble);
+  cl.flag("--all",
+          [&] { o.headers = o.sections = o.manifest = o.disassemble = true; });
+  cl.flag("--no-verify", [&] { o.verify = false; });
+  cl.flag("--raw", &o.raw);
+  cl.value("--target", [&](const std::string &name) {
+    if (!pccx::machine::lookupTarget(name, o.target))
+      return "--target needs one of: " + pccx::machine::targetNames();
+    return std::string();
+  });
+  cl.text("--export-effective-weights", &exportDir);
+  int status = 0;
+  if (!cl.parse(argc, argv, &status))
+    return status;
   if (!exportDir.empty()) {
     if (positional.size() != 1) {
       std::cerr << "pccx-objdump: error: --export-effective-weights takes "

@@ -116,7 +116,7 @@ bool parsePositions(const std::string &text, std::vector<int64_t> *out,
 } // namespace
 
 static int run(int argc, char **argv) {
-  pccx::tools::CommandLine cl("pccx-prof", argc, argv);
+  pccx::tools::CommandLine cl("pccx-prof");
   std::string machine = pccx::prof::kDefaultMachine;
   std::string bundlePath, tracePath, reportPath, paramsPath, calibratePath;
   std::vector<std::string> sets;
@@ -126,41 +126,33 @@ static int run(int argc, char **argv) {
   int64_t batchRows = 0;
   pccx::prof::SamplingCost sampling = pccx::prof::SamplingCost::Sampled;
   std::string error;
-  while (cl.next()) {
-    const std::string &a = cl.arg();
-    if (a == "-h" || a == "--help") {
-      std::cout << kHelp;
-      return 0;
-    } else if (cl.is("--machine")) {
-      machine = cl.value();
-    } else if (cl.is("--positions")) {
-      if (!parsePositions(cl.value(), &positions, &error))
-        return cl.fail(error);
-    } else if (cl.is("--sampling")) {
-      if (!pccx::prof::parseSamplingCost(cl.value(), &sampling))
-        return cl.fail("--sampling must be sampled, greedy or none");
-    } else if (cl.is("--batch")) {
-      batchRows = cl.count();
-      if (batchRows < 2 || batchRows > 256)
-        return cl.fail("--batch must be from 2 to 256");
-    } else if (cl.is("--set")) {
-      sets.push_back(cl.value());
-    } else if (cl.is("--params")) {
-      paramsPath = cl.value();
-    } else if (cl.is("--calibrate")) {
-      calibratePath = cl.value();
-    } else if (a == "--list-parameters") {
-      listParams = true;
-    } else if (a == "--json") {
-      asJson = true;
-    } else if (cl.is("--trace")) {
-      tracePath = cl.value();
-    } else if (cl.is("--report")) {
-      reportPath = cl.value();
-    } else if (!cl.positional(&bundlePath, "bundle")) {
-      return 1;
-    }
-  }
+  cl.help([] { return std::string(kHelp); });
+  cl.positional("bundle", &bundlePath);
+  cl.text("--machine", &machine);
+  cl.value("--positions", [&](const std::string &text) {
+    std::string why;
+    parsePositions(text, &positions, &why);
+    return why;
+  });
+  cl.value("--sampling", [&](const std::string &text) {
+    return pccx::prof::parseSamplingCost(text, &sampling)
+               ? std::string()
+               : std::string("--sampling must be sampled, greedy or none");
+  });
+  cl.range("--batch", 2, 256, [&](int64_t n) { batchRows = n; });
+  cl.value("--set", [&](const std::string &assignment) {
+    sets.push_back(assignment);
+    return std::string();
+  });
+  cl.text("--params", &paramsPath);
+  cl.text("--calibrate", &calibratePath);
+  cl.flag("--list-parameters", &listParams);
+  cl.flag("--json", &asJson);
+  cl.text("--trace", &tracePath);
+  cl.text("--report", &reportPath);
+  int status = 0;
+  if (!cl.parse(argc, argv, &status))
+    return status;
   if (!pccx::prof::applyMachine(machine, &params, &error))
     return cl.fail(error);
   if (!paramsPath.empty() && !params.load(paramsPath, &error))

@@ -32,12 +32,14 @@ const char kHelp[] =
 Runs the Gemma 3n text decoder of CKPT_DIR (config.json + safetensors) in
 float32, as Hugging Face transformers computes it, over the token ids IDS
 (comma-separated): the prompt is consumed as one prefill block, then
---generate greedy steps follow, one token each through the KV cache.
+--max-new-tokens greedy steps follow, one token each through the KV
+cache.
 Prints one line per position: position, input token, argmax and its logit.
 
 OPTIONS:
   --tokens IDS         comma-separated token ids (required)
-  --generate N         greedy decode steps after the prompt (default 0)
+  --max-new-tokens N   greedy decode steps after the prompt (default 0;
+                       --generate N is the old name)
   --decode-only        consume the prompt one token at a time instead
   --int4               use INT4-quantized weights (one scale per row, the
                        default policy's tensors) instead of the originals
@@ -53,7 +55,7 @@ OPTIONS:
                        computes in hardware numerics
   --dump-logits FILE   write float32 little-endian rows of vocab_size
                        logits, one per position, in order
-  --max-positions N    KV-cache capacity (default: prompt + generate)
+  --max-positions N    KV-cache capacity (default: prompt + --max-new-tokens)
   -h, --help           show this help
   --version            print the version and exit
 )";
@@ -65,38 +67,27 @@ static int run(int argc, char **argv) {
   int64_t generate = 0, maxPositions = 0;
   bool int4 = false, decodeOnly = false, kvRecords = false;
   pccx::hw::ScaleRule int4Rule = pccx::hw::ScaleRule::Search;
-  pccx::tools::CommandLine cl("pccx-reference", argc, argv);
+  pccx::tools::CommandLine cl("pccx-reference");
   auto fail = [&](const std::string &message) { return cl.fail(message); };
-  while (cl.next()) {
-    const std::string &a = cl.arg();
-    if (a == "-h" || a == "--help") {
-      std::cout << kHelp;
-      return 0;
-    } else if (cl.is("--tokens")) {
-      tokensText = cl.value();
-    } else if (cl.is("--generate")) {
-      generate = cl.count();
-    } else if (cl.is("--max-positions")) {
-      maxPositions = cl.count();
-    } else if (cl.is("--bundle")) {
-      bundlePath = cl.value();
-    } else if (cl.is("--dump-logits")) {
-      dumpPath = cl.value();
-    } else if (cl.is("--int4-scales")) {
-      std::string rule = cl.value();
-      if (!pccx::hw::parseScaleRule(rule, &int4Rule))
-        return fail("--int4-scales must be absmax or search, got '" + rule +
-                    "'");
-    } else if (a == "--int4") {
-      int4 = true;
-    } else if (a == "--decode-only") {
-      decodeOnly = true;
-    } else if (a == "--kv-records") {
-      kvRecords = true;
-    } else if (!cl.positional(&dir, "checkpoint directory")) {
-      return 1;
-    }
-  }
+  cl.help([] { return std::string(kHelp); });
+  cl.positional("checkpoint directory", &dir);
+  cl.text("--tokens", &tokensText);
+  cl.count("--max-new-tokens", &generate);
+  cl.renamed("--generate", "--max-new-tokens");
+  cl.count("--max-positions", &maxPositions);
+  cl.text("--bundle", &bundlePath);
+  cl.text("--dump-logits", &dumpPath);
+  cl.value("--int4-scales", [&](const std::string &rule) {
+    if (!pccx::hw::parseScaleRule(rule, &int4Rule))
+      return "--int4-scales must be absmax or search, got '" + rule + "'";
+    return std::string();
+  });
+  cl.flag("--int4", &int4);
+  cl.flag("--decode-only", &decodeOnly);
+  cl.flag("--kv-records", &kvRecords);
+  int status = 0;
+  if (!cl.parse(argc, argv, &status))
+    return status;
   if (dir.empty())
     return fail("no checkpoint directory (see --help)");
   if (tokensText.empty())

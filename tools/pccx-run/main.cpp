@@ -175,89 +175,54 @@ static int run(int argc, char **argv) {
   pccx::app::GenerateOptions gen;
   pccx::app::PerplexityOptions ppl;
   ppl.ctx = ppl.stride = -1; // defaults depend on the bundle
-  pccx::tools::CommandLine cl("pccx-run", argc, argv);
+  int64_t seed = 0;
+  pccx::tools::CommandLine cl("pccx-run");
   auto fail = [&](const std::string &message) { return cl.fail(message); };
-  while (cl.next()) {
-    const std::string &a = cl.arg();
-    if (a == "-h" || a == "--help") {
-      std::cout << kHelpBeforeDevice << pccx::device::deviceHelp()
-                << kHelpAfterDevice;
-      return 0;
-    } else if (cl.is("--prompt")) {
-      prompt = cl.value();
-      hasPrompt = true;
-    } else if (a == "--chat") {
-      chat = true;
-    } else if (cl.is("--chat-file")) {
-      chatFile = cl.value();
-      chat = true;
-    } else if (a == "--context-shift") {
-      contextShift = true;
-    } else if (cl.is("--system")) {
-      systemPrompt = cl.value();
-    } else if (a == "--show-special") {
-      showSpecial = true;
-    } else if (cl.is("--history")) {
-      historyPath = cl.value();
-      if (historyPath.empty())
-        return fail("--history needs a file name");
-    } else if (cl.is("--tokens")) {
-      tokensText = cl.value();
-    } else if (a == "--no-bos") {
-      noBos = true;
-    } else if (pccx::tools::takeDeviceFlag(cl, &device)) {
-    } else if (cl.is("--max-new-tokens")) {
-      gen.maxNewTokens = cl.count();
-      hasMaxNew = true;
-    } else if (cl.is("--temperature")) {
-      gen.sampling.temperature = cl.number();
-    } else if (cl.is("--top-k")) {
-      gen.sampling.topK = cl.count();
-    } else if (cl.is("--top-p")) {
-      gen.sampling.topP = cl.number();
-    } else if (cl.is("--min-p")) {
-      gen.sampling.minP = cl.number();
-    } else if (cl.is("--presence-penalty")) {
-      gen.sampling.presencePenalty = cl.number();
-    } else if (cl.is("--frequency-penalty")) {
-      gen.sampling.frequencyPenalty = cl.number();
-    } else if (cl.is("--repetition-penalty")) {
-      gen.sampling.repetitionPenalty = cl.number();
-    } else if (cl.is("--seed")) {
-      gen.sampling.seed = uint64_t(cl.count());
-    } else if (cl.is("--stop-tokens")) {
-      stopText = cl.value();
-      hasStop = true;
-    } else if (a == "--decode-only") {
-      gen.decodeOnly = true;
-    } else if (cl.is("--draft")) {
-      draftMethod = cl.value();
-    } else if (cl.is("--draft-tokens")) {
-      draftTokens = cl.count();
-    } else if (cl.is("--batch-tokens")) {
-      batchTokens = cl.value();
-    } else if (cl.is("--batch-prompts")) {
-      batchPromptsPath = cl.value();
-    } else if (cl.is("--parallel")) {
-      parallel = cl.count();
-    } else if (cl.is("--dump-logits")) {
-      dumpPath = cl.value();
-    } else if (cl.is("--compare-reference")) {
-      referenceDir = cl.value();
-    } else if (cl.is("--perplexity")) {
-      perplexityPath = cl.value();
-    } else if (cl.is("--ctx")) {
-      ppl.ctx = cl.count();
-    } else if (cl.is("--stride")) {
-      ppl.stride = cl.count();
-    } else if (cl.is("--max-windows")) {
-      ppl.maxWindows = cl.count();
-    } else if (a == "--json") {
-      asJson = true;
-    } else if (!cl.positional(&bundlePath, "bundle")) {
-      return 1;
-    }
-  }
+  cl.help([] {
+    return kHelpBeforeDevice + pccx::device::deviceHelp() + kHelpAfterDevice;
+  });
+  cl.positional("bundle", &bundlePath);
+  cl.text("--prompt", &prompt, &hasPrompt);
+  cl.flag("--chat", &chat);
+  cl.text("--chat-file", &chatFile, &chat);
+  cl.flag("--context-shift", &contextShift);
+  cl.text("--system", &systemPrompt);
+  cl.flag("--show-special", &showSpecial);
+  cl.value("--history", [&](const std::string &path) {
+    historyPath = path;
+    return path.empty() ? std::string("--history needs a file name")
+                        : std::string();
+  });
+  cl.text("--tokens", &tokensText);
+  cl.flag("--no-bos", &noBos);
+  pccx::tools::declareDeviceOptions(cl, &device);
+  cl.count("--max-new-tokens", &gen.maxNewTokens, &hasMaxNew);
+  cl.number("--temperature", &gen.sampling.temperature);
+  cl.count("--top-k", &gen.sampling.topK);
+  cl.number("--top-p", &gen.sampling.topP);
+  cl.number("--min-p", &gen.sampling.minP);
+  cl.number("--presence-penalty", &gen.sampling.presencePenalty);
+  cl.number("--frequency-penalty", &gen.sampling.frequencyPenalty);
+  cl.number("--repetition-penalty", &gen.sampling.repetitionPenalty);
+  cl.count("--seed", &seed);
+  cl.text("--stop-tokens", &stopText, &hasStop);
+  cl.flag("--decode-only", &gen.decodeOnly);
+  cl.text("--draft", &draftMethod);
+  cl.count("--draft-tokens", &draftTokens);
+  cl.text("--batch-tokens", &batchTokens);
+  cl.text("--batch-prompts", &batchPromptsPath);
+  cl.count("--parallel", &parallel);
+  cl.text("--dump-logits", &dumpPath);
+  cl.text("--compare-reference", &referenceDir);
+  cl.text("--perplexity", &perplexityPath);
+  cl.count("--ctx", &ppl.ctx);
+  cl.count("--stride", &ppl.stride);
+  cl.count("--max-windows", &ppl.maxWindows);
+  cl.flag("--json", &asJson);
+  int status = 0;
+  if (!cl.parse(argc, argv, &status))
+    return status;
+  gen.sampling.seed = uint64_t(seed);
   if (bundlePath.empty())
     return fail("no bundle (see --help)");
   if (chat) {

@@ -63,7 +63,7 @@ DEVICE:
 const char kHelpAfterDevice[] = R"(
 LIMITS:
   --max-body-bytes N       larger request bodies get 413 (default 1048576)
-  --max-tokens N           largest max_tokens a request may ask (default
+  --max-tokens-limit N     largest max_tokens a request may ask (default
                            1024); prompt + reply must also fit the
                            bundle's context (400 context_length_exceeded)
   --parallel N             requests generated at once (default 1): with a
@@ -117,96 +117,70 @@ static int run(int argc, char **argv) {
   bool markersInText = false;
   pccx::tools::DeviceChoice device;
   pccx::serve::ServeOptions options;
-  pccx::tools::CommandLine cl("pccx-serve", argc, argv);
-  while (cl.next()) {
-    const std::string &a = cl.arg();
-    if (a == "-h" || a == "--help") {
-      std::cout << kHelpBeforeDevice << pccx::device::deviceHelp()
-                << kHelpAfterDevice;
-      return 0;
-    } else if (cl.is("--host")) {
-      options.host = cl.value();
-    } else if (cl.is("--port")) {
-      int64_t port = cl.count();
-      if (port > 65535)
-        return cl.fail("--port must be at most 65535");
-      options.port = int(port);
-    } else if (cl.is("--model-name")) {
-      options.modelName = cl.value();
-      if (options.modelName.empty())
-        return cl.fail("--model-name must not be empty");
-    } else if (cl.is("--api-key")) {
-      options.apiKey = cl.value();
-      if (options.apiKey.empty())
-        return cl.fail("--api-key must not be empty");
-    } else if (cl.is("--api-key-file")) {
-      std::string path = cl.value(), error;
-      if (!pccx::support::readInputFile(path, kMaxApiKeyFileBytes,
-                                        &options.apiKey, &error))
-        return cl.fail(error);
-      // The newline an editor or `echo` leaves is not part of the key.
-      if (!options.apiKey.empty() && options.apiKey.back() == '\n')
-        options.apiKey.pop_back();
-      if (!options.apiKey.empty() && options.apiKey.back() == '\r')
-        options.apiKey.pop_back();
-      if (options.apiKey.empty())
-        return cl.fail("--api-key-file: " + path + " holds no key");
-    } else if (cl.is("--cors-origin")) {
-      std::string origin = cl.value();
-      if (origin.empty())
-        return cl.fail("--cors-origin must not be empty");
-      options.corsOrigins.push_back(origin);
-    } else if (pccx::tools::takeDeviceFlag(cl, &device)) {
-    } else if (cl.is("--max-body-bytes")) {
-      options.maxBodyBytes = size_t(cl.count());
-    } else if (cl.is("--max-tokens")) {
-      options.limits.maxTokens = cl.count();
-      if (options.limits.maxTokens < 1)
-        return cl.fail("--max-tokens must be at least 1");
-    } else if (a == "--markers-in-text") {
-      markersInText = true;
-    } else if (a == "--quiet") {
-      options.logRequests = false;
-    } else if (cl.is("--parallel")) {
-      int64_t n = cl.count();
-      if (n < 1 || n > 256)
-        return cl.fail("--parallel must be between 1 and 256");
-      options.parallel = int(n);
-    } else if (a == "--context-shift") {
-      options.contextShift = true;
-    } else if (cl.is("--draft")) {
-      draftMethod = cl.value();
-      if (draftMethod != "ngram" && draftMethod != "none")
-        return cl.fail("--draft must be ngram or none, got '" + draftMethod +
-                       "'");
-    } else if (cl.is("--draft-tokens")) {
-      draftTokens = cl.count();
-      if (draftTokens < 1 || draftTokens > 255)
-        return cl.fail("--draft-tokens must be between 1 and 255");
-    } else if (cl.is("--max-queue")) {
-      int64_t n = cl.count();
-      if (n > 4096)
-        return cl.fail("--max-queue must be at most 4096");
-      options.maxQueue = int(n);
-    } else if (cl.is("--connection-threads")) {
-      int64_t n = cl.count();
-      if (n < 1 || n > 1024)
-        return cl.fail("--connection-threads must be between 1 and 1024");
-      options.threads = int(n);
-    } else if (cl.is("--request-timeout")) {
-      int64_t n = cl.count();
-      if (n < 1 || n > 3600)
-        return cl.fail("--request-timeout must be between 1 and 3600 seconds");
-      options.requestTimeoutSeconds = int(n);
-    } else if (cl.is("--idle-timeout")) {
-      int64_t n = cl.count();
-      if (n < 1 || n > 3600)
-        return cl.fail("--idle-timeout must be between 1 and 3600 seconds");
-      options.idleTimeoutSeconds = int(n);
-    } else if (!cl.positional(&bundlePath, "bundle")) {
-      return 1;
-    }
-  }
+  pccx::tools::CommandLine cl("pccx-serve");
+  cl.help([] {
+    return kHelpBeforeDevice + pccx::device::deviceHelp() + kHelpAfterDevice;
+  });
+  cl.positional("bundle", &bundlePath);
+  auto nonEmpty = [](const char *option, std::string *out) {
+    return [option, out](const std::string &value) {
+      *out = value;
+      return value.empty() ? std::string(option) + " must not be empty"
+                           : std::string();
+    };
+  };
+  cl.text("--host", &options.host);
+  cl.range("--port", 0, 65535, [&](int64_t n) { options.port = int(n); });
+  cl.value("--model-name", nonEmpty("--model-name", &options.modelName));
+  cl.value("--api-key", nonEmpty("--api-key", &options.apiKey));
+  cl.value("--api-key-file", [&](const std::string &path) {
+    std::string error;
+    if (!pccx::support::readInputFile(path, kMaxApiKeyFileBytes,
+                                      &options.apiKey, &error))
+      return error;
+    // The newline an editor or `echo` leaves is not part of the key.
+    if (!options.apiKey.empty() && options.apiKey.back() == '\n')
+      options.apiKey.pop_back();
+    if (!options.apiKey.empty() && options.apiKey.back() == '\r')
+      options.apiKey.pop_back();
+    if (options.apiKey.empty())
+      return "--api-key-file: " + path + " holds no key";
+    return std::string();
+  });
+  cl.value("--cors-origin", [&](const std::string &origin) {
+    if (origin.empty())
+      return std::string("--cors-origin must not be empty");
+    options.corsOrigins.push_back(origin);
+    return std::string();
+  });
+  pccx::tools::declareDeviceOptions(cl, &device);
+  cl.range("--max-body-bytes", 0, INT64_MAX,
+           [&](int64_t n) { options.maxBodyBytes = size_t(n); });
+  cl.range("--max-tokens-limit", 1, INT64_MAX,
+           [&](int64_t n) { options.limits.maxTokens = n; });
+  cl.renamed("--max-tokens", "--max-tokens-limit");
+  cl.flag("--markers-in-text", &markersInText);
+  cl.flag("--quiet", [&] { options.logRequests = false; });
+  cl.range("--parallel", 1, 256, [&](int64_t n) { options.parallel = int(n); });
+  cl.flag("--context-shift", &options.contextShift);
+  cl.value("--draft", [&](const std::string &method) {
+    draftMethod = method;
+    if (method != "ngram" && method != "none")
+      return "--draft must be ngram or none, got '" + method + "'";
+    return std::string();
+  });
+  cl.range("--draft-tokens", 1, 255, [&](int64_t n) { draftTokens = n; });
+  cl.range("--max-queue", 0, 4096, [&](int64_t n) { options.maxQueue = int(n); });
+  cl.range("--connection-threads", 1, 1024,
+           [&](int64_t n) { options.threads = int(n); });
+  cl.range("--request-timeout", 1, 3600,
+           [&](int64_t n) { options.requestTimeoutSeconds = int(n); },
+           "seconds");
+  cl.range("--idle-timeout", 1, 3600,
+           [&](int64_t n) { options.idleTimeoutSeconds = int(n); }, "seconds");
+  int status = 0;
+  if (!cl.parse(argc, argv, &status))
+    return status;
   if (bundlePath.empty())
     return cl.fail("no bundle (see --help)");
   // A header value cannot carry it intact (httplib trims white space).
