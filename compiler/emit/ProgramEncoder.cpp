@@ -59,6 +59,7 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights, KvDtype kvDtype,
   if (auto w = program->getAttrOfType<IntegerAttr>("window_words"))
     entry.windowWords = w.getInt();
   entry.independentRows = program->hasAttr("independent_rows");
+  entry.noLogits = program->hasAttr("no_logits");
   std::vector<std::string> annotations;
   words.clear();
 

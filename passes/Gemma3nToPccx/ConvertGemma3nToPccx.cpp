@@ -79,6 +79,19 @@ struct ConvertGemma3nToPccxPass
       batchRows.push_back(rows);
     if (decodeBatch > 1)
       batchRows.push_back(decodeBatch);
+    // The prefill function again without its LM head: the steps of a
+    // prompt whose logits are not read (every one but the last) stream
+    // neither the head nor copy, cap and emit its rows.
+    for (func::FuncOp fn : functions) {
+      auto kind = fn->getAttrOfType<StringAttr>(pccx::kFunctionKindAttr);
+      if (!kind || kind.getValue() != "prefill")
+        continue;
+      ProgramLowering lowering(module, fn, config, prefillRows, maxStepRows,
+                               attention == "npu", hostTensors, gathers,
+                               /*batchRows=*/0, /*withoutLogits=*/true);
+      if (failed(lowering.run()))
+        return signalPassFailure();
+    }
     for (int64_t rows : batchRows)
       for (func::FuncOp fn : functions) {
         auto kind = fn->getAttrOfType<StringAttr>(pccx::kFunctionKindAttr);

@@ -15,6 +15,15 @@ LogicalResult ProgramLowering::visit(LMHeadOp l) {
   Operation *user = l->hasOneUse() ? *l->getUsers().begin() : nullptr;
   auto cap = dyn_cast_or_null<SoftCapOp>(user);
   Operation *end = cap && cap->hasOneUse() ? *cap->getUsers().begin() : user;
+  if (withoutLogits_) {
+    // The head is the last work of a step and only its logits use it.
+    if (!llvm::isa_and_nonnull<func::ReturnOp>(end))
+      return l.emitOpError("feeds more than the returned logits; a program "
+                           "without logits cannot leave it out");
+    logitsEmitted_ = true;
+    handledSoftCap_ = cap;
+    return success();
+  }
   if (llvm::isa_and_nonnull<func::ReturnOp>(end))
     return lowerLogits(l, cap);
   return matmul(l.getInput(), l.getTable(), l.getResult(), "logits");

@@ -275,6 +275,8 @@ LogicalResult ProgramLowering::run() {
   program_->setAttr("rows", b_.getI64IntegerAttr(rows_));
   if (batch_)
     program_->setAttr("independent_rows", b_.getUnitAttr());
+  if (withoutLogits_)
+    program_->setAttr("no_logits", b_.getUnitAttr());
 
   currentLoc_ = fn_.getLoc();
   startSegment("prologue");

@@ -77,21 +77,25 @@ public:
                   int64_t prefillRows, int64_t maxStepRows, bool npuAttention,
                   std::map<std::string, DictionaryAttr> &hostTensors,
                   std::map<std::string, DictionaryAttr> &gathers,
-                  int64_t batchRows = 0)
+                  int64_t batchRows = 0, bool withoutLogits = false)
       : module_(module), fn_(fn), config_(config), b_(module.getContext()),
         npuAttention_(npuAttention), hostTensors_(hostTensors),
         gathers_(gathers) {
     auto kind = fn->getAttrOfType<StringAttr>(pccx::kFunctionKindAttr);
     prefill_ = kind && kind.getValue() == "prefill";
     batch_ = prefill_ && batchRows > 0;
+    withoutLogits_ = prefill_ && !batch_ && withoutLogits;
     rows_ = batch_ ? batchRows : prefill_ ? prefillRows : 1;
     prefillRows_ = prefillRows;
     maxStepRows_ = std::max<int64_t>(1, maxStepRows);
   }
-  /// The program's name: "decode", "prefill", or "decode_batch_<rows>"
-  /// (the prefill function lowered with independent rows); its kind
-  /// without the row count.
+  /// The program's name: "decode", "prefill", "prefill_no_head" (the
+  /// prefill function without its LM head, for the steps of a prompt whose
+  /// logits nobody reads) or "decode_batch_<rows>" (the prefill function
+  /// lowered with independent rows); its kind without the row count.
   std::string programName() const {
+    if (withoutLogits_)
+      return "prefill_no_head";
     return batch_ ? "decode_batch_" + std::to_string(rows_) : programKind();
   }
   std::string programKind() const {
@@ -345,6 +349,8 @@ private:
     return success();
   }
   bool logitsEmitted_ = false;
+  /// The program leaves out the LM head, its soft-cap and emit_logits.
+  bool withoutLogits_ = false;
   Operation *handledSoftCap_ = nullptr;
 
   ModuleOp module_;

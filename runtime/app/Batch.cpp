@@ -125,7 +125,9 @@ bool BatchScheduler::feedPrompt(int index, std::string *error) {
   std::vector<float> logits;
   const auto t0 = Clock::now();
   if (!session_.consume(index, chunk, s.request.options.decodeOnly, &logits,
-                        error))
+                        error,
+                        s.request.options.keepLogits ? exec::LogitsRows::Every
+                                                     : exec::LogitsRows::Last))
     return false;
   s.result.prefillSeconds +=
       std::chrono::duration<double>(Clock::now() - t0).count();

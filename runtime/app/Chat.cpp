@@ -279,13 +279,14 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
 
   auto t0 = Clock::now();
   std::vector<float> logits;
-  if (!session_.consume(reply->fed, options.decodeOnly, &logits, error)) {
+  if (!session_.consume(reply->fed, options.decodeOnly, &logits, error,
+                        exec::LogitsRows::Last)) {
     session_.reset();
     cached_.clear();
     return false;
   }
   cached_ = prompt;
-  const size_t vocab = logits.size() / reply->fed.size();
+  const size_t vocab = size_t(session_.model().vocabSize());
   std::vector<float> last(logits.end() - long(vocab), logits.end());
   auto t1 = Clock::now();
   reply->promptSeconds = std::chrono::duration<double>(t1 - t0).count();

@@ -127,12 +127,14 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
   Sampler sampler(options.sampling);
   std::vector<float> logits;
   auto t0 = Clock::now();
-  if (!session.consume(prompt, options.decodeOnly, &logits, error))
+  if (!session.consume(prompt, options.decodeOnly, &logits, error,
+                       options.keepLogits ? exec::LogitsRows::Every
+                                          : exec::LogitsRows::Last))
     return false;
   auto t1 = Clock::now();
   result->prefillSeconds = std::chrono::duration<double>(t1 - t0).count();
   result->consumed = prompt;
-  const size_t vocab = logits.size() / prompt.size();
+  const size_t vocab = size_t(session.model().vocabSize());
   if (options.keepLogits)
     result->logits = logits;
   std::vector<float> last(logits.end() - long(vocab), logits.end());

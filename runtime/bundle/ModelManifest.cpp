@@ -216,6 +216,8 @@ json toJson(const ModelManifest &m) {
       info["window_words"] = p.windowWords;
     if (p.independentRows)
       info["independent_rows"] = true;
+    if (p.noLogits)
+      info["no_logits"] = true;
     programs[p.section] = info;
   }
   out["programs"] = programs;
@@ -452,7 +454,8 @@ static bool readPrograms(Reader &rd, const json &j, const Bundle &bundle,
     const uint64_t words = Bundle::wordCount(*s);
     if (!rd.integer(info, "rows", where, &p.rows, 1, 65535) ||
         !rd.optionalInteger(info, "window_words", where, &p.windowWords, 0) ||
-        !rd.boolean(info, "independent_rows", where, &p.independentRows))
+        !rd.boolean(info, "independent_rows", where, &p.independentRows) ||
+        !rd.boolean(info, "no_logits", where, &p.noLogits))
       return false;
     const json *uses = rd.member(info, "weight_records");
     if (!uses || !uses->is_array())

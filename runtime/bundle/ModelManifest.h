@@ -78,6 +78,9 @@ struct ProgramEntry {
   /// Each row is its own sequence, at its own position, with its own KV
   /// caches ("program.decode_batch").
   bool independentRows = false;
+  /// The program leaves out the LM head and emits no logits
+  /// ("program.prefill_no_head").
+  bool noLogits = false;
   std::vector<WeightUse> weights;
 };
 

@@ -284,8 +284,10 @@ int pccxrt_reset_slot(pccxrt_model *m, int slot) {
   });
 }
 
-int pccxrt_consume_slot(pccxrt_model *m, int slot, const int32_t *tokens,
-                        size_t count, int decode_only, float *logits) {
+namespace {
+int consumeRows(pccxrt_model *m, int slot, const int32_t *tokens,
+                size_t count, int decode_only, float *logits,
+                pccx::exec::LogitsRows which) {
   return guarded(m, -1, [&] {
     if (!m || !validSlot(m, slot))
       return -1;
@@ -295,12 +297,25 @@ int pccxrt_consume_slot(pccxrt_model *m, int slot, const int32_t *tokens,
     std::string error;
     if (!m->session->consume(slot, std::vector<int32_t>(tokens, tokens + count),
                              decode_only != 0, logits ? &rows : nullptr,
-                             &error))
+                             &error, which))
       return failWith(m, error);
     if (logits)
       std::memcpy(logits, rows.data(), rows.size() * sizeof(float));
     return 0;
   });
+}
+} // namespace
+
+int pccxrt_consume_slot(pccxrt_model *m, int slot, const int32_t *tokens,
+                        size_t count, int decode_only, float *logits) {
+  return consumeRows(m, slot, tokens, count, decode_only, logits,
+                     pccx::exec::LogitsRows::Every);
+}
+
+int pccxrt_consume_last(pccxrt_model *m, int slot, const int32_t *tokens,
+                        size_t count, int decode_only, float *logits) {
+  return consumeRows(m, slot, tokens, count, decode_only, logits,
+                     pccx::exec::LogitsRows::Last);
 }
 
 int pccxrt_step(pccxrt_model *m, const int *slots, const int32_t *tokens,

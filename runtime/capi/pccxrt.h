@@ -103,6 +103,11 @@ int pccxrt_reset_slot(pccxrt_model *model, int slot);
  * pccxrt_consume does for slot 0. */
 int pccxrt_consume_slot(pccxrt_model *model, int slot, const int32_t *tokens,
                         size_t count, int decode_only, float *logits);
+/* As pccxrt_consume_slot, but `logits` (not NULL) receives only the last
+ * token's vocab_size floats: the prompt's prefill steps before the last
+ * then leave out the LM head (what a generating caller wants). */
+int pccxrt_consume_last(pccxrt_model *model, int slot, const int32_t *tokens,
+                        size_t count, int decode_only, float *logits);
 /* One token for each of `count` rows: row i's token `tokens[i]` at the
  * next position of slot `slots[i]` (rows of one slot in order). `logits`,
  * when not NULL, receives count * vocab_size floats, row by row. */

@@ -37,6 +37,7 @@ bool prepareProgram(const bundle::Bundle &b, const std::string &path,
   p->section = section;
   p->rows = entry.rows;
   p->independentRows = entry.independentRows;
+  p->noLogits = entry.noLogits;
   const size_t wordCount = bundle::Bundle::wordCount(*s);
   if (wordCount > UINT32_MAX) {
     return fail(error, path, section + ": more words than a program may hold");
@@ -325,7 +326,18 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
     if (!prepareProgram(b, path, manifest, entry, tables, p, error))
       return nullptr;
     const std::string &section = entry.section;
-    if (p->rows == 1 && section == "program.decode")
+    // Only the prefill steps that the caller does not read logits of may
+    // run a program without them; anywhere else its rows would be zeros.
+    if (entry.noLogits && section != "program.prefill_no_head") {
+      fail(error, path,
+           section + " is marked no_logits; only program.prefill_no_head "
+                     "may leave out the logits");
+      return nullptr;
+    }
+    if (section == "program.prefill_no_head") {
+      if (entry.noLogits)
+        m->prefillNoLogits_ = std::move(p);
+    } else if (p->rows == 1 && section == "program.decode")
       m->decode_ = std::move(p);
     else if (section == "program.prefill")
       m->prefill_ = std::move(p);
@@ -344,6 +356,16 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
   }
   if (!m->decode_) {
     fail(error, path, "the bundle has no decode program");
+    return nullptr;
+  }
+  if (m->prefillNoLogits_ &&
+      (!m->prefill_ || m->prefillNoLogits_->rows != m->prefill_->rows)) {
+    fail(error, path,
+         "program.prefill_no_head has " +
+             std::to_string(m->prefillNoLogits_->rows) +
+             " rows; it must have the prefill program's " +
+             (m->prefill_ ? std::to_string(m->prefill_->rows)
+                          : std::string("(there is none)")));
     return nullptr;
   }
   return m;

@@ -80,6 +80,8 @@ struct Program {
   /// Rows are sequences of their own (the batch program): each row has its
   /// own position and KV caches.
   bool independentRows = false;
+  /// Emits no logits: the prefill program without its LM head.
+  bool noLogits = false;
   std::vector<uint64_t> words;
   std::vector<Segment> segments;
   std::vector<PatchSite> patches;
@@ -120,6 +122,11 @@ public:
   const nlohmann::json &config() const { return config_; }
   const Program *decode() const { return decode_.get(); }
   const Program *prefill() const { return prefill_.get(); }
+  /// The prefill program without the LM head (for steps whose logits are
+  /// not read), or null in bundles that lack it.
+  const Program *prefillWithoutLogits() const {
+    return prefillNoLogits_.get();
+  }
   /// The batched decode programs (rows independent sequences), fewest
   /// rows first; empty without --decode-batch.
   const std::vector<std::unique_ptr<Program>> &batches() const {
@@ -161,7 +168,7 @@ private:
   Model() = default;
   std::unique_ptr<bundle::Bundle> bundle_;
   nlohmann::json config_;
-  std::unique_ptr<Program> decode_, prefill_;
+  std::unique_ptr<Program> decode_, prefill_, prefillNoLogits_;
   std::vector<std::unique_ptr<Program>> batches_;
   std::vector<CacheSpec> caches_;
   std::map<std::string, int> cacheIndex_;

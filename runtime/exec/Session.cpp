@@ -28,6 +28,8 @@ Session::Session(const Model &model, std::unique_ptr<Device> device)
     decodeWords_ = model_.decode()->words;
   if (model_.prefill())
     prefillWords_ = model_.prefill()->words;
+  if (model_.prefillWithoutLogits())
+    prefillNoLogitsWords_ = model_.prefillWithoutLogits()->words;
   for (const auto &batch : model_.batches())
     batchWords_.push_back(batch->words);
   context_.window = device_->window();
@@ -224,7 +226,7 @@ bool Session::checkToken(int32_t token, std::string *error) const {
 
 bool Session::consume(int slot, const std::vector<int32_t> &tokens,
                       bool decodeOnly, std::vector<float> *logits,
-                      std::string *error) {
+                      std::string *error, LogitsRows which) {
   if (!checkSlot(slot, error))
     return false;
   for (int32_t t : tokens)
@@ -235,6 +237,9 @@ bool Session::consume(int slot, const std::vector<int32_t> &tokens,
   Sequence &seq = *sequences_[size_t(slot)];
   size_t next = 0;
   const Program *prefill = decodeOnly ? nullptr : model_.prefill();
+  const Program *withoutLogits =
+      decodeOnly ? nullptr : model_.prefillWithoutLogits();
+  const size_t firstRow = logits ? logits->size() : 0;
   std::vector<RowBinding> rows;
   while (next < tokens.size()) {
     const Program *p = model_.decode();
@@ -242,14 +247,28 @@ bool Session::consume(int slot, const std::vector<int32_t> &tokens,
     if (prefill && tokens.size() - next >= size_t(prefill->rows)) {
       p = prefill;
       words = &prefillWords_;
+      // Nobody reads this step's logits unless the caller takes every row,
+      // or the last one and the step ends the tokens.
+      const bool read =
+          logits && (which == LogitsRows::Every ||
+                     next + size_t(prefill->rows) == tokens.size());
+      if (!read && withoutLogits) {
+        p = withoutLogits;
+        words = &prefillNoLogitsWords_;
+      }
     }
     rows.assign(size_t(p->rows), RowBinding());
     for (int64_t r = 0; r < p->rows; ++r)
       rows[size_t(r)] = {&seq, seq.position + r, seq.position + p->rows - 1};
-    if (!run(*p, *words, tokens.data() + next, rows, logits, error))
+    if (!run(*p, *words, tokens.data() + next, rows,
+             p->noLogits ? nullptr : logits, error))
       return false;
     next += size_t(p->rows);
   }
+  const size_t vocab = size_t(model_.vocabSize());
+  if (logits && which == LogitsRows::Last && logits->size() > firstRow + vocab)
+    logits->erase(logits->begin() + long(firstRow),
+                  logits->end() - long(vocab));
   return true;
 }
 
@@ -396,7 +415,8 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
   dynamic_.clear();
   inFlight_.clear();
   setMasks(rows);
-  stepLogits_.assign(size_t(count * model_.vocabSize()), 0.0f);
+  stepLogits_.assign(program.noLogits ? 0 : size_t(count * model_.vocabSize()),
+                     0.0f);
   ctx.logits = &stepLogits_;
 
   auto runEvent = [&](const Event &e) {
@@ -482,7 +502,8 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
     return false;
   }
 
-  if (ctx.emittedRows != count) {
+  const int64_t expectedRows = program.noLogits ? 0 : count;
+  if (ctx.emittedRows != expectedRows) {
     *error = where("the program emitted " + std::to_string(ctx.emittedRows) +
                    " logits rows for " + std::to_string(count) + " tokens");
     return false;

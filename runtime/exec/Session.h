@@ -38,6 +38,11 @@ struct SessionStats {
   uint64_t batchRows = 0, paddingRows = 0;
 };
 
+/// The logits rows consume() returns: one per token, or only the last
+/// token's. With Last, prefill steps whose rows are all unread run the
+/// program without the LM head when the bundle has one.
+enum class LogitsRows { Every, Last };
+
 class Session {
 public:
   /// A device computing in reference numerics gets KV caches in float32
@@ -52,10 +57,12 @@ public:
   /// Forgets every cached position of every slot.
   void reset();
   /// Consumes `tokens` at the next positions of slot 0 and appends one row
-  /// of vocab_size logits per token to `logits` (when not null).
+  /// of vocab_size logits per token to `logits` (when not null), or only
+  /// the last token's row with LogitsRows::Last.
   bool consume(const std::vector<int32_t> &tokens, bool decodeOnly,
-               std::vector<float> *logits, std::string *error) {
-    return consume(0, tokens, decodeOnly, logits, error);
+               std::vector<float> *logits, std::string *error,
+               LogitsRows which = LogitsRows::Every) {
+    return consume(0, tokens, decodeOnly, logits, error, which);
   }
 
   // ---- several sequences ------------------------------------------------
@@ -66,7 +73,8 @@ public:
   int64_t position(int slot) const;
   void reset(int slot);
   bool consume(int slot, const std::vector<int32_t> &tokens, bool decodeOnly,
-               std::vector<float> *logits, std::string *error);
+               std::vector<float> *logits, std::string *error,
+               LogitsRows which = LogitsRows::Every);
   /// Forgets the positions of `slot` from `position` on (speculative
   /// decoding drops the rejected rows this way, prompt caches what differs
   /// from a new prompt). Refused when a sliding layer's ring no longer holds
@@ -139,7 +147,7 @@ private:
   std::vector<int> maskOf_; ///< per cache: index into masks_, or -1
   bool masksReady_ = false;
   /// Each program's words as last patched (the unpatched bits never change).
-  std::vector<uint64_t> decodeWords_, prefillWords_;
+  std::vector<uint64_t> decodeWords_, prefillWords_, prefillNoLogitsWords_;
   std::vector<std::vector<uint64_t>> batchWords_; ///< per Model::batches()
   std::deque<std::vector<uint8_t>> dynamic_, inFlight_;
   host::HostContext context_;

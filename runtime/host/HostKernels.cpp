@@ -809,6 +809,10 @@ bool kernelEmitLogits(KernelArgs &c) {
     return c.fail(K::FirstRow, "names rows past the step's " +
                                    std::to_string(ctx.tokens.size()) +
                                    " tokens");
+  // A program marked no_logits has no room for them.
+  if (int64_t(ctx.logits->size()) < (first + in.rows) * ctx.vocab)
+    return c.fail(K::In, "emits logits in a program that has none "
+                         "(no_logits)");
   // Logits leave the runtime here: a NaN (refused by the session, but
   // visible to a caller of the kernel) is the canonical one whatever CPU
   // made it.

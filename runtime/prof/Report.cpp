@@ -98,8 +98,15 @@ bool profileModel(const exec::Model &model,
                 params);
   }
   out->hasPrefill = model.prefill() != nullptr;
+  const exec::Program *withoutLogits = model.prefillWithoutLogits();
   if (out->hasPrefill &&
-      !profileStep(*model.prefill(), context, 0, params, &out->prefill, error))
+      !profileStep(withoutLogits ? *withoutLogits : *model.prefill(), context,
+                   0, params, &out->prefill, error))
+    return false;
+  out->hasPrefillWithLogits = out->hasPrefill && withoutLogits;
+  if (out->hasPrefillWithLogits &&
+      !profileStep(*model.prefill(), context, 0, params,
+                   &out->prefillWithLogits, error))
     return false;
   if (batchRows > 1) {
     const exec::Program *batch = nullptr;
@@ -293,6 +300,12 @@ std::string renderText(const ProfileRun &run) {
                       double(run.prefill.counts.weightBytes) * 1e-6);
   else
     s += "\nprefill: the bundle has no prefill program\n";
+  if (run.hasPrefillWithLogits)
+    s += formatString("  (without the LM head; the step with it, the last of "
+                      "a prompt that ends on a step and every step of "
+                      "--perplexity: %.4f ms, %.3f weight MB)\n",
+                      run.prefillWithLogits.seconds * 1e3,
+                      double(run.prefillWithLogits.counts.weightBytes) * 1e-6);
   if (!run.batch.empty()) {
     s += formatString("\nbatched decode: %lld sequences per step\n  position  "
                       "  ms/step  aggregate tok/s  vs one sequence  weight "
@@ -345,6 +358,14 @@ json renderJson(const ProfileRun &run) {
                {"ceiling_fraction", ceilingFraction(f, run.params)},
                {"ceiling", ceilingJson(f, run.params)}};
     prefill.update(stepDetails(f));
+    prefill["lm_head"] = !run.hasPrefillWithLogits;
+    if (run.hasPrefillWithLogits)
+      prefill["with_lm_head"] = {
+          {"seconds_per_step", run.prefillWithLogits.seconds},
+          {"weight_bytes_per_step", run.prefillWithLogits.counts.weightBytes},
+          {"counts", countsJson(run.prefillWithLogits.counts)},
+          {"ceiling_fraction",
+           ceilingFraction(run.prefillWithLogits, run.params)}};
   }
   json batch = nullptr;
   if (!run.batch.empty()) {

@@ -35,7 +35,15 @@ struct ProfileRun {
   std::string machine = "v002";    ///< hw/machine/MachineProfiles.def
   std::vector<StepProfile> decode; ///< one per position
   bool hasPrefill = false;
-  StepProfile prefill; ///< at position 0
+  /// At position 0: the step of a prompt whose logits are not read (the
+  /// program without the LM head when the bundle has one, else the prefill
+  /// program).
+  StepProfile prefill;
+  /// The prefill program with its LM head (the last step of a prompt that
+  /// ends on a step, every step of --perplexity), when `prefill` is the
+  /// program without it.
+  bool hasPrefillWithLogits = false;
+  StepProfile prefillWithLogits;
   /// --batch B: the batch program of B rows (B sequences, each at the
   /// position) at each position; empty otherwise.
   std::vector<StepProfile> batch;

@@ -69,6 +69,7 @@ def _load():
         "pccxrt_slot_position": (ctypes.c_int64, [handle, ctypes.c_int]),
         "pccxrt_reset_slot": (ctypes.c_int, [handle, ctypes.c_int]),
         "pccxrt_consume_slot": (ctypes.c_int, [handle, ctypes.c_int, i32p, size_t, ctypes.c_int, f32p]),
+        "pccxrt_consume_last": (ctypes.c_int, [handle, ctypes.c_int, i32p, size_t, ctypes.c_int, f32p]),
         "pccxrt_step": (ctypes.c_int, [handle, ctypes.POINTER(ctypes.c_int), i32p, size_t, f32p]),
         "pccxrt_rewind": (ctypes.c_int, [handle, ctypes.c_int, ctypes.c_int64]),
         "pccxrt_bos_token": (ctypes.c_int32, [handle]),
@@ -241,13 +242,25 @@ class Model:
     @_locked
     def consume(self, tokens, decode_only=False, logits=True):
         """Feeds token ids at the next positions; returns their logits as a
-        (len(tokens), vocab_size) float32 array (None with logits=False)."""
+        (len(tokens), vocab_size) float32 array, with logits="last" only the
+        last token's (a (vocab_size,) array: the prompt's earlier prefill
+        steps then leave out the LM head), None with logits=False."""
+        return self._consume(0, tokens, decode_only, logits)
+
+    def _consume(self, slot, tokens, decode_only, logits):
+        if logits not in (True, False, "last"):
+            raise ValueError('logits must be True, False or "last"')
         array, pointer = _ids(tokens)
         if array.size == 0:
             raise ValueError("no tokens")
-        out = np.empty((array.size, self.vocab_size), dtype=np.float32) if logits else None
-        target = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if logits else None
-        self._check(_lib.pccxrt_consume(self._handle, pointer, array.size, int(decode_only), target))
+        if logits == "last":
+            out = np.empty(self.vocab_size, dtype=np.float32)
+        else:
+            out = np.empty((array.size, self.vocab_size), dtype=np.float32) if logits else None
+        target = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if out is not None else None
+        call = _lib.pccxrt_consume_last if logits == "last" else _lib.pccxrt_consume_slot
+        self._check(call(self._open_handle(), operator.index(slot), pointer, array.size,
+                         int(decode_only), target))
         return out
 
     # ---- several sequences (slots) ---------------------------------------
@@ -284,14 +297,7 @@ class Model:
     @_locked
     def consume_slot(self, slot, tokens, decode_only=False, logits=True):
         """consume() for another slot."""
-        array, pointer = _ids(tokens)
-        if array.size == 0:
-            raise ValueError("no tokens")
-        out = np.empty((array.size, self.vocab_size), dtype=np.float32) if logits else None
-        target = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if logits else None
-        self._check(_lib.pccxrt_consume_slot(self._open_handle(), operator.index(slot), pointer,
-                                             array.size, int(decode_only), target))
-        return out
+        return self._consume(slot, tokens, decode_only, logits)
 
     @_locked
     def step(self, rows, logits=True):

@@ -147,7 +147,7 @@ TEST_F(LoweringStateTest, BuffersSharingWordsAreNeverLiveTogether) {
     ASSERT_TRUE(recorded);
     EXPECT_EQ(recorded.getInt(), high);
   }
-  EXPECT_EQ(programs, 2); // decode and prefill
+  EXPECT_EQ(programs, 3); // decode, prefill and prefill without the LM head
 }
 
 TEST_F(LoweringStateTest, EveryLayerOpLandsInItsLayerSegment) {

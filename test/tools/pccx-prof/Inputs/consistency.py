@@ -4,7 +4,9 @@ usage: consistency.py PROF.json DECODE_RUN.json PREFILL_RUN.json
 PROF.json is pccx-prof --json at positions 0..N-1; DECODE_RUN.json is
 pccx-run --json of N tokens through the decode program (its stats are
 totals over the N steps); PREFILL_RUN.json is pccx-run --json of exactly
-one prefill step.
+two prefill steps: the first, whose logits nobody reads, runs the program
+without the LM head (PROF's prefill), the second, which ends the prompt,
+the one with it (PROF's prefill.with_lm_head).
 """
 import json
 import sys
@@ -21,7 +23,7 @@ for k in keys:
           "DIFFER %d vs %d" % (total, decode[k]))
 print("prefill steps", prefill["steps"])
 for k in keys:
-    ours = prof["prefill"]["counts"][k]
+    ours = prof["prefill"]["counts"][k] + prof["prefill"]["with_lm_head"]["counts"][k]
     print("prefill", k, "equal" if ours == prefill[k] else
           "DIFFER %d vs %d" % (ours, prefill[k]))
 for d in prof["decode"] + [prof["prefill"]]:
