@@ -142,9 +142,16 @@ Kv260Device::create(std::unique_ptr<RegisterWindow> regs,
     return nullptr;
   }
   size_t windowBytes = options.windowWords * 16;
-  if (!dma || dma->size() < windowBytes + 4096) {
+  if (options.zeroBytes == 0 || options.zeroBytes % 16) {
+    *error = "the zero region must be a multiple of 16 bytes";
+    return nullptr;
+  }
+  const size_t stagingOffset =
+      (windowBytes + size_t(options.zeroBytes) + 4095) / 4096 * 4096;
+  if (!dma || dma->size() < stagingOffset + 4096) {
     *error = "the DMA buffer must hold the " + std::to_string(windowBytes) +
-             "-byte host window and a weight staging area";
+             "-byte host window, " + std::to_string(options.zeroBytes) +
+             " bytes of zeros and a weight staging area";
     return nullptr;
   }
   if (dma->physical() + dma->size() > (uint64_t(1) << 32)) {
@@ -166,8 +173,13 @@ Kv260Device::create(std::unique_ptr<RegisterWindow> regs,
   d->dma_ = std::move(dma);
   d->options_ = options;
   d->shadow_.assign(options.windowWords * 8, 0.0f);
-  d->stagingOffset_ = (windowBytes + 4095) / 4096 * 4096;
+  d->zeroOffset_ = windowBytes;
+  d->stagingOffset_ = stagingOffset;
   d->stagingEnd_ = d->dma_->size();
+  // The zeros every GEMM's second lane streams (GemmLanes::Summed).
+  d->dma_->fill(d->zeroOffset_, 0, size_t(options.zeroBytes));
+  if (!d->dma_->flush(d->zeroOffset_, size_t(options.zeroBytes), error))
+    return nullptr;
   if (!d->resetChannels(error))
     return nullptr;
   return d;
@@ -455,6 +467,7 @@ bool Kv260Device::flushPendingWeights(uint64_t index, std::string *error) {
     uint64_t offset = record.offset;
     kv260::PlanOptions planOptions;
     planOptions.maxCommandBytes = options_.maxCommandBytes;
+    planOptions.zeroBytes = options_.zeroBytes;
     if (record.host) {
       const size_t capacity = stagingEnd_ - stagingOffset_;
       if (bytes > capacity) {
@@ -486,7 +499,7 @@ bool Kv260Device::flushPendingWeights(uint64_t index, std::string *error) {
     }
     for (size_t i = 0; i < plan.commands.size(); ++i) {
       kv260::PlannedCommand c = plan.commands[i];
-      c.offset += offset;
+      c.offset += c.zeros ? zeroOffset_ : offset;
       // Once one command waits for the word, every later one does: a
       // lane's commands stay in order.
       if (i >= plan.beforeWord || !afterWord_.empty()) {
