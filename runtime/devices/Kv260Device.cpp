@@ -7,6 +7,7 @@
 #include "hw/numerics/HalfFloat.h"
 #include "hw/support/Format.h"
 #include "runtime/devices/Devices.h"
+#include "runtime/devices/DmaHeap.h"
 #include "runtime/devices/Kv260TransferPlan.h"
 #include "runtime/devices/Sysfs.h"
 #include "runtime/devices/UDmaBuf.h"
@@ -637,12 +638,11 @@ bool Kv260Device::finishSegment(std::string *error) {
 }
 
 std::unique_ptr<Kv260Device> openKv260(const std::string &uioName,
-                                       const std::string &udmabufName,
-                                       const std::string &windowCaching,
+                                       const Kv260DmaSource &source,
                                        std::string *error) {
   WindowCaching caching;
-  if (!parseWindowCaching(windowCaching, &caching)) {
-    *error = "unknown host-window caching '" + windowCaching +
+  if (!parseWindowCaching(source.windowCaching, &caching)) {
+    *error = "unknown host-window caching '" + source.windowCaching +
              "' (auto, cached, uncached)";
     return nullptr;
   }
@@ -653,7 +653,11 @@ std::unique_ptr<Kv260Device> openKv260(const std::string &uioName,
   if (!regs)
     return nullptr;
   const Kv260Options options;
-  auto dma = openUdmabuf(udmabufName, options.windowWords * 16, caching, error);
+  std::unique_ptr<DmaBuffer> dma;
+  if (source.kind == "dma-heap")
+    dma = openDmaHeap(source.heap, source.heapBytes, error);
+  else
+    dma = openUdmabuf(source.udmabuf, options.windowWords * 16, caching, error);
   if (!dma)
     return nullptr;
   return Kv260Device::create(std::move(regs), std::move(dma), options, error);
@@ -679,8 +683,13 @@ std::unique_ptr<Device> openBoard(const OptionValues &options,
              ": compile it with --target v002-rtl (docs/kv260.md §5)";
     return nullptr;
   }
-  return openKv260(options.text("uio-name"), options.text("udmabuf"),
-                   options.text("dma-window"), error);
+  Kv260DmaSource dma;
+  dma.kind = options.text("dma-buffer");
+  dma.udmabuf = options.text("udmabuf");
+  dma.windowCaching = options.text("dma-window");
+  dma.heap = options.text("dma-heap");
+  dma.heapBytes = size_t(options.count("dma-heap-mib")) << 20;
+  return openKv260(options.text("uio-name"), dma, error);
 }
 
 } // namespace
@@ -702,7 +711,19 @@ const DeviceSpec &kv260Device() {
                           "u-dma-buf's cache maintenance) or uncached "
                           "(docs/kv260.md); auto caches it when u-dma-buf "
                           "can keep it consistent",
-                          {"auto", "cached", "uncached"})},
+                          {"auto", "cached", "uncached"}),
+       OptionSpec::choice("dma-buffer", "udmabuf", "SOURCE",
+                          "where the DMA buffer comes from: the u-dma-buf "
+                          "buffer --udmabuf, or an allocation from the CMA "
+                          "heap --dma-heap (docs/kv260.md §3)",
+                          {"udmabuf", "dma-heap"}),
+       OptionSpec::text("dma-heap", "reserved", "NAME",
+                        "the CMA heap under /dev/dma_heap for --dma-buffer "
+                        "dma-heap"),
+       OptionSpec::count("dma-heap-mib", "1280", "N",
+                         "MiB to allocate from --dma-heap (the memory "
+                         "budget of docs/kv260.md §3)",
+                         4095)},
       openBoard};
   return spec;
 }

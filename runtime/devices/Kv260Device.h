@@ -8,14 +8,14 @@
 // command page, whose status it checks. The overlay follows the v002 RTL's
 // conventions, so the driver runs bundles made for target v002-rtl.
 //
-// The DMA buffer (u-dma-buf) holds the host window (BF16 lanes; the driver
-// works on a float copy and converts around each MEMCPY), the zeros a
-// GEMM's second weight lane streams (Kv260TransferPlan.h), a staging area
-// for weight records made at run time, and, at its end, the bundle's
-// weights section, copied once when the model is opened: a GEMM streams its
-// record from where it lies (docs/kv260.md, "Memory budget"). Every word is
-// decoded and checked, and every transfer bounds-checked, before anything
-// reaches the hardware.
+// The DMA buffer (u-dma-buf, or one from a CMA heap: DmaHeap.h) holds the
+// host window (BF16 lanes; the driver works on a float copy and converts
+// around each MEMCPY), the zeros a GEMM's second weight lane streams
+// (Kv260TransferPlan.h), a staging area for weight records made at run
+// time, and, at its end, the bundle's weights section, copied once when the
+// model is opened: a GEMM streams its record from where it lies
+// (docs/kv260.md, "Memory budget"). Every word is decoded and checked, and
+// every transfer bounds-checked, before anything reaches the hardware.
 //
 //===----------------------------------------------------------------------===//
 
@@ -196,13 +196,23 @@ private:
   bool npuActive_ = false, lastSignalsDone_ = false;
 };
 
+/// Where the driver's DMA buffer comes from (docs/kv260.md §3).
+struct Kv260DmaSource {
+  /// "udmabuf": the u-dma-buf buffer `udmabuf`, its host window mapped as
+  /// `windowCaching` says ("auto", "cached", "uncached";
+  /// runtime/devices/UDmaBuf.h). "dma-heap": `heapBytes` allocated from
+  /// the CMA heap /dev/dma_heap/`heap` (runtime/devices/DmaHeap.h).
+  std::string kind = "udmabuf";
+  std::string udmabuf = "udmabuf0";
+  std::string windowCaching = "auto";
+  std::string heap = "reserved";
+  size_t heapBytes = size_t(1280) << 20;
+};
+
 /// Opens the overlay the usual way: the UIO device named `uioName` under
-/// /sys/class/uio and the u-dma-buf buffer `udmabufName`, its host window
-/// mapped as `windowCaching` says ("auto", "cached", "uncached";
-/// runtime/devices/UDmaBuf.h).
+/// /sys/class/uio and the DMA buffer `dma` names.
 std::unique_ptr<Kv260Device> openKv260(const std::string &uioName,
-                                       const std::string &udmabufName,
-                                       const std::string &windowCaching,
+                                       const Kv260DmaSource &dma,
                                        std::string *error);
 
 } // namespace pccx::device

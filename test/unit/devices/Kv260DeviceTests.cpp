@@ -19,6 +19,7 @@
 #include "hw/isa/Isa.h"
 #include "hw/machine/MachineModel.h"
 #include "hw/numerics/HalfFloat.h"
+#include "test/unit/devices/FakeDmaHeap.h"
 #include "test/unit/devices/FakeSysfs.h"
 
 #include <gtest/gtest.h>
@@ -1148,6 +1149,45 @@ TEST(Kv260Device, BulkWritesUseAlignedStoresOnly) {
   EXPECT_EQ(std::memcmp(f.memory.bytes.data() + f.memory.writes[2].first,
                         record.data() + 5, 1001),
             0);
+}
+
+// On a buffer from a CMA heap (mapped cached, not snooped by the HP ports)
+// the driver hands memory over where it does with u-dma-buf's cache
+// commands: the zeros at open, the window's rows before a MEMCPY to the
+// NPU, a staged record before its GEMM, and the window's words the NPU
+// wrote before the host reads them.
+TEST(Kv260Device, OnADmaHeapBufferEveryHandOverIsSynced) {
+  pccx::testsupport::FakeDmaHeap kernel;
+  std::string error;
+  auto buffer = openDmaHeap("reserved", 8192, &error, kernel, kernel.paths);
+  ASSERT_NE(buffer, nullptr) << error;
+  Board board;
+  Memory memory;
+  memory.bytes.assign(8192, 0);
+  board.memory = &memory;
+  Kv260Options options;
+  options.windowWords = 64;
+  options.zeroBytes = kZeroBytes;
+  options.minStagingBytes = 4096;
+  options.pollLimit = 100;
+  auto device = Kv260Device::create(
+      std::make_unique<FakeRegisters>(board, kv260::kMapBytes),
+      std::move(buffer), options, &error);
+  ASSERT_NE(device, nullptr) << error;
+  std::vector<uint8_t> record(64, 0x11);
+  // 8*2*1 = 16 elements: 2 words each way.
+  ASSERT_TRUE(device->issue(fmapShape(1, 8, 2, 1), 0, &error)) << error;
+  ASSERT_TRUE(device->issue(memcpyWord(true, 0, 1), 1, &error)) << error;
+  device->pushHostWeights(record.data(), record.size());
+  ASSERT_TRUE(device->issue(kGemm, 2, &error)) << error;
+  ASSERT_TRUE(device->issue(memcpyWord(false, 0, 1), 3, &error)) << error;
+  ASSERT_TRUE(device->sync(&error)) << error;
+  const uint64_t endWrite = DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE,
+                 startRead = DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ;
+  EXPECT_EQ(kernel.syncs,
+            (std::vector<uint64_t>{endWrite, endWrite, endWrite, startRead}));
+  EXPECT_EQ(kernel.cleaned, (std::vector<std::pair<size_t, size_t>>{
+                                {1024, 1024}, {0, 32}, {4096, 64}, {0, 32}}));
 }
 
 TEST(Kv260Device, ASectionTooBigForTheBufferIsRefusedAtOpen) {
