@@ -7,6 +7,7 @@
 #include "hw/numerics/HalfFloat.h"
 #include "hw/support/Format.h"
 #include "runtime/devices/Devices.h"
+#include "runtime/devices/DmaHeap.h"
 #include "runtime/devices/Kv260TransferPlan.h"
 #include "runtime/devices/Sysfs.h"
 #include "runtime/devices/UDmaBuf.h"
@@ -142,9 +143,16 @@ Kv260Device::create(std::unique_ptr<RegisterWindow> regs,
     return nullptr;
   }
   size_t windowBytes = options.windowWords * 16;
-  if (!dma || dma->size() < windowBytes + 4096) {
+  if (options.zeroBytes == 0 || options.zeroBytes % 16) {
+    *error = "the zero region must be a multiple of 16 bytes";
+    return nullptr;
+  }
+  const size_t stagingOffset =
+      (windowBytes + size_t(options.zeroBytes) + 4095) / 4096 * 4096;
+  if (!dma || dma->size() < stagingOffset + 4096) {
     *error = "the DMA buffer must hold the " + std::to_string(windowBytes) +
-             "-byte host window and a weight staging area";
+             "-byte host window, " + std::to_string(options.zeroBytes) +
+             " bytes of zeros and a weight staging area";
     return nullptr;
   }
   if (dma->physical() + dma->size() > (uint64_t(1) << 32)) {
@@ -166,8 +174,13 @@ Kv260Device::create(std::unique_ptr<RegisterWindow> regs,
   d->dma_ = std::move(dma);
   d->options_ = options;
   d->shadow_.assign(options.windowWords * 8, 0.0f);
-  d->stagingOffset_ = (windowBytes + 4095) / 4096 * 4096;
+  d->zeroOffset_ = windowBytes;
+  d->stagingOffset_ = stagingOffset;
   d->stagingEnd_ = d->dma_->size();
+  // The zeros every GEMM's second lane streams (GemmLanes::Summed).
+  d->dma_->fill(d->zeroOffset_, 0, size_t(options.zeroBytes));
+  if (!d->dma_->flush(d->zeroOffset_, size_t(options.zeroBytes), error))
+    return nullptr;
   if (!d->resetChannels(error))
     return nullptr;
   return d;
@@ -455,6 +468,7 @@ bool Kv260Device::flushPendingWeights(uint64_t index, std::string *error) {
     uint64_t offset = record.offset;
     kv260::PlanOptions planOptions;
     planOptions.maxCommandBytes = options_.maxCommandBytes;
+    planOptions.zeroBytes = options_.zeroBytes;
     if (record.host) {
       const size_t capacity = stagingEnd_ - stagingOffset_;
       if (bytes > capacity) {
@@ -486,7 +500,7 @@ bool Kv260Device::flushPendingWeights(uint64_t index, std::string *error) {
     }
     for (size_t i = 0; i < plan.commands.size(); ++i) {
       kv260::PlannedCommand c = plan.commands[i];
-      c.offset += offset;
+      c.offset += c.zeros ? zeroOffset_ : offset;
       // Once one command waits for the word, every later one does: a
       // lane's commands stay in order.
       if (i >= plan.beforeWord || !afterWord_.empty()) {
@@ -624,12 +638,11 @@ bool Kv260Device::finishSegment(std::string *error) {
 }
 
 std::unique_ptr<Kv260Device> openKv260(const std::string &uioName,
-                                       const std::string &udmabufName,
-                                       const std::string &windowCaching,
+                                       const Kv260DmaSource &source,
                                        std::string *error) {
   WindowCaching caching;
-  if (!parseWindowCaching(windowCaching, &caching)) {
-    *error = "unknown host-window caching '" + windowCaching +
+  if (!parseWindowCaching(source.windowCaching, &caching)) {
+    *error = "unknown host-window caching '" + source.windowCaching +
              "' (auto, cached, uncached)";
     return nullptr;
   }
@@ -640,7 +653,11 @@ std::unique_ptr<Kv260Device> openKv260(const std::string &uioName,
   if (!regs)
     return nullptr;
   const Kv260Options options;
-  auto dma = openUdmabuf(udmabufName, options.windowWords * 16, caching, error);
+  std::unique_ptr<DmaBuffer> dma;
+  if (source.kind == "dma-heap")
+    dma = openDmaHeap(source.heap, source.heapBytes, error);
+  else
+    dma = openUdmabuf(source.udmabuf, options.windowWords * 16, caching, error);
   if (!dma)
     return nullptr;
   return Kv260Device::create(std::move(regs), std::move(dma), options, error);
@@ -666,8 +683,13 @@ std::unique_ptr<Device> openBoard(const OptionValues &options,
              ": compile it with --target v002-rtl (docs/kv260.md §5)";
     return nullptr;
   }
-  return openKv260(options.text("uio-name"), options.text("udmabuf"),
-                   options.text("dma-window"), error);
+  Kv260DmaSource dma;
+  dma.kind = options.text("dma-buffer");
+  dma.udmabuf = options.text("udmabuf");
+  dma.windowCaching = options.text("dma-window");
+  dma.heap = options.text("dma-heap");
+  dma.heapBytes = size_t(options.count("dma-heap-mib")) << 20;
+  return openKv260(options.text("uio-name"), dma, error);
 }
 
 } // namespace
@@ -689,7 +711,19 @@ const DeviceSpec &kv260Device() {
                           "u-dma-buf's cache maintenance) or uncached "
                           "(docs/kv260.md); auto caches it when u-dma-buf "
                           "can keep it consistent",
-                          {"auto", "cached", "uncached"})},
+                          {"auto", "cached", "uncached"}),
+       OptionSpec::choice("dma-buffer", "udmabuf", "SOURCE",
+                          "where the DMA buffer comes from: the u-dma-buf "
+                          "buffer --udmabuf, or an allocation from the CMA "
+                          "heap --dma-heap (docs/kv260.md §3)",
+                          {"udmabuf", "dma-heap"}),
+       OptionSpec::text("dma-heap", "reserved", "NAME",
+                        "the CMA heap under /dev/dma_heap for --dma-buffer "
+                        "dma-heap"),
+       OptionSpec::count("dma-heap-mib", "1280", "N",
+                         "MiB to allocate from --dma-heap (the memory "
+                         "budget of docs/kv260.md §3)",
+                         4095)},
       openBoard};
   return spec;
 }

@@ -8,13 +8,14 @@
 // command page, whose status it checks. The overlay follows the v002 RTL's
 // conventions, so the driver runs bundles made for target v002-rtl.
 //
-// The DMA buffer (u-dma-buf) holds the host window (BF16 lanes; the driver
-// works on a float copy and converts around each MEMCPY), a staging area
-// for weight records made at run time, and, at its end, the bundle's
-// weights section, copied once when the model is opened: a GEMM streams its
-// record from where it lies (docs/kv260.md, "Memory budget"). Every word is
-// decoded and checked, and every transfer bounds-checked, before anything
-// reaches the hardware.
+// The DMA buffer (u-dma-buf, or one from a CMA heap: DmaHeap.h) holds the
+// host window (BF16 lanes; the driver works on a float copy and converts
+// around each MEMCPY), the zeros a GEMM's second weight lane streams
+// (Kv260TransferPlan.h), a staging area for weight records made at run
+// time, and, at its end, the bundle's weights section, copied once when the
+// model is opened: a GEMM streams its record from where it lies
+// (docs/kv260.md, "Memory budget"). Every word is decoded and checked, and
+// every transfer bounds-checked, before anything reaches the hardware.
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,12 +100,16 @@ struct Kv260Options {
   size_t minStagingBytes = size_t(1) << 20;
   /// The longest DataMover command (a multiple of the 16-byte beat).
   uint64_t maxCommandBytes = kv260::kChunkBytes;
+  /// Zeros a GEMM's second lane streams beside the record
+  /// (Kv260TransferPlan.h, GemmLanes::Summed), right after the host window:
+  /// a multiple of 16 bytes; commands longer than it are cut.
+  uint64_t zeroBytes = kv260::kChunkBytes;
 };
 
 class Kv260Device : public Device {
 public:
-  /// The DMA buffer holds the host window (16 bytes per word) followed by
-  /// the weight staging area.
+  /// The DMA buffer holds the host window (16 bytes per word), the zeros
+  /// of a GEMM's second lane, then the weight staging area.
   static std::unique_ptr<Kv260Device>
   create(std::unique_ptr<RegisterWindow> regs, std::unique_ptr<DmaBuffer> dma,
          const Kv260Options &options, std::string *error);
@@ -151,6 +156,7 @@ private:
   std::unique_ptr<DmaBuffer> dma_;
   Kv260Options options_;
   std::vector<float> shadow_;
+  size_t zeroOffset_ = 0;
   size_t stagingOffset_ = 0;
   /// Where the DMA buffer's staging area ends (the registered buffers
   /// start).
@@ -190,13 +196,23 @@ private:
   bool npuActive_ = false, lastSignalsDone_ = false;
 };
 
+/// Where the driver's DMA buffer comes from (docs/kv260.md §3).
+struct Kv260DmaSource {
+  /// "udmabuf": the u-dma-buf buffer `udmabuf`, its host window mapped as
+  /// `windowCaching` says ("auto", "cached", "uncached";
+  /// runtime/devices/UDmaBuf.h). "dma-heap": `heapBytes` allocated from
+  /// the CMA heap /dev/dma_heap/`heap` (runtime/devices/DmaHeap.h).
+  std::string kind = "udmabuf";
+  std::string udmabuf = "udmabuf0";
+  std::string windowCaching = "auto";
+  std::string heap = "reserved";
+  size_t heapBytes = size_t(1280) << 20;
+};
+
 /// Opens the overlay the usual way: the UIO device named `uioName` under
-/// /sys/class/uio and the u-dma-buf buffer `udmabufName`, its host window
-/// mapped as `windowCaching` says ("auto", "cached", "uncached";
-/// runtime/devices/UDmaBuf.h).
+/// /sys/class/uio and the DMA buffer `dma` names.
 std::unique_ptr<Kv260Device> openKv260(const std::string &uioName,
-                                       const std::string &udmabufName,
-                                       const std::string &windowCaching,
+                                       const Kv260DmaSource &dma,
                                        std::string *error);
 
 } // namespace pccx::device

@@ -52,9 +52,12 @@ inline StreamChannels channelsOf(Stream s) {
 
 struct PlannedCommand {
   Channel channel = Channel::Hp0;
-  uint64_t offset = 0; ///< from the transfer's first byte
+  /// From the transfer's first byte, or from the zero region's (`zeros`).
+  uint64_t offset = 0;
   uint64_t bytes = 0;
   bool eof = false; ///< the last command of its lane
+  /// Reads the driver's region of zeros instead of the transfer.
+  bool zeros = false;
 };
 
 struct TransferPlan {
@@ -68,27 +71,44 @@ struct TransferPlan {
   size_t beforeWord = 0;
 };
 
+/// How a GEMM's engine combines its two weight ports (docs/kv260.md §5.4).
+enum class GemmLanes : uint8_t {
+  /// The v002 RTL: the engine takes a beat from hp0 and hp1 together and
+  /// multiplies each activation by the sum of the two beats' weights. The
+  /// record streams on hp0 and hp1 streams as many beats of zeros.
+  Summed,
+  /// The documented dual MAC: each lane carries weights of its own; the
+  /// record's first ceil(beats / 2) beats go to hp0, the rest to hp1.
+  Split,
+};
+
 struct PlanOptions {
   /// The longest command: a multiple of the 16-byte beat within BTT.
   uint64_t maxCommandBytes = kChunkBytes;
   /// The record is copied into the staging area first, which the previous
   /// staged record's commands must have finished reading.
   bool staged = false;
+  GemmLanes gemmLanes = GemmLanes::Summed;
+  /// The driver's region of zeros (Summed lanes): no command reads more.
+  uint64_t zeroBytes = kChunkBytes;
 };
 
 /// The plan of a transfer of `bytes` (> 0).
 ///
-/// A weight record splits over its stream's two lanes, the first
-/// ceil(beats / 2) 16-byte beats on the first lane and the rest on the
-/// second (docs/kv260.md, hardware request 3), in commands of at most
-/// maxCommandBytes that alternate between the lanes so that neither lane
-/// waits for one whose commands are not queued. The weight FIFO behind
-/// each port is bounded (64 KiB) and the NPU drains it only once the
-/// instruction word is stored, so a lane's commands complete only after
-/// the word: at most queueDepth(lane) commands per lane go before the word
-/// (the driver then never waits on a status of this record before storing
-/// it), the rest after it, each waiting for a slot as the NPU drains the
-/// record.
+/// A weight record goes over its stream's two lanes in commands of at most
+/// maxCommandBytes that alternate between the lanes, so that neither lane
+/// waits for one whose commands are not queued. A GEMM on the v002 RTL
+/// (GemmLanes::Summed) sends the record on hp0 and, command for command,
+/// as many bytes of the zero region on hp1: its engine adds the two lanes'
+/// weights and waits for a beat on both. Otherwise (a GEMV, or the
+/// documented GEMM) the first ceil(beats / 2) 16-byte beats go on the
+/// first lane and the rest on the second (docs/kv260.md, hardware request
+/// 3). The weight FIFO behind each port is bounded (64 KiB) and the NPU
+/// drains it only once the instruction word is stored, so a lane's
+/// commands complete only after the word: at most queueDepth(lane)
+/// commands per lane go before the word (the driver then never waits on a
+/// status of this record before storing it), the rest after it, each
+/// waiting for a slot as the NPU drains the record.
 ///
 /// A host-window MEMCPY is one command, pushed after its word is stored:
 /// the board software does it in that order, and a DataMover transfer the
@@ -110,10 +130,17 @@ inline TransferPlan planTransfer(Stream stream, uint64_t bytes,
   }
   if (options.staged)
     plan.drainFirst.assign(ch.lanes, ch.lanes + ch.count);
+  const bool summed =
+      stream == Stream::GemmWeights && options.gemmLanes == GemmLanes::Summed;
   const uint64_t beats = (bytes + 15) / 16;
-  const uint64_t first = std::min<uint64_t>(bytes, (beats + 1) / 2 * 16);
-  const uint64_t lane[2][2] = {{0, first}, {first, bytes - first}};
-  const uint64_t step = std::max<uint64_t>(options.maxCommandBytes, 16);
+  const uint64_t first =
+      summed ? bytes : std::min<uint64_t>(bytes, (beats + 1) / 2 * 16);
+  // Per lane: where its bytes start and how many.
+  const uint64_t lane[2][2] = {
+      {0, first}, {summed ? 0 : first, summed ? bytes : bytes - first}};
+  uint64_t step = std::max<uint64_t>(options.maxCommandBytes, 16);
+  if (summed)
+    step = std::min(step, std::max<uint64_t>(options.zeroBytes / 16 * 16, 16));
   unsigned perLane[2] = {0, 0};
   plan.beforeWord = SIZE_MAX;
   for (uint64_t done = 0;; done += step) {
@@ -125,8 +152,11 @@ inline TransferPlan planTransfer(Stream stream, uint64_t bytes,
       const uint64_t n = std::min(step, laneBytes - done);
       if (perLane[l] == queueDepth(ch.lanes[l]) && plan.beforeWord == SIZE_MAX)
         plan.beforeWord = plan.commands.size();
-      plan.commands.push_back(
-          {ch.lanes[l], lane[l][0] + done, n, done + n == laneBytes});
+      // A zero command reads the region from its start: every one is the
+      // same zeros.
+      const bool zeros = summed && l == 1;
+      plan.commands.push_back({ch.lanes[l], zeros ? 0 : lane[l][0] + done, n,
+                               done + n == laneBytes, zeros});
       ++perLane[l];
       any = true;
     }

@@ -393,6 +393,8 @@ private:
       const unsigned port = portOf(c.channel);
       op.portBytes[port] += double(c.bytes);
       out_->counts.portBytes[port] += c.bytes;
+      if (c.zeros)
+        out_->counts.laneZeroBytes += c.bytes;
       total += double(c.bytes);
     }
     const double portMbps = p_.hp_port_bytes_per_clock * p_.axi_clock_mhz;
@@ -748,17 +750,21 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
 
     // flushPendingWeights, by the transfer plan both share
     // (runtime/devices/Kv260TransferPlan.h): the record streams over the
-    // engine's two ports in commands the driver queues without waiting
-    // for the NPU, up to the command FIFOs' depth; the rest follow the
-    // word. A record made at run time by a host kernel (host attention's
-    // scores) is first copied into the DMA staging area, once the
-    // commands reading the previous staged record are done; a static one
-    // streams from the resident weights section (copied once when the
-    // model is opened), a KV record or mask from where the host wrote it
-    // in the DMA buffer.
+    // engine's two ports (a GEMM whose engine adds its lanes,
+    // gemm_lanes_summed: the record on one, as many zeros on the other) in
+    // commands the driver queues without waiting for the NPU, up to the
+    // command FIFOs' depth; the rest follow the word. A record made at run
+    // time by a host kernel (host attention's scores) is first copied into
+    // the DMA staging area, once the commands reading the previous staged
+    // record are done; a static one streams from the resident weights
+    // section (copied once when the model is opened), a KV record or mask
+    // from where the host wrote it in the DMA buffer.
     device::kv260::PlanOptions planOptions;
     planOptions.maxCommandBytes = ctx_.maxCommandBytes;
     planOptions.staged = ref.kind == exec::WeightRef::Kind::Dynamic;
+    planOptions.gemmLanes = p_.gemm_lanes_summed != 0
+                                ? device::kv260::GemmLanes::Summed
+                                : device::kv260::GemmLanes::Split;
     const device::kv260::TransferPlan plan =
         device::kv260::planTransfer(gemm ? device::kv260::Stream::GemmWeights
                                          : device::kv260::Stream::GemvWeights,

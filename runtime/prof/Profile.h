@@ -33,8 +33,11 @@ struct StepCounts {
   uint64_t kvRecordBytes = 0;
   /// Host-window bytes the step's MEMCPYs move.
   uint64_t memcpyBytes = 0;
-  /// Every streamed byte (weights, KV records, masks, MEMCPY) by the PS
-  /// port the transfer plan puts it on.
+  /// Zeros a GEMM's second lane streams beside its record, where the
+  /// engine adds its lanes (gemm_lanes_summed).
+  uint64_t laneZeroBytes = 0;
+  /// Every streamed byte (weights, KV records, masks, MEMCPY, lane zeros)
+  /// by the PS port the transfer plan puts it on.
   uint64_t portBytes[kNumDdrPorts] = {};
 };
 

@@ -172,11 +172,15 @@ StreamCeiling streamCeiling(const StepProfile &step, const Params &params) {
                      c.busiestBytes * mb, c.bytes * mb);
   c.formula += formatString(
       ") = %.0f MB/s; %.3f MB (weights %.3f, KV records and masks %.3f, "
-      "MEMCPY %.3f) / %.0f MB/s = %.4f ms",
+      "MEMCPY %.3f",
       c.mbps, c.bytes * mb,
       double(step.counts.weightBytes - step.counts.kvRecordBytes) * mb,
       double(step.counts.kvRecordBytes) * mb,
-      double(step.counts.memcpyBytes) * mb, c.mbps, c.seconds * 1e3);
+      double(step.counts.memcpyBytes) * mb);
+  if (step.counts.laneZeroBytes)
+    c.formula += formatString(", GEMM lane zeros %.3f",
+                              double(step.counts.laneZeroBytes) * mb);
+  c.formula += formatString(") / %.0f MB/s = %.4f ms", c.mbps, c.seconds * 1e3);
   return c;
 }
 
@@ -228,6 +232,7 @@ json countsJson(const StepCounts &c) {
           {"weight_bytes", c.weightBytes},
           {"kv_record_bytes", c.kvRecordBytes},
           {"memcpy_bytes", c.memcpyBytes},
+          {"lane_zero_bytes", c.laneZeroBytes},
           {"port_bytes", ports}};
 }
 

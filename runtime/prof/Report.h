@@ -67,7 +67,7 @@ struct BatchFigures {
 BatchFigures batchFigures(const ProfileRun &run, size_t i);
 
 /// The least time a step's streamed bytes (weights, KV records, masks,
-/// MEMCPY) can take: every byte through DDR at its effective rate, and each
+/// MEMCPY, a GEMM's lane of zeros) can take: every byte through DDR at its effective rate, and each
 /// PS port's share through that port at its width times the AXI clock;
 /// the slower of the two.
 struct StreamCeiling {

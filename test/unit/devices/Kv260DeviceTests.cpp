@@ -13,11 +13,13 @@
 #include "runtime/devices/Kv260Device.h"
 #include "runtime/devices/Kv260Protocol.h"
 #include "runtime/devices/SimDevice.h"
+#include "runtime/prof/Machines.h"
 #include "runtime/prof/Profile.h"
 
 #include "hw/isa/Isa.h"
 #include "hw/machine/MachineModel.h"
 #include "hw/numerics/HalfFloat.h"
+#include "test/unit/devices/FakeDmaHeap.h"
 #include "test/unit/devices/FakeSysfs.h"
 
 #include <gtest/gtest.h>
@@ -40,6 +42,10 @@ using kv260::Channel;
 namespace {
 
 constexpr uint64_t kPhys = 0x40000000ull;
+/// The fixture's zero region, right after its 1 KiB host window: where
+/// every hp1 command of a GEMM reads.
+constexpr uint64_t kZeroBytes = 1024;
+constexpr uint64_t kZeros = kPhys + 1024;
 
 /// What reached the board, in order: instruction words and DataMover
 /// commands as the fake decoded them.
@@ -247,19 +253,33 @@ struct Board {
       isa::Instruction inst;
       const bool valid = isa::decode(w, inst, &npuError);
       if (valid && inst.opcode == isa::Opcode::Gemm) {
+        // The RTL's GEMM takes a beat from HP0 and HP1 together and
+        // multiplies each activation by the sum of the two beats' weights
+        // (docs/kv260.md §5.4): a lane whose beats run out leaves it
+        // waiting, and the record it computes with is the two streams
+        // added weight by weight.
         FakeChannel &upper = channel(Channel::Hp0),
                     &lower = channel(Channel::Hp1);
         const size_t from[2] = {upper.recordStart, lower.recordStart};
         const bool a = drainLane(Channel::Hp0);
-        // A record of one beat has nothing on the second lane.
-        const bool b = drainLane(Channel::Hp1) ||
-                       (a && upper.streamed.size() - from[0] <= 16 &&
-                        lower.commands.empty());
+        const bool b = drainLane(Channel::Hp1);
         if (!a || !b)
           return; // the rest of the record is not queued yet
-        record.assign(upper.streamed.begin() + from[0], upper.streamed.end());
-        record.insert(record.end(), lower.streamed.begin() + from[1],
-                      lower.streamed.end());
+        const size_t bytes[2] = {upper.streamed.size() - from[0],
+                                 lower.streamed.size() - from[1]};
+        if ((bytes[0] + 15) / 16 != (bytes[1] + 15) / 16) {
+          npuError = "the GEMM's lanes delivered " +
+                     std::to_string((bytes[0] + 15) / 16) + " and " +
+                     std::to_string((bytes[1] + 15) / 16) +
+                     " beats: the engine waits for the missing pairs";
+          return;
+        }
+        if (!addLanes(upper.streamed.data() + from[0], bytes[0],
+                      lower.streamed.data() + from[1], bytes[1], &record)) {
+          npuError = "the GEMM's lanes add up to weights beyond INT4, "
+                     "which no record holds";
+          return;
+        }
         for (FakeChannel *ch : {&upper, &lower}) {
           ch->laneEnded = false;
           ch->recordStart = ch->streamed.size();
@@ -273,6 +293,27 @@ struct Board {
       if (valid && npu)
         runOnSimulator(w, inst);
     }
+  }
+
+  /// The weights the engine computes with: each INT4 of one lane's bytes
+  /// plus the one at the same place in the other's. False when a sum
+  /// leaves -8 ... 7 (the RTL keeps the fifth bit; a record cannot).
+  static bool addLanes(const uint8_t *a, size_t aBytes, const uint8_t *b,
+                       size_t bBytes, std::vector<uint8_t> *out) {
+    out->assign(std::max(aBytes, bBytes), 0);
+    bool fits = true;
+    for (size_t i = 0; i < out->size(); ++i) {
+      const unsigned x = i < aBytes ? a[i] : 0, y = i < bBytes ? b[i] : 0;
+      uint8_t sum = 0;
+      for (unsigned shift : {0u, 4u}) {
+        const int nibble =
+            int(((x >> shift) & 15) ^ 8) - 8 + int(((y >> shift) & 15) ^ 8) - 8;
+        fits = fits && nibble >= -8 && nibble <= 7;
+        sum |= uint8_t((nibble & 15) << shift);
+      }
+      (*out)[i] = sum;
+    }
+    return fits;
   }
 
   void runOnSimulator(uint64_t w, const isa::Instruction &inst) {
@@ -519,8 +560,8 @@ uint64_t memcpyWord(bool fromHost, uint32_t aux, uint32_t entry) {
 
 const uint64_t kGemm = word(isa::Instruction(isa::Opcode::Gemm));
 
-/// A device with a 64-word window (1 KiB, staging from 4096) and a DMA
-/// buffer of `dmaBytes`.
+/// A device with a 64-word window (1 KiB, then 1 KiB of zeros, staging
+/// from 4096) and a DMA buffer of `dmaBytes`.
 struct Fixture {
   Board board;
   Memory memory;
@@ -533,6 +574,7 @@ struct Fixture {
     board.memory = &memory;
     Kv260Options options;
     options.windowWords = 64;
+    options.zeroBytes = kZeroBytes;
     options.pollLimit = pollLimit;
     options.minStagingBytes = 4096;
     options.maxCommandBytes = maxCommandBytes;
@@ -541,6 +583,9 @@ struct Fixture {
         std::make_unique<FakeDma>(memory, kPhys), options, &error);
     board.events.clear();
     board.statusReads = 0;
+    // The zero region's fill and flush at open.
+    memory.writes.clear();
+    memory.flushes.clear();
   }
   uint16_t lane(size_t index) const {
     uint16_t v;
@@ -620,6 +665,7 @@ TEST(Kv260Device, CreateChecksSizesAndAddresses) {
   std::string error;
   Kv260Options options;
   options.windowWords = 64;
+  options.zeroBytes = kZeroBytes;
   EXPECT_EQ(Kv260Device::create(std::make_unique<FakeRegisters>(board, 0x1000),
                                 std::make_unique<FakeDma>(memory, kPhys),
                                 options, &error),
@@ -660,6 +706,7 @@ TEST(Kv260Device, CreateClearsWhatAnEarlierRunLeft) {
   std::string error;
   Kv260Options options;
   options.windowWords = 64;
+  options.zeroBytes = kZeroBytes;
   auto device = Kv260Device::create(
       std::make_unique<FakeRegisters>(board, kv260::kMapBytes),
       std::make_unique<FakeDma>(memory, kPhys), options, &error);
@@ -691,6 +738,7 @@ TEST(Kv260Device, ASilentBusIsReportedAtOpen) {
   std::string error;
   Kv260Options options;
   options.windowWords = 64;
+  options.zeroBytes = kZeroBytes;
   EXPECT_EQ(Kv260Device::create(
                 std::make_unique<FakeRegisters>(board, kv260::kMapBytes),
                 std::make_unique<FakeDma>(memory, kPhys), options, &error),
@@ -849,7 +897,9 @@ TEST(Kv260Device, CopyLengthChecks) {
 //===-- Weight streams
 //-------------------------------------------------------===//
 
-TEST(Kv260Device, GemmRecordIsSplitOverBothLanes) {
+// The RTL's GEMM adds its two lanes' weights: the record streams on hp0,
+// hp1 streams as many bytes from the zero region.
+TEST(Kv260Device, GemmRecordStreamsOnHp0BesideZerosOnHp1) {
   // 4 KiB window page, 4 KiB staging, then the 8 KiB section at the end.
   Fixture f(20480);
   ASSERT_NE(f.device, nullptr);
@@ -861,30 +911,35 @@ TEST(Kv260Device, GemmRecordIsSplitOverBothLanes) {
                                         &weights, &f.error))
       << f.error;
   EXPECT_EQ(weights, 0u);
-  // 1000 bytes = 63 beats: 32 beats on HP0, the other 488 bytes on HP1.
-  ASSERT_TRUE(f.device->pushWeights({weights, 1024, 1000}, nullptr, &f.error))
+  // 2500 bytes = 157 beats on each lane, in commands no longer than the
+  // 1 KiB of zeros, which every hp1 command reads from its start.
+  ASSERT_TRUE(f.device->pushWeights({weights, 1024, 2500}, nullptr, &f.error))
       << f.error;
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   const uint64_t at = kPhys + 12288 + 1024;
   EXPECT_EQ(f.board.events,
-            (std::vector<Event>{command(Channel::Hp0, at, 512, 0),
-                                command(Channel::Hp1, at + 512, 488, 0),
-                                instruction(kGemm)}));
+            (std::vector<Event>{
+                command(Channel::Hp0, at, 1024, 0, false),
+                command(Channel::Hp1, kZeros, 1024, 0, false),
+                command(Channel::Hp0, at + 1024, 1024, 1, false),
+                command(Channel::Hp1, kZeros, 1024, 1, false),
+                instruction(kGemm), command(Channel::Hp0, at + 2048, 452, 2),
+                command(Channel::Hp1, kZeros, 452, 2)}));
   ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
-  std::vector<uint8_t> both = f.board.channel(Channel::Hp0).streamed;
-  const auto &lower = f.board.channel(Channel::Hp1).streamed;
-  both.insert(both.end(), lower.begin(), lower.end());
-  EXPECT_EQ(both, std::vector<uint8_t>(section.begin() + 1024,
-                                       section.begin() + 2024));
+  EXPECT_EQ(
+      f.board.channel(Channel::Hp0).streamed,
+      std::vector<uint8_t>(section.begin() + 1024, section.begin() + 3524));
+  EXPECT_EQ(f.board.channel(Channel::Hp1).streamed,
+            std::vector<uint8_t>(2500, 0));
   // Nothing was staged.
   EXPECT_EQ(f.memory.bytes[4096], 0);
 }
 
 TEST(Kv260Device, LongRecordsAreChunkedAndTheFifosNeverOverflow) {
-  // Commands of at most 32 bytes: a 640-byte record is 10 per lane. An HP
+  // Commands of at most 32 bytes: a 640-byte record is 20 a lane. An HP
   // page returns three status words per command into its 8-word status
   // FIFO, so the driver keeps two commands a lane outstanding: the first 2
-  // of each lane go before the word, the other 8 after it
+  // of each lane go before the word, the other 18 after it
   // (Kv260TransferPlan.h).
   Fixture f(8192, 100, 32);
   ASSERT_NE(f.device, nullptr);
@@ -896,13 +951,12 @@ TEST(Kv260Device, LongRecordsAreChunkedAndTheFifosNeverOverflow) {
   f.device->pushHostWeights(record.data(), record.size());
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   std::vector<Event> expected;
-  for (uint8_t i = 0; i < 10; ++i) {
+  for (uint8_t i = 0; i < 20; ++i) {
     if (i == kv260::queueDepth(Channel::Hp0))
       expected.push_back(instruction(kGemm));
     expected.push_back(
-        command(Channel::Hp0, kPhys + 4096 + 32 * i, 32, i, i == 9));
-    expected.push_back(
-        command(Channel::Hp1, kPhys + 4096 + 320 + 32 * i, 32, i, i == 9));
+        command(Channel::Hp0, kPhys + 4096 + 32 * i, 32, i % 16, i == 19));
+    expected.push_back(command(Channel::Hp1, kZeros, 32, i % 16, i == 19));
   }
   EXPECT_EQ(f.board.events, expected);
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
@@ -910,13 +964,12 @@ TEST(Kv260Device, LongRecordsAreChunkedAndTheFifosNeverOverflow) {
   EXPECT_EQ(f.board.channel(Channel::Hp0).maxOutstanding, 2u);
   EXPECT_EQ(f.board.channel(Channel::Hp0).sticky, 0u);
   EXPECT_EQ(f.board.channel(Channel::Hp1).sticky, 0u);
-  std::vector<uint8_t> both = f.board.channel(Channel::Hp0).streamed;
-  const auto &lower = f.board.channel(Channel::Hp1).streamed;
-  both.insert(both.end(), lower.begin(), lower.end());
-  EXPECT_EQ(both, record);
+  EXPECT_EQ(f.board.channel(Channel::Hp0).streamed, record);
+  EXPECT_EQ(f.board.channel(Channel::Hp1).streamed,
+            std::vector<uint8_t>(640, 0));
 }
 
-// An LM-head tile of 67 362 784 B is 9 commands of 4 MiB per lane, and the
+// An LM-head tile of 67 362 784 B is 17 commands of 4 MiB per lane, and the
 // 64 KiB weight FIFO holds less than one: no command of the record can
 // complete before the GEMM's word is stored. Pushing a ninth command
 // before the word (waiting for the first's status) never returns. Here
@@ -936,14 +989,11 @@ TEST(Kv260Device, ARecordLongerThanTheQueuesDoesNotDeadlock) {
   ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
   ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
   EXPECT_TRUE(f.board.npuQueue.empty());
-  std::vector<uint8_t> both = f.board.channel(Channel::Hp0).streamed;
-  const auto &lower = f.board.channel(Channel::Hp1).streamed;
-  std::vector<uint8_t> expected(first.begin(), first.begin() + 320);
-  expected.insert(expected.end(), second.begin(), second.begin() + 288);
-  expected.insert(expected.end(), first.begin() + 320, first.end());
-  expected.insert(expected.end(), second.begin() + 288, second.end());
-  both.insert(both.end(), lower.begin(), lower.end());
-  EXPECT_EQ(both, expected);
+  std::vector<uint8_t> expected = first;
+  expected.insert(expected.end(), second.begin(), second.end());
+  EXPECT_EQ(f.board.channel(Channel::Hp0).streamed, expected);
+  EXPECT_EQ(f.board.channel(Channel::Hp1).streamed,
+            std::vector<uint8_t>(expected.size(), 0));
   for (Channel c : {Channel::Hp0, Channel::Hp1}) {
     EXPECT_EQ(f.board.channel(c).sticky, 0u);
     EXPECT_LE(f.board.channel(c).maxOutstanding, kv260::queueDepth(c));
@@ -960,8 +1010,8 @@ TEST(Kv260Device, StagingWaitsUntilThePreviousRecordIsRead) {
   f.device->pushHostWeights(second.data(), second.size());
   ASSERT_TRUE(f.device->issue(kGemm, 1, &f.error)) << f.error;
   ASSERT_TRUE(f.device->sync(&f.error)) << f.error;
-  std::vector<uint8_t> expected(32, 0x11);
-  expected.insert(expected.end(), 32, 0x22);
+  std::vector<uint8_t> expected(64, 0x11);
+  expected.insert(expected.end(), 64, 0x22);
   EXPECT_EQ(f.board.channel(Channel::Hp0).streamed, expected);
 }
 
@@ -976,9 +1026,8 @@ TEST(Kv260Device, RecordsInTheBufferStreamFromWhereTheyLie) {
   ASSERT_TRUE(f.device->pushWeights({kv.id, 0, 100}, nullptr, &f.error))
       << f.error;
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
-  EXPECT_EQ(f.board.events[0], command(Channel::Hp0, kPhys + offset, 64, 0));
-  EXPECT_EQ(f.board.events[1],
-            command(Channel::Hp1, kPhys + offset + 64, 36, 0));
+  EXPECT_EQ(f.board.events[0], command(Channel::Hp0, kPhys + offset, 100, 0));
+  EXPECT_EQ(f.board.events[1], command(Channel::Hp1, kZeros, 100, 0));
   EXPECT_EQ(f.memory.bytes[4096], 0); // not staged
   ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
 }
@@ -1008,16 +1057,13 @@ TEST(Kv260Device, HandlesStreamFromTheirRegisteredBuffer) {
       << f.error;
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   EXPECT_EQ(f.board.events[0],
-            command(Channel::Hp0, kPhys + kvOffset + 128, 16, 0));
-  EXPECT_EQ(f.board.events[1],
-            command(Channel::Hp1, kPhys + kvOffset + 144, 16, 0));
+            command(Channel::Hp0, kPhys + kvOffset + 128, 32, 0));
+  EXPECT_EQ(f.board.events[1], command(Channel::Hp1, kZeros, 32, 0));
   EXPECT_EQ(f.memory.flushes,
             (std::vector<std::pair<size_t, size_t>>{{kvOffset + 128, 32}}));
   ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
-  std::vector<uint8_t> both = f.board.channel(Channel::Hp0).streamed;
-  const auto &lower = f.board.channel(Channel::Hp1).streamed;
-  both.insert(both.end(), lower.begin(), lower.end());
-  EXPECT_EQ(both, std::vector<uint8_t>(kv.data + 128, kv.data + 160));
+  EXPECT_EQ(f.board.channel(Channel::Hp0).streamed,
+            std::vector<uint8_t>(kv.data + 128, kv.data + 160));
   // The weights section was flushed once, when registered: not again.
   f.memory.flushes.clear();
   ASSERT_TRUE(f.device->pushWeights({weights, 4064, 32}, nullptr, &f.error))
@@ -1105,6 +1151,45 @@ TEST(Kv260Device, BulkWritesUseAlignedStoresOnly) {
             0);
 }
 
+// On a buffer from a CMA heap (mapped cached, not snooped by the HP ports)
+// the driver hands memory over where it does with u-dma-buf's cache
+// commands: the zeros at open, the window's rows before a MEMCPY to the
+// NPU, a staged record before its GEMM, and the window's words the NPU
+// wrote before the host reads them.
+TEST(Kv260Device, OnADmaHeapBufferEveryHandOverIsSynced) {
+  pccx::testsupport::FakeDmaHeap kernel;
+  std::string error;
+  auto buffer = openDmaHeap("reserved", 8192, &error, kernel, kernel.paths);
+  ASSERT_NE(buffer, nullptr) << error;
+  Board board;
+  Memory memory;
+  memory.bytes.assign(8192, 0);
+  board.memory = &memory;
+  Kv260Options options;
+  options.windowWords = 64;
+  options.zeroBytes = kZeroBytes;
+  options.minStagingBytes = 4096;
+  options.pollLimit = 100;
+  auto device = Kv260Device::create(
+      std::make_unique<FakeRegisters>(board, kv260::kMapBytes),
+      std::move(buffer), options, &error);
+  ASSERT_NE(device, nullptr) << error;
+  std::vector<uint8_t> record(64, 0x11);
+  // 8*2*1 = 16 elements: 2 words each way.
+  ASSERT_TRUE(device->issue(fmapShape(1, 8, 2, 1), 0, &error)) << error;
+  ASSERT_TRUE(device->issue(memcpyWord(true, 0, 1), 1, &error)) << error;
+  device->pushHostWeights(record.data(), record.size());
+  ASSERT_TRUE(device->issue(kGemm, 2, &error)) << error;
+  ASSERT_TRUE(device->issue(memcpyWord(false, 0, 1), 3, &error)) << error;
+  ASSERT_TRUE(device->sync(&error)) << error;
+  const uint64_t endWrite = DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE,
+                 startRead = DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ;
+  EXPECT_EQ(kernel.syncs,
+            (std::vector<uint64_t>{endWrite, endWrite, endWrite, startRead}));
+  EXPECT_EQ(kernel.cleaned, (std::vector<std::pair<size_t, size_t>>{
+                                {1024, 1024}, {0, 32}, {4096, 64}, {0, 32}}));
+}
+
 TEST(Kv260Device, ASectionTooBigForTheBufferIsRefusedAtOpen) {
   Fixture f(16384);
   ASSERT_NE(f.device, nullptr);
@@ -1185,6 +1270,75 @@ TEST(Kv260Device, AProgramGivesTheSimulatorsResultThroughTheProtocol) {
   EXPECT_EQ(f.device->window()[1], 5.0f);
 }
 
+// The RTL's GEMM multiplies each activation by the sum of its two lanes'
+// weights and takes their beats in pairs (docs/kv260.md §5.4): on a fake
+// board that does the same, two INT4 GEMMs (3 beats and 10) give the
+// simulator's result, the record on hp0 and as many beats of zeros on hp1.
+TEST(Kv260Device, TheRecordOnOneLaneAndZerosOnTheOtherGiveTheSumTheRtlMakes) {
+  const char *program[] = {
+      "memset dest_cache=fmap_shape dest_addr=4 a_value=1 b_value=1 "
+      "c_value=64",
+      "memset dest_cache=fmap_shape dest_addr=2 a_value=1 b_value=0 "
+      "c_value=0",
+      "memset dest_cache=weight_shape dest_addr=7 a_value=3 b_value=20 "
+      "c_value=0",
+      "memset dest_cache=weight_shape dest_addr=8 a_value=5 b_value=60 "
+      "c_value=0",
+      "memcpy from_device=1 to_device=0 dest_addr=0x00010 shape_ptr_addr=4",
+      "gemm dest_reg=0x00020 src_addr=0x00010 size_ptr_addr=7 "
+      "shape_ptr_addr=2",
+      "gemm dest_reg=0x00021 src_addr=0x00010 size_ptr_addr=8 "
+      "shape_ptr_addr=2",
+      "memcpy from_device=0 to_device=1 src_addr=0x00020 shape_ptr_addr=4"};
+  // INT4 rows of K weights (two a byte), each padded with zeros to 16 bytes
+  // (docs/isa-semantics.md §6): 3 x 16 bytes and 5 x 32 bytes.
+  auto int4Record = [](size_t n, size_t k, unsigned seed) {
+    const size_t stride = (k / 2 + 15) / 16 * 16;
+    std::vector<uint8_t> record(n * stride, 0);
+    for (size_t row = 0; row < n; ++row)
+      for (size_t j = 0; j < k / 2; ++j)
+        record[row * stride + j] = uint8_t((row * 31 + j) * seed + 5);
+    return record;
+  };
+  const std::vector<uint8_t> records[2] = {int4Record(3, 20, 37),
+                                           int4Record(5, 60, 53)};
+  float input[64];
+  for (size_t i = 0; i < 64; ++i)
+    input[i] = float(int(i % 7) - 3);
+
+  SimDevice npu(sim::Numerics::Hardware, machine::Target::V002Rtl);
+  SimDevice direct(sim::Numerics::Hardware, machine::Target::V002Rtl);
+  Fixture f;
+  ASSERT_NE(f.device, nullptr);
+  f.board.npu = &npu;
+  std::copy(input, input + 64, f.device->window());
+  std::copy(input, input + 64, direct.window());
+  size_t gemms = 0;
+  for (size_t i = 0; i < sizeof(program) / sizeof(program[0]); ++i) {
+    isa::Instruction inst;
+    ASSERT_TRUE(isa::assemble(program[i], inst, &f.error)) << f.error;
+    const uint64_t w = word(inst);
+    if (inst.opcode == isa::Opcode::Gemm) {
+      const std::vector<uint8_t> &r = records[gemms++];
+      f.device->pushHostWeights(r.data(), r.size());
+      direct.pushHostWeights(r.data(), r.size());
+    }
+    ASSERT_TRUE(f.device->issue(w, i, &f.error)) << f.error;
+    ASSERT_TRUE(direct.issue(w, i, &f.error)) << f.error;
+    ASSERT_TRUE(f.board.npuError.empty()) << f.board.npuError;
+  }
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  ASSERT_TRUE(direct.finishSegment(&f.error)) << f.error;
+  EXPECT_TRUE(f.board.npuQueue.empty());
+  EXPECT_EQ(std::vector<float>(f.device->window(), f.device->window() + 64),
+            std::vector<float>(direct.window(), direct.window() + 64));
+  std::vector<uint8_t> both = records[0];
+  both.insert(both.end(), records[1].begin(), records[1].end());
+  EXPECT_EQ(f.board.channel(Channel::Hp0).streamed, both);
+  EXPECT_EQ(f.board.channel(Channel::Hp1).streamed,
+            std::vector<uint8_t>(both.size(), 0));
+}
+
 //===-- DataMover errors and timeouts
 //----------------------------------------===//
 
@@ -1197,7 +1351,7 @@ TEST(Kv260Device, DataMoverErrorStatusIsReported) {
   ASSERT_TRUE(f.device->issue(kGemm, 0, &f.error)) << f.error;
   EXPECT_FALSE(f.device->sync(&f.error));
   EXPECT_TRUE(contains(f.error, "DataMover hp1 (GEMM weights, lower INT4 "
-                                "lane): the 32-byte transfer at 0x40001020 "
+                                "lane): the 64-byte transfer at 0x40000400 "
                                 "failed: SLVERR"))
       << f.error;
 
@@ -1425,9 +1579,9 @@ TEST(Kv260TransferPlan, TheDriverAndTheTimingModelIssueTheSameStream) {
       "shape_ptr_addr=2",
       "memcpy from_device=0 to_device=1 src_addr=0x00020 shape_ptr_addr=4"};
   const size_t count = sizeof(text) / sizeof(text[0]);
-  // Records at offsets of a resident section: 640 B (10 commands a lane),
-  // 48 B (2 beats and 1: a command each), 1000 B (32 beats and 31: 16
-  // commands a lane).
+  // Records at offsets of a resident section: 640 B (20 commands a lane),
+  // 48 B (3 beats: 2 commands a lane), 1000 B (63 beats: 32 commands a
+  // lane), each on hp0 beside as many zeros on hp1.
   std::vector<uint8_t> section(2048);
   for (size_t i = 0; i < section.size(); ++i)
     section[i] = uint8_t(i * 11 + 3);
@@ -1464,8 +1618,10 @@ TEST(Kv260TransferPlan, TheDriverAndTheTimingModelIssueTheSameStream) {
   context.issued = &modelled;
   prof::StepProfile step;
   std::string error;
-  ASSERT_TRUE(
-      prof::profileStep(program, context, 0, prof::Params(), &step, &error))
+  // The overlay as built: its GEMM adds the two lanes (gemm_lanes_summed).
+  prof::Params params;
+  ASSERT_TRUE(prof::applyMachine("kv260-as-built", &params, &error)) << error;
+  ASSERT_TRUE(prof::profileStep(program, context, 0, params, &step, &error))
       << error;
 
   // The driver's, on a board whose weight FIFOs hold less than a command.
@@ -1507,17 +1663,19 @@ TEST(Kv260TransferPlan, TheDriverAndTheTimingModelIssueTheSameStream) {
   for (size_t i = 0; i < driven.size(); ++i)
     EXPECT_TRUE(driven[i] == modelled[i])
         << "item " << i << ": the driver issued " << f.board.events[i];
-  // 8 words; 20, 2 and 32 weight commands; 2 MEMCPY commands.
-  EXPECT_EQ(driven.size(), size_t(8 + 20 + 2 + 32 + 2));
+  // 8 words; 40, 4 and 64 weight commands; 2 MEMCPY commands.
+  EXPECT_EQ(driven.size(), size_t(8 + 40 + 4 + 64 + 2));
   // The first long record's word follows 2 commands of each lane (after
   // 3 MEMSETs and the load's word and command).
   EXPECT_TRUE(driven[3 + 2 + 4].instruction);
   EXPECT_FALSE(driven[3 + 2 + 3].instruction);
   // Every command's status was taken and every record streamed whole.
-  EXPECT_EQ(f.board.channel(Channel::Hp0).streamed.size() +
-                f.board.channel(Channel::Hp1).streamed.size(),
+  EXPECT_EQ(f.board.channel(Channel::Hp0).streamed.size(),
             size_t(640 + 48 + 1000));
-  EXPECT_EQ(step.counts.portBytes[0] + step.counts.portBytes[1],
-            uint64_t(640 + 48 + 1000));
+  EXPECT_EQ(f.board.channel(Channel::Hp1).streamed,
+            std::vector<uint8_t>(640 + 48 + 1000, 0));
+  // As built, the host window's DataMovers share PS HP0 too.
+  EXPECT_EQ(step.counts.portBytes[0], uint64_t(640 + 48 + 1000 + 2 * 16));
+  EXPECT_EQ(step.counts.portBytes[1], uint64_t(640 + 48 + 1000));
   EXPECT_EQ(step.counts.memcpyBytes, uint64_t(2 * 16));
 }

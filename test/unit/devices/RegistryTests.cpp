@@ -59,7 +59,8 @@ TEST(DeviceRegistry, UnknownOptionIsNamedWithTheDevicesOptions) {
                    "or threads)");
   EXPECT_FALSE(checkDeviceOptions("kv260", {{"threads", "2"}}, &error));
   EXPECT_EQ(error, "kv260: unknown option 'threads' (its options: numerics, "
-                   "uio-name, udmabuf or dma-window)");
+                   "uio-name, udmabuf, dma-window, dma-buffer, dma-heap or "
+                   "dma-heap-mib)");
 }
 
 TEST(DeviceRegistry, BadValuesAreNamedWithWhatIsAccepted) {

@@ -330,11 +330,16 @@ TEST(Machines, AsBuiltRunsOneClock) {
   ASSERT_TRUE(applyMachine("v002", &p, &error)) << error;
   EXPECT_EQ(p.core_clock_mhz, 400);
   EXPECT_EQ(p.axi_clock_mhz, 250);
+  EXPECT_EQ(p.gemm_lanes_summed, 0);
   ASSERT_TRUE(applyMachine("kv260-as-built", &p, &error)) << error;
   EXPECT_EQ(p.core_clock_mhz, 100);
   EXPECT_EQ(p.axi_clock_mhz, 100);
   EXPECT_EQ(p.host_window_on_hp0, 1);
   EXPECT_EQ(p.sfu_exp_cycles_per_element, 3);
+  // Its GEMM adds the two lanes: the record on hp0, zeros on hp1, one
+  // useful MAC a DSP.
+  EXPECT_EQ(p.gemm_lanes_summed, 1);
+  EXPECT_EQ(p.gemm_macs_per_clock, 1024);
   EXPECT_FALSE(applyMachine("kv261", &p, &error));
   EXPECT_NE(error.find("no machine named 'kv261' (v002, kv260-as-built)"),
             std::string::npos)

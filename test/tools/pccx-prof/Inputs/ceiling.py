@@ -14,7 +14,8 @@ for run in runs:
     for name, seconds, step in steps:
         c = step["ceiling"]
         counts = step["counts"]
-        streamed = counts["weight_bytes"] + counts["memcpy_bytes"]
+        streamed = (counts["weight_bytes"] + counts["memcpy_bytes"] +
+                    counts["lane_zero_bytes"])
         print("step", run["machine"], name, "within its ceiling",
               seconds >= c["seconds"] * (1 - 1e-9) and step["ceiling_fraction"] <= 1 + 1e-9,
               "bytes counted", streamed == c["bytes"] == sum(counts["port_bytes"].values()))
