@@ -1,7 +1,7 @@
 """Runs every shell command of the documentation (README.md, docs/*.md,
-bench/README.md): each line of an indented or fenced code block that starts
-with a command (a pccx tool, make, python3, curl, bench/..., ...), and each
-Python example. It runs as written, in a scratch directory where the
+bench/README.md): every line of a ```sh block, each line of another
+indented or fenced code block that starts with a command (a pccx tool, make,
+python3, curl, bench/..., ...), and each Python example. It runs as written, in a scratch directory where the
 documents' generic names are real inputs:
 
   CKPT_DIR     a tiny checkpoint (pccx-make-checkpoint's tiny sizes with a
@@ -16,9 +16,10 @@ documents' generic names are real inputs:
   build, bench, runtime, tools
                the build tree and the source folders
 
-A command that cannot run here is in SKIPPED with the reason; a command
-that is neither run nor listed, or a listed one no document has any more,
-fails the run, so a new command cannot go untested unnoticed. The README's
+A command that cannot run here is in SKIPPED with the reason; every other
+one runs (a synopsis or a make target as in INSTANCES), so a new command
+that cannot run here fails the run until it is listed, and so does a listed
+one that no document has any more. The README's
 marked examples (<!-- readme-example: NAME -->) are run by
 test/tools/readme/run_readme_examples.py.
 
@@ -28,7 +29,6 @@ import glob
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -46,7 +46,6 @@ SYNOPSIS = "a usage synopsis (bracketed options, placeholders), not a command"
 BENCH = "a benchmark of minutes (full-size or E2B-shaped checkpoints)"
 SKIPPED = {
     # README.md
-    "make demo": "builds the tree (the tests run in a built tree); test/tools/readme and the tools' tests run the demo's steps",
     "make test": "builds the tree and runs every test, this one included",
     # docs/kv260.md
     "make aarch64": "the cross build of the board's runtime (minutes); make test runs it",
@@ -54,11 +53,12 @@ SKIPPED = {
         "installs packages on the board (root, network)",
     "cmake -G Ninja -S . -B build -DPCCX_RUNTIME_ONLY=ON": "the board's own build (minutes)",
     "ninja -C build": "the board's own build (minutes)",
+    "modprobe u-dma-buf udmabuf0=1342177280": BOARD + ": loads its DMA buffer driver",
     "pccx-run model.pccx --device kv260 --prompt \"The capital of France is\" --max-new-tokens 32": BOARD,
     "pccx-run model.pccx --device kv260 --uio-name pccx-npu --udmabuf udmabuf0 --tokens 2,818,5088 --json": BOARD,
     # docs/demo-model.md
     "apt-get install python3-torch bible-kjv libopenblas0-serial": "installs packages (root, network)",
-    "/usr/bin/python3 tools/train-demo-model/train.py --pccx-bin build/bin": "trains the demo model (hours, python3-torch)",
+    "/usr/bin/python3 tools/train-demo-model/train.py --pccx-bin build/bin": "trains the demo model (about 20 minutes, python3-torch)",
     # bench/README.md
     "bench/quality.sh BUILD_DIR [WORK_DIR] [MAX_WINDOWS]": SYNOPSIS + "; " + "about 15 minutes",
     "bench/cpu-decode.sh BUILD_DIR WORK_DIR [LAYERS] [--tokens N] [--threads 1,2] [--isa scalar|avx2|neon]": SYNOPSIS + "; " + BENCH,
@@ -71,8 +71,10 @@ SKIPPED = {
     "bench/speculative.sh BUILD_DIR WORK_DIR [DRAFT_TOKENS]": SYNOPSIS + "; " + BENCH,
 }
 
-# Synopses run as one instance each: the synopsis, then what runs for it.
+# Synopses run as one instance each, and make targets that build as what
+# they run once built: the documented line, then what runs for it.
 INSTANCES = {
+    "make demo": "tools/demo.sh build demo-out",
     "pccx-objdump [--headers] [--sections] [--manifest] [--manifest-json] [--info] [-d] [--all] [--no-verify] FILE.pccx...":
         "pccx-objdump --headers --sections --manifest --manifest-json --info -d --all --no-verify model.pccx batch.pccx",
     "pccx-objdump --raw [--target T] WORD...":
@@ -165,7 +167,7 @@ def commands():
                     k += 1
                     text += " " + body[k].strip()
                 text = text.strip()
-                if COMMAND.match(text):
+                if COMMAND.match(text) or (lang in ("sh", "bash", "shell") and text and not text.startswith("#")):
                     text = re.sub(r"^\$ ", "", text)
                     found.append(("%s:%d" % (path, start + j + (1 if lang else 0)), "sh", text, key(text)))
                 j = k + 1
@@ -271,7 +273,7 @@ def main():
         shown = "python: " + k if kind == "python" else k
         if k in INSTANCES:
             text = INSTANCES[k]
-            shown = "synopsis, as: " + text
+            shown = k + "  =>  " + text
         t = time.time()
         try:
             rc, err = run(kind, text)
