@@ -65,7 +65,6 @@ SKIPPED = {
     "bench/compile-full.sh BUILD_DIR e2b|e4b WORK_DIR [--compile-only]": SYNOPSIS + "; " + BENCH,
     "bench/prof-full.sh BUILD_DIR e2b|e4b WORK_DIR [pccx-prof options]": SYNOPSIS + "; " + BENCH,
     "make fuzz-build && bench/fuzz.sh SECONDS_PER_TARGET [build-fuzz]": SYNOPSIS + "; builds the clang fuzz tree (make fuzz-smoke runs it)",
-    "bench/serve-load.py [--build build] [--bundle FILE.pccx] [--timeout 300]": SYNOPSIS + "; " + BENCH,
     "bench/batch-decode.sh BUILD_DIR WORK_DIR [LAYERS] [--batch 1,2,4,8] [--steps N] [--threads T]": SYNOPSIS + "; " + BENCH,
     "bench/serve-parallel.py --build build --work WORK [--clients 4] [--max-tokens 16] [--requests 2]": SYNOPSIS + "; " + BENCH,
     "bench/speculative.sh BUILD_DIR WORK_DIR [DRAFT_TOKENS]": SYNOPSIS + "; " + BENCH,
@@ -97,6 +96,8 @@ INSTANCES = {
     "build/bin/bench-sim-gemv [--reps R] [--threads T] [--isa scalar|avx2|neon] [--hardware]":
         "build/bin/bench-sim-gemv --reps 1 --threads 1 --isa scalar --hardware",
     "build/bin/bench-sampler [--vocab V] [--reps R]": "build/bin/bench-sampler --vocab 4096 --reps 2",
+    "bench/serve-load.py [--build build] [--bundle FILE.pccx] [--timeout 300]":
+        "bench/serve-load.py --build build --timeout 60",
     "build/bin/pccx-prof BUNDLE --batch B [--positions P] [--machine kv260-as-built]":
         "build/bin/pccx-prof batch.pccx --batch 4 --positions 64 --machine kv260-as-built",
 }
