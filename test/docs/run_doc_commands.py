@@ -153,7 +153,7 @@ def commands():
         for start, lang, body in blocks(path):
             first = next((l for l in body if l.strip()), "")
             if lang == "python" or (lang == "" and first.startswith("import ")):
-                found.append(("%s:%d" % (path, start), "python", "\n".join(body), first.strip()))
+                found.append(("%s:%d" % (path, start + (1 if lang else 0)), "python", "\n".join(body), first.strip()))
                 continue
             if lang not in ("", "sh", "bash", "shell"):
                 continue
