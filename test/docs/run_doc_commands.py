@@ -76,6 +76,8 @@ INSTANCES = {
     "make demo": "tools/demo.sh build demo-out",
     "pccx-objdump [--headers] [--sections] [--manifest] [--manifest-json] [--info] [-d] [--all] [--no-verify] FILE.pccx...":
         "pccx-objdump --headers --sections --manifest --manifest-json --info -d --all --no-verify model.pccx batch.pccx",
+    "pccx-objdump --export-effective-weights DIR FILE.pccx":
+        "pccx-objdump --export-effective-weights effective model.pccx",
     "pccx-objdump --raw [--target T] WORD...":
         "pccx-objdump --raw --target v002-rtl 0x3420008000800010 0x2800200000000204",
     "pccx-as INPUT.s -o OUT.pccx [--program NAME] [--manifest-json FILE] [--weights FILE] [--target T]":
