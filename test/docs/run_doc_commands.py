@@ -29,7 +29,9 @@ import glob
 import json
 import os
 import re
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -37,6 +39,7 @@ import time
 src, build, scratch = (os.path.abspath(a) for a in sys.argv[1:4])
 # LD_PRELOAD=... in the sanitizer tree, where python3 loads libpccxrt.so only
 # with the sanitizer runtime first.
+TIMEOUT = 60  # seconds a command may take
 preload = dict([sys.argv[4].split("=", 1)]) if len(sys.argv) > 4 and sys.argv[4] else {}
 
 # Why each of these is not run. Keys are the commands as the documents
@@ -224,43 +227,62 @@ def environment(kind):
     return env
 
 
+def stop(process):
+    """Kills what a command left running: its whole process group (each
+    command runs in a session of its own)."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+    return process.communicate()[1]
+
+
+def execute(argv, kind, stdin=None):
+    """(status, stderr) of one command, bounded in time."""
+    process = subprocess.Popen(argv, shell=isinstance(argv, str), cwd=scratch, env=environment(kind),
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    try:
+        _, err = process.communicate(stdin, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        stop(process)
+        return "timeout", "no exit within %d s" % TIMEOUT
+    return process.returncode, err
+
+
 def serve(text):
     """Starts a server command, asks /health on the port it prints and stops
     it with SIGTERM; its status must be 0. Port 8080 becomes 0 (a free
     one): the README's test and other servers may hold 8080."""
     text = re.sub(r"--port 8080\b", "--port 0", text)
     server = subprocess.Popen("exec " + text, shell=True, cwd=scratch, env=environment("sh"),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, start_new_session=True)
     try:
-        first = server.stdout.readline()
-        m = re.search(r"listening on (http://\S+)", first)
+        ready = select.select([server.stdout], [], [], TIMEOUT)[0]
+        m = re.search(r"listening on (http://\S+)", server.stdout.readline() if ready else "")
         if not m:
-            server.wait(timeout=30)
-            return server.returncode or 1, server.stderr.read()
+            err = stop(server)
+            return server.returncode or "no listening line", err
         health = subprocess.run(["curl", "-sf", "--max-time", "20", m.group(1) + "/health"],
                                 capture_output=True, text=True)
         if health.returncode != 0 or json.loads(health.stdout).get("status") != "ok":
-            return 1, "GET /health: " + health.stdout
-    finally:
-        if server.poll() is None:
-            server.terminate()
-        server.wait(timeout=30)
-    return server.returncode, server.stderr.read()
+            stop(server)
+            return "GET /health failed", health.stdout
+        server.terminate()
+        _, err = server.communicate(timeout=30)
+        return server.returncode, err
+    except subprocess.TimeoutExpired:
+        stop(server)
+        return "no exit within 30 s of SIGTERM", ""
 
 
 def run(kind, text):
     """(status, stderr) of one command, run in the scratch directory."""
     if kind == "python":
-        python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
-        r = subprocess.run([python, "-c", text], cwd=scratch, env=environment(kind), capture_output=True,
-                           text=True, timeout=60)
-        return r.returncode, r.stderr
+        return execute(["/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3", "-c", text], kind)
     if re.match(r"(build/bin/)?pccx-serve ", text):
         return serve(text)
     # A chat reads its turns from stdin.
-    r = subprocess.run(text, shell=True, cwd=scratch, env=environment(kind), capture_output=True, text=True,
-                       timeout=60, input="In the beginning\n")
-    return r.returncode, r.stderr
+    return execute(text, kind, stdin="In the beginning\n")
 
 
 def main():
@@ -278,10 +300,7 @@ def main():
             text = INSTANCES[k]
             shown = k + "  =>  " + text
         t = time.time()
-        try:
-            rc, err = run(kind, text)
-        except subprocess.TimeoutExpired:
-            rc, err = "timeout", ""
+        rc, err = run(kind, text)
         print("run  %s: %s -> %s (%.1f s)" % (where, shown, rc, time.time() - t))
         if rc != 0:
             failed.append((where, shown, err.strip().splitlines()[-1:]))
