@@ -16,7 +16,7 @@ config.excludes = ["unit", "fuzz", "Inputs", "lit.cfg.py", "lit.site.cfg.py", "C
 # pccx-compile, found after them on PATH.
 if getattr(config, "pccx_runtime_only", False):
     config.excludes += ["pccx-compile", "pccx-opt", "pccx-translate",
-                        "dialects", "passes", "readme"]
+                        "dialects", "passes", "readme", "docs"]
 compiler_tools = getattr(config, "pccx_compiler_tools_dir", "") or config.pccx_tools_dir
 path = os.pathsep.join([config.pccx_tools_dir, compiler_tools, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PATH"] = path
