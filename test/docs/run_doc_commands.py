@@ -59,6 +59,8 @@ SKIPPED = {
     "modprobe u-dma-buf udmabuf0=1342177280": BOARD + ": loads its DMA buffer driver",
     "pccx-run model.pccx --device kv260 --prompt \"The capital of France is\" --max-new-tokens 32": BOARD,
     "pccx-run model.pccx --device kv260 --uio-name pccx-npu --udmabuf udmabuf0 --tokens 2,818,5088 --json": BOARD,
+    "ls /dev/dma_heap/": BOARD + ": lists its CMA heaps",
+    "pccx-run model.pccx --device kv260 --dma-buffer dma-heap --dma-heap reserved --dma-heap-mib 1280 --prompt \"Hello\"": BOARD,
     # docs/demo-model.md
     "apt-get install python3-torch bible-kjv libopenblas0-serial": "installs packages (root, network)",
     "/usr/bin/python3 tools/train-demo-model/train.py --pccx-bin build/bin": "trains the demo model (about 20 minutes, python3-torch)",
@@ -90,7 +92,7 @@ INSTANCES = {
         "pccx-run model.pccx --chat --system Terse. --max-new-tokens 8 --temperature 0.7 --top-p 0.9",
     "pccx-serve MODEL.pccx [--host 127.0.0.1] [--port 8080] [--model-name NAME] [--device sim|kv260] "
     "[device options: --numerics MODE, --threads N, --uio-name NAME, --udmabuf NAME, --dma-window MODE, "
-    "--device-option KEY=VALUE] [--max-body-bytes N] [--max-tokens-limit N] [--max-queue N] [--parallel N] "
+    "--dma-buffer SOURCE, --dma-heap NAME, --dma-heap-mib N, --device-option KEY=VALUE] [--max-body-bytes N] [--max-tokens-limit N] [--max-queue N] [--parallel N] "
     "[--connection-threads N] [--request-timeout S] [--idle-timeout S] [--context-shift] "
     "[--draft ngram [--draft-tokens K]] [--markers-in-text] [--quiet] "
     "[--api-key KEY | --api-key-file FILE] [--cors-origin ORIGIN ...]":
