@@ -104,50 +104,74 @@ LogicalResult ProgramLowering::npuAttention(AttentionOp a) {
     return failure();
   const std::string qL2 = place(q).l2;
 
-  // Per step row and kv head: one pass over the key record scores the
-  // group's heads; per head the row's mask (with findemax), the softmax on
-  // the SFU; one pass over the value record weighs them.
-  const std::string scores = newBuffer(groups * slotWords, "scores");
   Value oRaw = scratch(a, shape);
   const std::string out = newL2Value(oRaw, "attn").l2;
+  // One pass over a record for `m` query rows `srcStride` words apart.
   auto matmulOver = [&](const std::string &dest, int64_t destOffset,
                         const std::string &src, int64_t srcOffset,
                         pd::WeightRecordAttr weights, int64_t n, int64_t k,
-                        int64_t srcStride, int64_t destStride) {
-    Operation *op = groups > 1 ? gemm_(dest, src).getOperation()
-                               : gemv(dest, src, false).getOperation();
+                        int64_t m, int64_t srcStride, int64_t destStride) {
+    Operation *op = m > 1 ? gemm_(dest, src).getOperation()
+                          : gemv(dest, src, false).getOperation();
     op->setAttr("weights", weights);
     op->setAttr("weight_shape",
                 triple(n, k, int64_t(pccx::hw::WeightFormat::Int8)));
-    op->setAttr("fmap_shape", triple(groups, srcStride, destStride));
+    op->setAttr("fmap_shape", triple(m, srcStride, destStride));
     if (destOffset)
       op->setAttr("dest_reg_offset", i64(destOffset));
     if (srcOffset)
       op->setAttr("src_addr_offset", i64(srcOffset));
   };
-  for (int64_t r = 0; r < rows_; ++r)
-    for (int64_t g = 0; g < kvHeads; ++g) {
-      const int64_t firstHead = r * rowWords + g * groups * headWords;
-      // A batch row reads its own sequence's records.
-      const int64_t seqRow = batch_ ? r : -1;
-      matmulOver(scores, 0, qL2, firstHead,
-                 cacheRecord(kc, g, false, seqRow), slots,
-                 headDim, headWords, slotWords);
+  // Step row r's mask over the scores row at `at`, then its softmax.
+  auto maskAndSoftmax = [&](const std::string &scores, int64_t at,
+                            int64_t r) {
+    pd::GemvOp mask = gemv(scores, one_, /*findemax=*/true);
+    mask->setAttr("accm", b_.getUnitAttr());
+    mask.setWeightsAttr(cacheRecord(kc, r, /*mask=*/true));
+    mask.setWeightShapeAttr(
+        triple(slots, 1, int64_t(pccx::hw::WeightFormat::Int8)));
+    mask.setFmapShapeAttr(triple(1, 1, slotWords));
+    if (at)
+      mask.setDestRegOffsetAttr(b_.getI64IntegerAttr(at));
+    softmaxOnSfu(scores, at, slots, ArrayAttr());
+  };
+  if (!batch_ && rows_ > groups) {
+    // The step's rows share the records (one sequence), so per query head
+    // one pass over the key record scores every row, and one pass over
+    // the value record weighs them: each record is streamed once per head
+    // of its group, not once per row. A head's rows lie rowWords apart in
+    // q and in the output; the products are those of the per-row passes.
+    const std::string scores = newBuffer(rows_ * slotWords, "scores");
+    for (int64_t g = 0; g < kvHeads; ++g)
       for (int64_t i = 0; i < groups; ++i) {
-        const int64_t at = i * slotWords;
-        pd::GemvOp mask = gemv(scores, one_, /*findemax=*/true);
-        mask->setAttr("accm", b_.getUnitAttr());
-        mask.setWeightsAttr(cacheRecord(kc, r, /*mask=*/true));
-        mask.setWeightShapeAttr(
-            triple(slots, 1, int64_t(pccx::hw::WeightFormat::Int8)));
-        mask.setFmapShapeAttr(triple(1, 1, slotWords));
-        if (at)
-          mask.setDestRegOffsetAttr(b_.getI64IntegerAttr(at));
-        softmaxOnSfu(scores, at, slots, ArrayAttr());
+        const int64_t head = (g * groups + i) * headWords;
+        matmulOver(scores, 0, qL2, head, cacheRecord(kc, g, false, -1), slots,
+                   headDim, rows_, rowWords, slotWords);
+        for (int64_t r = 0; r < rows_; ++r)
+          maskAndSoftmax(scores, r * slotWords, r);
+        matmulOver(out, head, scores, 0, cacheRecord(vc, g, false, -1),
+                   headDim, slots, rows_, slotWords, rowWords);
       }
-      matmulOver(out, firstHead, scores, 0, cacheRecord(vc, g, false, seqRow),
-                 headDim, slots, slotWords, headWords);
-    }
+  } else {
+    // Per step row and kv head: one pass over the key record scores the
+    // group's heads; per head the row's mask (with findemax), the softmax
+    // on the SFU; one pass over the value record weighs them.
+    const std::string scores = newBuffer(groups * slotWords, "scores");
+    for (int64_t r = 0; r < rows_; ++r)
+      for (int64_t g = 0; g < kvHeads; ++g) {
+        const int64_t firstHead = r * rowWords + g * groups * headWords;
+        // A batch row reads its own sequence's records.
+        const int64_t seqRow = batch_ ? r : -1;
+        matmulOver(scores, 0, qL2, firstHead,
+                   cacheRecord(kc, g, false, seqRow), slots, headDim, groups,
+                   headWords, slotWords);
+        for (int64_t i = 0; i < groups; ++i)
+          maskAndSoftmax(scores, i * slotWords, r);
+        matmulOver(out, firstHead, scores, 0,
+                   cacheRecord(vc, g, false, seqRow), headDim, slots, groups,
+                   slotWords, headWords);
+      }
+  }
   dropScratch(q);
   LogicalResult result = matmul(oRaw, a.getOProj(), a.getResult(), "attn");
   dropScratch(oRaw);
