@@ -1,14 +1,17 @@
 //===- Session.cpp - the per-token driver ---------------------------------===//
 
 #include "runtime/exec/Session.h"
+#include "runtime/sim/WorkerPool.h"
 
 #include "hw/abi/PatchSources.h"
 #include "hw/numerics/KvRecords.h"
 #include "hw/isa/Isa.h"
 #include "hw/support/CheckedMath.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 namespace pccx::exec {
 
@@ -40,6 +43,29 @@ Session::Session(const Model &model, std::unique_ptr<Device> device)
 }
 
 Session::~Session() = default;
+
+void Session::setHostThreads(unsigned threads) {
+  if (threads == 0)
+    threads = std::max(1u, std::thread::hardware_concurrency());
+  hostPool_.reset();
+  context_.splitRows = nullptr;
+  if (threads <= 1)
+    return;
+  hostPool_ = std::make_unique<sim::WorkerPool>(threads);
+  sim::WorkerPool *pool = hostPool_.get();
+  context_.splitRows =
+      [pool](int64_t rows,
+             const std::function<void(int64_t, int64_t)> &body) {
+        const int64_t parts = std::min<int64_t>(pool->threads(), rows);
+        pool->run(unsigned(parts), [&](unsigned part) {
+          body(rows * part / parts, rows * (part + 1) / parts);
+        });
+      };
+}
+
+unsigned Session::hostThreads() const {
+  return hostPool_ ? hostPool_->threads() : 1;
+}
 
 std::unique_ptr<Session::Sequence> Session::newSequence() {
   auto s = std::make_unique<Sequence>();

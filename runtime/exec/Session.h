@@ -26,6 +26,10 @@
 #include <deque>
 #include <memory>
 
+namespace pccx::sim {
+class WorkerPool;
+}
+
 namespace pccx::exec {
 
 using device::Device;
@@ -101,6 +105,11 @@ public:
   }
 
   const SessionStats &stats() const { return stats_; }
+  /// Threads the row-wise host kernels split a step's rows over (0: one per
+  /// hardware thread; 1, the default: the calling thread only). Results are
+  /// the same bit for bit at every count.
+  void setHostThreads(unsigned threads);
+  unsigned hostThreads() const;
   const Model &model() const { return model_; }
   Device &device() { return *device_; }
 
@@ -151,6 +160,7 @@ private:
   std::vector<std::vector<uint64_t>> batchWords_; ///< per Model::batches()
   std::deque<std::vector<uint8_t>> dynamic_, inFlight_;
   host::HostContext context_;
+  std::unique_ptr<sim::WorkerPool> hostPool_;
   std::vector<float> stepLogits_;
   /// Whether the device was given the weights section (before the first
   /// step, so a device that cannot keep it says so before any work), and

@@ -78,6 +78,16 @@ void rope(float *head, int64_t d, const float *angles) {
 
 using Region = KernelArgs::Region;
 
+/// Runs body over [0, rows) on the context's host threads when it has
+/// them (see HostContext::splitRows).
+void forRows(HostContext &ctx, int64_t rows,
+             const std::function<void(int64_t, int64_t)> &body) {
+  if (ctx.splitRows && rows > 1)
+    ctx.splitRows(rows, body);
+  else
+    body(0, rows);
+}
+
 bool kernelEmbed(KernelArgs &c) {
   using K = abi::param::Embed;
   Region out;
@@ -239,9 +249,10 @@ bool kernelAltUpPredict(KernelArgs &c) {
   if (!altupParams<K>(c, K::Streams, p.a * p.a, &p))
     return false;
   const int64_t a = p.a, h = p.h;
+  forRows(c.ctx(), p.t, [&](int64_t first, int64_t end) {
   std::vector<float> m(static_cast<size_t>(a)), coef(size_t(a * a)),
       result(size_t(a * h));
-  for (int64_t r = 0; r < p.t; ++r) {
+  for (int64_t r = first; r < end; ++r) {
     modalities(*p.norm, *p.router, p.streams.row(r * a + p.active), h,
                float(p.eps), m.data());
     for (int64_t k = 0; k < a * a; ++k) {
@@ -264,6 +275,7 @@ bool kernelAltUpPredict(KernelArgs &c) {
       std::copy(result.begin() + j * h, result.begin() + (j + 1) * h,
                 p.out.row(r * a + j));
   }
+  });
   return true;
 }
 
@@ -277,9 +289,10 @@ bool kernelAltUpCorrect(KernelArgs &c) {
       !c.region(K::Output, &output, p.h, p.t))
     return false;
   const int64_t a = p.a, h = p.h;
+  forRows(c.ctx(), p.t, [&](int64_t first, int64_t end) {
   std::vector<float> m(static_cast<size_t>(a)), coef(static_cast<size_t>(a)),
       innovation(static_cast<size_t>(h));
-  for (int64_t r = 0; r < p.t; ++r) {
+  for (int64_t r = first; r < end; ++r) {
     modalities(*p.norm, *p.router, output.row(r), h, float(p.eps), m.data());
     for (int64_t j = 0; j < a; ++j) {
       float w[64];
@@ -300,6 +313,7 @@ bool kernelAltUpCorrect(KernelArgs &c) {
         o[e] = pj[e] + coef[size_t(j)] * innovation[size_t(e)];
     }
   }
+  });
   return true;
 }
 
@@ -340,9 +354,11 @@ bool kernelRmsNorm(KernelArgs &c) {
       !c.number(K::Eps, &eps) || !c.given(K::Gain, &hasGain) ||
       (hasGain && !c.tensor(K::Gain, &gain, 1, in.elems)))
     return false;
-  for (int64_t r = 0; r < in.rows; ++r)
-    rms(in.row(r), gain ? gain->data : nullptr, in.elems, float(eps),
-        out.row(r));
+  forRows(c.ctx(), in.rows, [&](int64_t first, int64_t end) {
+    for (int64_t r = first; r < end; ++r)
+      rms(in.row(r), gain ? gain->data : nullptr, in.elems, float(eps),
+          out.row(r));
+  });
   return true;
 }
 
@@ -357,12 +373,15 @@ bool kernelAddRmsNorm(KernelArgs &c) {
       !c.given(K::Gain, &hasGain) ||
       (hasGain && !c.tensor(K::Gain, &gain, 1, x.elems)))
     return false;
-  std::vector<float> n(size_t(x.elems));
-  for (int64_t r = 0; r < x.rows; ++r) {
-    rms(y.row(r), gain ? gain->data : nullptr, x.elems, float(eps), n.data());
-    for (int64_t e = 0; e < x.elems; ++e)
-      out.row(r)[e] = x.row(r)[e] + n[size_t(e)];
-  }
+  forRows(c.ctx(), x.rows, [&](int64_t first, int64_t end) {
+    std::vector<float> n(size_t(x.elems));
+    for (int64_t r = first; r < end; ++r) {
+      rms(y.row(r), gain ? gain->data : nullptr, x.elems, float(eps),
+          n.data());
+      for (int64_t e = 0; e < x.elems; ++e)
+        out.row(r)[e] = x.row(r)[e] + n[size_t(e)];
+    }
+  });
   return true;
 }
 
@@ -382,15 +401,17 @@ bool kernelCombine(KernelArgs &c) {
   for (size_t i = 0; i < list.size(); ++i)
     if (!c.regionFrom(K::Inputs, list[i], &inputs[i], out.elems, out.rows))
       return false;
-  std::vector<float> acc(size_t(out.elems));
-  for (int64_t r = 0; r < out.rows; ++r) {
-    std::fill(acc.begin(), acc.end(), 0.0f);
-    for (const Region &in : inputs)
+  forRows(c.ctx(), out.rows, [&](int64_t first, int64_t end) {
+    std::vector<float> acc(size_t(out.elems));
+    for (int64_t r = first; r < end; ++r) {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (const Region &in : inputs)
+        for (int64_t e = 0; e < out.elems; ++e)
+          acc[size_t(e)] += in.row(r)[e];
       for (int64_t e = 0; e < out.elems; ++e)
-        acc[size_t(e)] += in.row(r)[e];
-    for (int64_t e = 0; e < out.elems; ++e)
-      out.row(r)[e] = acc[size_t(e)] * float(scale);
-  }
+        out.row(r)[e] = acc[size_t(e)] * float(scale);
+    }
+  });
   return true;
 }
 
@@ -400,9 +421,11 @@ bool kernelMul(KernelArgs &c) {
   if (!c.region(K::A, &a) || !c.region(K::B, &b, a.elems, a.rows) ||
       !c.region(K::Out, &out, a.elems, a.rows))
     return false;
-  for (int64_t r = 0; r < a.rows; ++r)
-    for (int64_t e = 0; e < a.elems; ++e)
-      out.row(r)[e] = a.row(r)[e] * b.row(r)[e];
+  forRows(c.ctx(), a.rows, [&](int64_t first, int64_t end) {
+    for (int64_t r = first; r < end; ++r)
+      for (int64_t e = 0; e < a.elems; ++e)
+        out.row(r)[e] = a.row(r)[e] * b.row(r)[e];
+  });
   return true;
 }
 
@@ -413,9 +436,11 @@ bool kernelMulTensor(KernelArgs &c) {
   if (!c.region(K::In, &in) || !c.region(K::Out, &out, in.elems, in.rows) ||
       !c.tensor(K::Tensor, &t, 1, in.elems))
     return false;
-  for (int64_t r = 0; r < in.rows; ++r)
-    for (int64_t e = 0; e < in.elems; ++e)
-      out.row(r)[e] = in.row(r)[e] * t->data[e];
+  forRows(c.ctx(), in.rows, [&](int64_t first, int64_t end) {
+    for (int64_t r = first; r < end; ++r)
+      for (int64_t e = 0; e < in.elems; ++e)
+        out.row(r)[e] = in.row(r)[e] * t->data[e];
+  });
   return true;
 }
 
@@ -427,19 +452,22 @@ bool kernelGaussianTopK(KernelArgs &c) {
       !c.number(K::Multiplier, &multiplier))
     return false;
   const int64_t n = in.elems;
-  for (int64_t r = 0; r < in.rows; ++r) {
-    const float *x = in.row(r);
-    double sum = 0;
-    for (int64_t i = 0; i < n; ++i)
-      sum += x[i];
-    float mean = float(sum / double(n));
-    double var = 0;
-    for (int64_t i = 0; i < n; ++i)
-      var += double(x[i] - mean) * double(x[i] - mean);
-    float cutoff = mean + float(std::sqrt(var / double(n))) * float(multiplier);
-    for (int64_t i = 0; i < n; ++i)
-      out.row(r)[i] = x[i] - cutoff > 0 ? x[i] - cutoff : 0.0f;
-  }
+  forRows(c.ctx(), in.rows, [&](int64_t first, int64_t end) {
+    for (int64_t r = first; r < end; ++r) {
+      const float *x = in.row(r);
+      double sum = 0;
+      for (int64_t i = 0; i < n; ++i)
+        sum += x[i];
+      float mean = float(sum / double(n));
+      double var = 0;
+      for (int64_t i = 0; i < n; ++i)
+        var += double(x[i] - mean) * double(x[i] - mean);
+      float cutoff =
+          mean + float(std::sqrt(var / double(n))) * float(multiplier);
+      for (int64_t i = 0; i < n; ++i)
+        out.row(r)[i] = x[i] - cutoff > 0 ? x[i] - cutoff : 0.0f;
+    }
+  });
   return true;
 }
 
@@ -729,14 +757,16 @@ bool kernelLaurelResidual(KernelArgs &c) {
       !c.number(K::ResidualScale, &scale) || !c.number(K::Eps, &eps))
     return false;
   const int64_t h = act.elems;
-  std::vector<float> a(static_cast<size_t>(h)), l(static_cast<size_t>(h));
-  for (int64_t r = 0; r < act.rows; ++r) {
-    rms(attn.row(r), attnGain->data, h, float(eps), a.data());
-    rms(low.row(r), laurelGain->data, h, float(eps), l.data());
-    for (int64_t e = 0; e < h; ++e)
-      out.row(r)[e] = (act.row(r)[e] + xn.row(r)[e]) * float(scale) +
-                      a[size_t(e)] + l[size_t(e)];
-  }
+  forRows(c.ctx(), act.rows, [&](int64_t first, int64_t end) {
+    std::vector<float> a(static_cast<size_t>(h)), l(static_cast<size_t>(h));
+    for (int64_t r = first; r < end; ++r) {
+      rms(attn.row(r), attnGain->data, h, float(eps), a.data());
+      rms(low.row(r), laurelGain->data, h, float(eps), l.data());
+      for (int64_t e = 0; e < h; ++e)
+        out.row(r)[e] = (act.row(r)[e] + xn.row(r)[e]) * float(scale) +
+                        a[size_t(e)] + l[size_t(e)];
+    }
+  });
   return true;
 }
 
@@ -755,18 +785,20 @@ bool kernelPleInject(KernelArgs &c) {
       !c.region(K::Out, &out, h, streams.rows) ||
       !c.tensor(K::PostNorm, &postNorm, 1, h) || !c.number(K::Eps, &eps))
     return false;
-  std::vector<float> inj(static_cast<size_t>(h));
-  for (int64_t r = 0; r < t; ++r) {
-    rms(projected.row(r), postNorm->data, h, float(eps), inj.data());
-    // Stream 0 is copied only when the result is a separate region; in
-    // place it is left untouched.
-    for (int64_t j = out.base == streams.base ? 1 : 0; j < a; ++j) {
-      const float *s = streams.row(r * a + j);
-      float *o = out.row(r * a + j);
-      for (int64_t e = 0; e < h; ++e)
-        o[e] = j == 0 ? s[e] : s[e] + inj[size_t(e)];
+  forRows(c.ctx(), t, [&](int64_t first, int64_t end) {
+    std::vector<float> inj(static_cast<size_t>(h));
+    for (int64_t r = first; r < end; ++r) {
+      rms(projected.row(r), postNorm->data, h, float(eps), inj.data());
+      // Stream 0 is copied only when the result is a separate region; in
+      // place it is left untouched.
+      for (int64_t j = out.base == streams.base ? 1 : 0; j < a; ++j) {
+        const float *s = streams.row(r * a + j);
+        float *o = out.row(r * a + j);
+        for (int64_t e = 0; e < h; ++e)
+          o[e] = j == 0 ? s[e] : s[e] + inj[size_t(e)];
+      }
     }
-  }
+  });
   return true;
 }
 
@@ -1161,6 +1193,25 @@ bool bindCall(const std::string &kernel, const json &params,
   }
   *out = std::move(call);
   return true;
+}
+
+bool splitsRows(abi::HostKernel kernel) {
+  using K = abi::HostKernel;
+  switch (kernel) {
+  case K::AltUpPredict:
+  case K::AltUpCorrect:
+  case K::RmsNorm:
+  case K::AddRmsNorm:
+  case K::Combine:
+  case K::Mul:
+  case K::MulTensor:
+  case K::GaussianTopK:
+  case K::LaurelResidual:
+  case K::PleInject:
+    return true;
+  default:
+    return false;
+  }
 }
 
 bool runKernel(const BoundCall &call, HostContext &context,

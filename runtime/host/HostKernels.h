@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -213,7 +214,20 @@ struct HostContext {
   /// layer of a step (the kernels build them on first use).
   std::map<std::tuple<int64_t, double, int64_t>, std::vector<float>>
       ropeAngles;
+  /// Splits the rows of a kernel that splitsRows() names over the session's
+  /// host threads: body(begin, end) for consecutive ranges that cover
+  /// [0, rows). Null: all on the calling thread. Such a kernel computes
+  /// each row alone, touching nothing shared, so its results do not depend
+  /// on the split.
+  std::function<void(int64_t rows,
+                     const std::function<void(int64_t, int64_t)> &body)>
+      splitRows;
 };
+
+/// Whether `kernel` splits its rows over HostContext::splitRows (the
+/// row-wise kernels of a step's residual stream; pccx-prof divides their
+/// time by the threads the rows keep busy).
+bool splitsRows(abi::HostKernel kernel);
 
 /// A KV cache parameter as the rows of a step see it: in a batched step each
 /// row reads and writes the cache of its own sequence.

@@ -335,11 +335,15 @@ HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
   for (const abi::HostRegion &r : call.outputs)
     w.bytes += 4 * elements(r);
   kCostRules[unsigned(call.kernel)]({call, context, position, ropeTables}, w);
+  w.splitsRows = host::splitsRows(call.kernel);
   return w;
 }
 
-double hostWorkNs(const HostWork &work, const Params &p) {
-  const double threads = std::max(p.host_kernel_threads, 1.0);
+double hostWorkNs(const HostWork &work, const Params &p, int64_t rows) {
+  const double threads =
+      work.splitsRows
+          ? std::max(1.0, std::min(p.host_kernel_threads, double(rows)))
+          : 1.0;
   const double cycles = work.flops * p.host_cycles_per_flop +
                         work.transcendentals * p.host_cycles_per_transcendental +
                         work.tableLookups * p.host_cycles_per_table_lookup;
@@ -903,7 +907,8 @@ bool Replay::run() {
       }
       const host::BoundCall &call = prog_.calls[e.call];
       const std::string kernel = abi::kernelInfo(call.kernel).name;
-      tl().host(hostWorkNs(hostWork(call, ctx_, pos_, &ropeTables), p_),
+      tl().host(hostWorkNs(hostWork(call, ctx_, pos_, &ropeTables), p_,
+                           prog_.rows),
                 "host:" + kernel,
                 seg.name + " " + kernel);
       ++out_->counts.hostOps;

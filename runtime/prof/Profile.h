@@ -101,6 +101,9 @@ struct HostWork {
   double tableLookups = 0; ///< loads from a table built once (softcap)
   /// Stores into the uncached DMA buffer (the NPU's KV records).
   double uncachedWriteBytes = 0;
+  /// The kernel splits the step's rows over the host threads
+  /// (host::splitsRows).
+  bool splitsRows = false;
 };
 /// RoPE angle tables (position, theta, head_dim) a step has built; the
 /// host kernels compute each once per step (runtime/host).
@@ -109,8 +112,11 @@ using RopeTables = std::set<std::tuple<int64_t, double, int64_t>>;
 /// gains the ones this call builds; without it every call builds its own.
 HostWork hostWork(const host::BoundCall &call, const ReplayContext &context,
                   int64_t position, RopeTables *ropeTables = nullptr);
-/// Nanoseconds the runtime thread spends on `work`.
-double hostWorkNs(const HostWork &work, const Params &params);
+/// Nanoseconds the runtime thread spends on `work` in a step of `rows`
+/// rows: a kernel that splits its rows keeps min(host_kernel_threads, rows)
+/// threads busy, any other runs on the runtime thread alone.
+double hostWorkNs(const HostWork &work, const Params &params,
+                  int64_t rows = 1);
 
 } // namespace pccx::prof
 

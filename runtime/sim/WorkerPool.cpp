@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <pthread.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -28,6 +30,11 @@ inline void cpuRelax() {
 } // namespace
 
 WorkerPool::WorkerPool(unsigned threads) {
+  // Workers never take a process's signals (a server's SIGTERM goes to the
+  // thread that waits for it): they start with every signal blocked.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
   for (unsigned i = 1; i < threads; ++i) {
     try {
       workers_.emplace_back(&WorkerPool::workerLoop, this, i);
@@ -35,6 +42,7 @@ WorkerPool::WorkerPool(unsigned threads) {
       break; // run with the workers that did start
     }
   }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   spin_ = this->threads() <= std::max(1u, std::thread::hardware_concurrency());
 }
 

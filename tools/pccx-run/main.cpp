@@ -109,6 +109,10 @@ GENERATION:
   --seed S                 sampling seed (default 0)
   --stop-tokens IDS        stop after any of these ids (default: the
                            config's eos_token_id)
+  --host-threads N         threads the host kernels split a step's rows
+                           over (AltUp, norms, residuals; the prefill's 16
+                           rows), 0 for one per hardware thread (default 0);
+                           results are the same bit for bit at every count
   --decode-only            feed the prompt token by token through the decode
                            program (the logits rows are the same positions)
   --draft METHOD           speculative decoding: ngram (drafts the tokens
@@ -207,6 +211,8 @@ static int run(int argc, char **argv) {
   cl.count("--seed", &seed);
   cl.text("--stop-tokens", &stopText, &hasStop);
   cl.flag("--decode-only", &gen.decodeOnly);
+  int64_t hostThreads = 0;
+  cl.range("--host-threads", 0, 256, [&](int64_t n) { hostThreads = n; });
   cl.text("--draft", &draftMethod);
   cl.count("--draft-tokens", &draftTokens);
   cl.text("--batch-tokens", &batchTokens);
@@ -327,6 +333,7 @@ static int run(int argc, char **argv) {
   if (!dev)
     return fail(error);
   pccx::exec::Session session(*model, std::move(dev));
+  session.setHostThreads(unsigned(hostThreads));
   if (gen.draftTokens > 0 && std::min(session.batchRows(),
                                       model->prefillRows()) < 2)
     return fail(bundlePath + " has no multi-row decode program to verify "

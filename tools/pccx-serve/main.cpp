@@ -56,6 +56,10 @@ OPTIONS:
                            call the API: CORS preflights are answered and
                            responses carry Access-Control-Allow-Origin
                            (default: no CORS headers)
+  --host-threads N         threads the host kernels split a step's rows
+                           over (AltUp, norms, residuals; the prefill's 16
+                           rows), 0 for one per hardware thread (default 0);
+                           results are the same bit for bit at every count
 
 DEVICE:
 )";
@@ -163,6 +167,8 @@ static int run(int argc, char **argv) {
   cl.flag("--quiet", [&] { options.logRequests = false; });
   cl.range("--parallel", 1, 256, [&](int64_t n) { options.parallel = int(n); });
   cl.flag("--context-shift", &options.contextShift);
+  int64_t hostThreads = 0;
+  cl.range("--host-threads", 0, 256, [&](int64_t n) { hostThreads = n; });
   cl.value("--draft", [&](const std::string &method) {
     draftMethod = method;
     if (method != "ngram" && method != "none")
@@ -218,6 +224,7 @@ static int run(int argc, char **argv) {
   if (!dev)
     return cl.fail(error);
   pccx::exec::Session session(*model, std::move(dev));
+  session.setHostThreads(unsigned(hostThreads));
   if (draftMethod == "ngram") {
     if (options.parallel > 1)
       return cl.fail("--draft applies with --parallel 1 (drafts are verified "

@@ -347,3 +347,22 @@ TEST(Machines, AsBuiltRunsOneClock) {
 }
 
 } // namespace
+
+TEST(HostWork, RowWiseKernelsShareTheRowsOverTheHostThreads) {
+  Params p;
+  p.host_kernel_threads = 4;
+  p.host_call_overhead_ns = 0;
+  HostWork rows;
+  rows.flops = 1e6;
+  rows.bytes = 1e6;
+  rows.splitsRows = true;
+  HostWork alone = rows;
+  alone.splitsRows = false;
+  // Sixteen prefill rows keep four threads busy, one decode row one, and a
+  // kernel that does not split its rows runs on the runtime thread.
+  EXPECT_DOUBLE_EQ(hostWorkNs(rows, p, 16) * 4, hostWorkNs(rows, p, 1));
+  EXPECT_DOUBLE_EQ(hostWorkNs(rows, p, 2) * 2, hostWorkNs(rows, p, 1));
+  EXPECT_DOUBLE_EQ(hostWorkNs(alone, p, 16), hostWorkNs(alone, p, 1));
+  EXPECT_TRUE(host::splitsRows(pccx::abi::HostKernel::AltUpPredict));
+  EXPECT_FALSE(host::splitsRows(pccx::abi::HostKernel::QueryNormRope));
+}
