@@ -30,8 +30,8 @@ Steps (docs/demo-model.md):
      exported bf16 weights, or the script fails.
 
 Needs python3-torch and python3-sentencepiece (and, for speed, an optimised
-BLAS such as libopenblas0-serial). Only this script uses torch; the build and the tests
-never do.
+BLAS such as libopenblas0-serial). Only this script uses them; the build and
+the tests never do.
 """
 
 import argparse
