@@ -80,7 +80,8 @@ lines = r.stdout.splitlines()
 # a reply that hit --max-new-tokens says so on stderr.
 replies = [lines[i + 1] if i + 1 < len(lines) else "" for i, l in enumerate(lines) if l.startswith("> ")]
 print("chat:", r.returncode, "turns", sum(l.startswith("> ") for l in lines), "| replies are text:",
-      len(replies) == 2 and all(map(is_text, replies)), "| ended by the model:",
+      len(replies) == 2 and all(is_text(t) and not t.startswith("> ") for t in replies),
+      "| ended by the model:",
       r.stderr.count("(reply cut") < len(replies))
 
 (start,) = blocks["serve-start"]
