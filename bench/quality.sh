@@ -22,7 +22,8 @@ CONFIGS="int4-absmax|--int4-scales absmax|reference
 int4-search|--int4-scales search|reference
 int4-absmax|--int4-scales absmax|hardware
 int4-search|--int4-scales search|hardware
-int4-search-kv8|--int4-scales search --attention host --kv-dtype int8|hardware
+int4-search-host|--int4-scales search --attention host|hardware
+int4-search-host-kv8|--int4-scales search --attention host --kv-dtype int8|hardware
 int4-search-emb8|--int4-scales search --int8-weights embed_tokens\\.weight|hardware
 int4-search-budget10|--int4-scales search --int8-budget 10% --calibration $MODEL/calibration.txt|hardware
 int4-search-gptq-datafree|--int4-scales search --int4-rounding gptq|hardware

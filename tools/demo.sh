@@ -1,7 +1,8 @@
 #!/bin/sh
 # make demo: the product end to end on the trained demo model
 # (tools/demo-model, docs/demo-model.md): a small Gemma 3n trained on the
-# King James Bible, with every Gemma 3n feature on.
+# King James Bible and on conversations cut from it, with every Gemma 3n
+# feature on.
 # Usage: tools/demo.sh BUILD_DIR [OUT_DIR]
 set -eu
 BIN="$1/bin"
@@ -22,8 +23,10 @@ step "2. Compile it for pccx v002 (pccx-compile; INT4 weights, searched row scal
 echo "first words of the decode program:"
 "$BIN/pccx-objdump" -d "$OUT/demo.pccx" | sed -n '3,10p'
 
-PROMPT="And God said unto Moses,"
-step "3. Run a prompt on the simulator (hardware numerics: BF16 L2, fp16 KV cache)"
+PROMPT="And it came to pass, when"
+CHAT_1="In the beginning God created the heaven and the earth."
+CHAT_2="Tell me of Moses."
+step "3. Run a prompt on the simulator (hardware numerics: BF16 L2, INT8 KV cache records in device memory)"
 echo "prompt: $PROMPT"
 printf 'greedy: '
 "$BIN/pccx-run" "$OUT/demo.pccx" --prompt "$PROMPT" --max-new-tokens 40 \
@@ -42,5 +45,12 @@ step "5. Perplexity on held-out text (chapters never trained on): float referenc
 echo "(the first 48 windows of $MODEL/heldout.txt; bench/quality.sh scores all of it)"
 "$BIN/pccx-run" "$OUT/demo.pccx" --perplexity "$MODEL/heldout.txt" \
   --ctx 128 --stride 64 --max-windows 48 --compare-reference "$MODEL"
+
+step "6. A short chat in Gemma's turn template (pccx-run --chat, two turns from a file)"
+echo "(greedy, repetition penalty 1.3: fluent King-James pastiche that ends its turn by"
+echo " itself; the model knows nothing, so its replies are not answers)"
+printf '%s\n' "$CHAT_1" "$CHAT_2" > "$OUT/chat.txt"
+"$BIN/pccx-run" "$OUT/demo.pccx" --chat-file "$OUT/chat.txt" --max-new-tokens 96 \
+  --repetition-penalty 1.3
 
 printf '\nOutputs are in %s/.\n' "$OUT"

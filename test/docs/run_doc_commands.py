@@ -62,7 +62,7 @@ SKIPPED = {
     "ls /dev/dma_heap/": BOARD + ": lists its CMA heaps",
     "pccx-run model.pccx --device kv260 --dma-buffer dma-heap --dma-heap reserved --dma-heap-mib 1280 --prompt \"Hello\"": BOARD,
     # docs/demo-model.md
-    "apt-get install python3-torch bible-kjv libopenblas0-serial": "installs packages (root, network)",
+    "apt-get install python3-torch python3-sentencepiece bible-kjv libopenblas0-serial": "installs packages (root, network)",
     "/usr/bin/python3 tools/train-demo-model/train.py --pccx-bin build/bin": "trains the demo model (about 20 minutes, python3-torch)",
     # bench/README.md
     "bench/quality.sh BUILD_DIR [WORK_DIR] [MAX_WINDOWS]": SYNOPSIS + "; " + "about 15 minutes",

@@ -14,17 +14,24 @@ Steps (docs/demo-model.md):
      line; every HOLDOUT_EVERY-th chapter is held out (heldout.txt), and a
      few training chapters are written as calibration text
      (calibration.txt, for pccx-compile --int8-budget);
-  2. tokenizer: spm_train (Debian sentencepiece) on the training verses;
-  3. training: AdamW, warm-up then cosine decay, windows of BOS + CTX-1
-     tokens at random offsets of the training token stream;
-  4. export in Hugging Face layout (config.json, bf16 model.safetensors,
+  2. tokenizer: spm_train (Debian sentencepiece) on the training verses,
+     with Gemma's turn markers <start_of_turn> and <end_of_turn> as
+     user-defined pieces (single tokens, as the runtime's chat needs);
+  3. chat data: conversations cut from the training chapters (a verse or a
+     short request as the user turn, the verses that follow as the model's
+     turn), tokenized exactly as the runtime's built-in Gemma template
+     renders them (runtime/app/Chat.cpp);
+  4. training: AdamW, warm-up then cosine decay; each batch mixes windows
+     of BOS + CTX-1 tokens at random offsets of the plain training token
+     stream with windows that start at a conversation's BOS;
+  5. export in Hugging Face layout (config.json, bf16 model.safetensors,
      tokenizer.model), then the export is checked: the project's float
      reference (pccx-reference) must reproduce torch's logits on the
      exported bf16 weights, or the script fails.
 
-Needs python3-torch (and, for speed, an optimised BLAS such as
-libopenblas0-serial). Only this script uses torch; the build and the tests
-never do.
+Needs python3-torch and python3-sentencepiece (and, for speed, an optimised
+BLAS such as libopenblas0-serial). Only this script uses them; the build and
+the tests never do.
 """
 
 import argparse
@@ -40,6 +47,7 @@ import sys
 import tempfile
 import time
 
+import sentencepiece
 import torch
 import torch.nn.functional as F
 
@@ -98,7 +106,7 @@ def read_corpus():
                               capture_output=True, text=True).stdout
     except (OSError, subprocess.CalledProcessError) as e:
         fail("cannot run `bible` (apt-get install bible-kjv): %s" % e)
-    chapters, verses, verse = [], [], []
+    chapters, names, verses, verse = [], [], [], []
     heading = re.compile(r"^[1-3]?\s?[A-Z][A-Za-z ]+ \d+$")
     start = re.compile(r"^\s+\d+ (.*)$")
 
@@ -113,6 +121,7 @@ def read_corpus():
             if verses:
                 chapters.append(list(verses))
                 verses.clear()
+            names.append(line.strip())
             continue
         m = start.match(line)
         if m:
@@ -125,18 +134,78 @@ def read_corpus():
         chapters.append(list(verses))
     if len(chapters) != 1189:
         fail("expected 1189 chapters from `bible`, got %d" % len(chapters))
-    return chapters
+    return chapters, names
 
 
 def spm_ids(model, lines):
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.write("\n".join(lines) + "\n")
-        path = f.name
-    out = subprocess.run(["spm_encode", "--model=" + model,
-                          "--output_format=id", "--input=" + path],
-                         check=True, capture_output=True, text=True).stdout
-    os.unlink(path)
-    return [[int(t) for t in l.split()] for l in out.splitlines()]
+    """The ids the runtime's tokenizer (the same libsentencepiece) gives."""
+    return model.encode(list(lines))
+
+
+# Gemma's turn markers: single user-defined pieces, as in Gemma's tokenizer.
+START_OF_TURN, END_OF_TURN = "<start_of_turn>", "<end_of_turn>"
+SYSTEM_PROMPTS = ["Answer in the words of the King James Bible.",
+                  "You are a helpful assistant.",
+                  "Speak as the scriptures speak."]
+COMMON = set("""after again against also among because before behold cometh
+either every great hath have into made neither other said saith shall should
+since their them then there therefore these they thing things this those thou
+thee through unto upon were what when where which while whom with without
+would your""".split())
+
+
+def conversations(chapters, names, rng):
+    """Chat-formatted exchanges cut from the chapters, in order: each user
+    turn is a verse, a request naming the book, or a request naming a word,
+    and the model's turn is the verses that follow (one to three), so a
+    reply is scripture-like text that ends with <end_of_turn> by itself.
+    Returns [(system prompt or "", [(user, model), ...])]."""
+    out = []
+    for ch, name in zip(chapters, names):
+        book = name.rsplit(" ", 1)[0]
+        k = 0
+        while k < len(ch) - 1:
+            exchanges = []
+            for _ in range(rng.choice([1, 2, 2, 3])):
+                if k >= len(ch) - 1:
+                    break
+                n = rng.choice([1, 1, 2, 3])
+                reply = ch[k + 1:k + 1 + n]
+                words = [w.strip(".,;:?!()'").lower()
+                         for w in " ".join(reply).split()]
+                words = [w for w in words if len(w) > 4 and w.isalpha()
+                         and w not in COMMON]
+                kind = rng.random()
+                if kind < 0.15:
+                    user = rng.choice(["Read me from %s.", "What saith %s?",
+                                       "Speak to me from %s.", "%s"]) % book
+                elif kind < 0.3 and words:
+                    user = rng.choice(["Tell me of %s.", "What of %s?",
+                                       "Speak of %s.", "%s"]) % rng.choice(words)
+                else:
+                    user = ch[k]
+                exchanges.append((user, " ".join(reply)))
+                k += 1 + n
+            system = rng.choice(SYSTEM_PROMPTS) if rng.random() < 0.1 else ""
+            out.append((system, exchanges))
+    return out
+
+
+def chat_ids(sp, system, exchanges, bos):
+    """A conversation's ids exactly as the runtime renders it (Chat.cpp):
+    BOS, then per turn <start_of_turn>, the role and "\n" and the trimmed
+    text encoded together, <end_of_turn>, "\n"; a system prompt and a blank
+    line open the first user turn."""
+    sot, eot = sp.piece_to_id(START_OF_TURN), sp.piece_to_id(END_OF_TURN)
+    nl = sp.encode("\n")
+    ids = [bos]
+    for i, (user, model) in enumerate(exchanges):
+        text = user.strip()
+        if i == 0 and system:
+            text = system.strip() + "\n\n" + text
+        ids += [sot] + sp.encode("user\n" + text) + [eot] + nl
+        ids += [sot] + sp.encode("model\n" + model.strip()) + [eot] + nl
+    return ids
 
 
 # ------------------------------------------------------------------ model --
@@ -394,6 +463,29 @@ def verify_export(model, out_dir, tokens, pccx_bin):
     return rel
 
 
+def chat_check(model, sp, held, bos, eot, turns=4, limit=80):
+    """Greedy replies to held-out verses, for the log: a reply should be
+    verse-like text that ends with <end_of_turn> well before `limit`."""
+    ended = 0
+    with torch.no_grad():
+        for ch in held[:turns]:
+            # The open model turn: without its <end_of_turn> and "\n".
+            ids = chat_ids(sp, "", [(ch[0], "")], bos)
+            ids = ids[:len(ids) - 1 - len(sp.encode("\n"))]
+            reply = []
+            while len(reply) < limit:
+                nxt = int(model(torch.tensor([ids + reply]))[0, -1].argmax())
+                if nxt == eot:
+                    ended += 1
+                    break
+                reply.append(nxt)
+            print("chat check: %r -> %r (%d tokens%s)" % (
+                ch[0][:40], sp.decode(reply)[:80], len(reply),
+                ", ended" if len(reply) < limit else ""))
+    print("chat check: %d of %d greedy replies ended by themselves"
+          % (ended, turns))
+
+
 def export(model, out_dir, spm_model):
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
@@ -414,11 +506,13 @@ def main():
                     help="where to write the held-out text")
     ap.add_argument("--pccx-bin", default="build/bin",
                     help="directory holding pccx-reference")
-    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--steps", type=int, default=420)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--ctx", type=int, default=128)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--chat-fraction", type=float, default=0.5,
+                    help="share of each batch's rows that are conversations")
     ap.add_argument("--calibration", default="tools/demo-model/calibration.txt",
                     help="where to write the calibration text")
     ap.add_argument("--corpus-only", action="store_true",
@@ -436,8 +530,9 @@ def main():
     work = args.work or tempfile.mkdtemp(prefix="demo-model-")
     os.makedirs(work, exist_ok=True)
 
-    chapters = read_corpus()
+    chapters, names = read_corpus()
     train = [ch for k, ch in enumerate(chapters) if k % HOLDOUT_EVERY != 50]
+    train_names = [n for k, n in enumerate(names) if k % HOLDOUT_EVERY != 50]
     held = [ch for k, ch in enumerate(chapters) if k % HOLDOUT_EVERY == 50]
     os.makedirs(os.path.dirname(os.path.abspath(args.heldout)), exist_ok=True)
     with open(args.heldout, "w") as f:
@@ -460,16 +555,34 @@ def main():
                     "--vocab_size=%d" % CONFIG["vocab_size"], "--model_type=bpe",
                     "--character_coverage=1.0", "--pad_id=0", "--eos_id=1",
                     "--bos_id=2", "--unk_id=3", "--minloglevel=2",
+                    "--user_defined_symbols=%s,%s" % (START_OF_TURN, END_OF_TURN),
                     "--num_threads=1"],
                    check=True, capture_output=True)
     spm_model = prefix + ".model"
-    stream = [t for line in spm_ids(spm_model, [" ".join(ch) for ch in train])
+    sp = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+    stream = [t for line in spm_ids(sp, [" ".join(ch) for ch in train])
               for t in line]
-    held_ids = [t for line in spm_ids(spm_model, [" ".join(ch) for ch in held])
+    held_ids = [t for line in spm_ids(sp, [" ".join(ch) for ch in held])
                 for t in line]
     print("tokens: %d training, %d held-out" % (len(stream), len(held_ids)))
     data = torch.tensor(stream)
     bos = CONFIG["bos_token_id"]
+    eot = sp.piece_to_id(END_OF_TURN)
+
+    # Chat data: conversations from the training chapters, each opening
+    # with BOS, in a random order; windows start at a conversation.
+    convs = conversations(train, train_names, random.Random(args.seed))
+    random.Random(args.seed + 1).shuffle(convs)
+    chat, chat_starts = [], []
+    for system, exchanges in convs:
+        chat_starts.append(len(chat))
+        chat += chat_ids(sp, system, exchanges, bos)
+    chat_starts = [o for o in chat_starts if o + args.ctx < len(chat)]
+    chat_data = torch.tensor(chat)
+    n_chat = round(args.batch * args.chat_fraction)
+    print("chat: %d conversations, %d exchanges, %d tokens; %d of %d rows "
+          "a step" % (len(convs), sum(len(e) for _, e in convs), len(chat),
+                      n_chat, args.batch))
 
     model = Gemma3nText(CONFIG)
     n_params = sum(p.numel() for p in model.params)
@@ -502,8 +615,12 @@ def main():
             0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.steps)))
         for g in opt.param_groups:
             g["lr"] = lr
-        offs = torch.randint(0, len(stream) - args.ctx, (args.batch,))
-        seq = torch.stack([data[o:o + args.ctx] for o in offs.tolist()])
+        offs = torch.randint(0, len(stream) - args.ctx, (args.batch - n_chat,))
+        rows = [data[o:o + args.ctx] for o in offs.tolist()]
+        # A chat window's first target follows the conversation's BOS.
+        rows += [chat_data[o + 1:o + 1 + args.ctx] for o in
+                 random.sample(chat_starts, n_chat)]
+        seq = torch.stack(rows)
         ids = torch.cat([torch.full((args.batch, 1), bos), seq[:, :-1]], 1)
         logits = model(ids)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
@@ -526,6 +643,7 @@ def main():
     model.eval()
     print("training: %.0f s; held-out ppl (bf16 weights, torch) %.2f" %
           (time.time() - start, held_ppl(10 ** 9)))
+    chat_check(model, sp, held, bos, eot)
     export(model, args.out, spm_model)
     verify_export(model, args.out, [bos] + held_ids[:150], args.pccx_bin)
     print("wrote", args.out)
