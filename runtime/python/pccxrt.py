@@ -345,7 +345,7 @@ class Model:
         on_token(id) as each one is chosen. Sampling keywords as in sample()."""
         ids = self.tokenize(prompt) if isinstance(prompt, str) else _ids(prompt)[0].tolist()
         stops = set(self.eos_tokens if stop_tokens is None else stop_tokens)
-        last = self.consume(ids)[-1]
+        last = self.consume(ids, logits="last")
         seen, generated = list(ids), []
         for n in range(max_new_tokens):
             token = self.sample(last, seen, **sampling)
@@ -355,7 +355,7 @@ class Model:
                 on_token(token)
             if token in stops or n + 1 == max_new_tokens or self.position >= self.capacity:
                 break
-            last = self.consume([token])[-1]
+            last = self.consume([token], logits="last")
         return generated
 
     @_locked
