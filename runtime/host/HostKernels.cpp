@@ -15,6 +15,7 @@
 #include "hw/numerics/HalfFloat.h"
 #include "hw/numerics/KvRecords.h"
 #include "hw/numerics/Quantize.h"
+#include "hw/numerics/Sparsity.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -455,15 +456,7 @@ bool kernelGaussianTopK(KernelArgs &c) {
   forRows(c.ctx(), in.rows, [&](int64_t first, int64_t end) {
     for (int64_t r = first; r < end; ++r) {
       const float *x = in.row(r);
-      double sum = 0;
-      for (int64_t i = 0; i < n; ++i)
-        sum += x[i];
-      float mean = float(sum / double(n));
-      double var = 0;
-      for (int64_t i = 0; i < n; ++i)
-        var += double(x[i] - mean) * double(x[i] - mean);
-      float cutoff =
-          mean + float(std::sqrt(var / double(n))) * float(multiplier);
+      const float cutoff = hw::gaussianTopKCutoff(x, n, float(multiplier));
       for (int64_t i = 0; i < n; ++i)
         out.row(r)[i] = x[i] - cutoff > 0 ? x[i] - cutoff : 0.0f;
     }

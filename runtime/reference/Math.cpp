@@ -3,6 +3,7 @@
 #include "runtime/reference/Math.h"
 
 #include "hw/numerics/Dot.h"
+#include "hw/numerics/Sparsity.h"
 
 #include <cmath>
 #include <vector>
@@ -47,15 +48,7 @@ void applyRope(float *head, size_t headDim, int64_t position, double theta) {
 }
 
 void gaussianTopK(float *x, size_t n, float multiplier) {
-  double sum = 0;
-  for (size_t i = 0; i < n; ++i)
-    sum += x[i];
-  float mean = float(sum / double(n));
-  double var = 0;
-  for (size_t i = 0; i < n; ++i)
-    var += double(x[i] - mean) * double(x[i] - mean);
-  float std = float(std::sqrt(var / double(n)));
-  float cutoff = mean + std * multiplier;
+  const float cutoff = hw::gaussianTopKCutoff(x, int64_t(n), multiplier);
   for (size_t i = 0; i < n; ++i)
     x[i] = x[i] - cutoff > 0 ? x[i] - cutoff : 0.0f;
 }
