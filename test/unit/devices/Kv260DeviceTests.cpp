@@ -1223,6 +1223,31 @@ TEST(Kv260Device, WeightStreamErrors) {
   EXPECT_TRUE(contains(g.error, "1 weight records were queued")) << g.error;
 }
 
+/// Issues `program` on the fake board of `f` (whose NPU it fed through the
+/// DataMover streams) and on `direct`, handing the GEMMs `records` in
+/// order, and finishes the segment on both.
+void runOnBoth(Fixture &f, SimDevice &direct,
+               const std::vector<const char *> &program,
+               const std::vector<std::vector<uint8_t>> &records) {
+  size_t gemms = 0;
+  for (size_t i = 0; i < program.size(); ++i) {
+    isa::Instruction inst;
+    ASSERT_TRUE(isa::assemble(program[i], inst, &f.error)) << f.error;
+    const uint64_t w = word(inst);
+    if (inst.opcode == isa::Opcode::Gemm) {
+      ASSERT_LT(gemms, records.size());
+      const std::vector<uint8_t> &r = records[gemms++];
+      f.device->pushHostWeights(r.data(), r.size());
+      direct.pushHostWeights(r.data(), r.size());
+    }
+    ASSERT_TRUE(f.device->issue(w, i, &f.error)) << f.error;
+    ASSERT_TRUE(direct.issue(w, i, &f.error)) << f.error;
+    ASSERT_TRUE(f.board.npuError.empty()) << f.board.npuError;
+  }
+  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
+  ASSERT_TRUE(direct.finishSegment(&f.error)) << f.error;
+}
+
 TEST(Kv260Device, AProgramGivesTheSimulatorsResultThroughTheProtocol) {
   // Load a vector, multiply it by a 2x3 INT8 matrix, store the result: on
   // a fake board whose NPU is the v002-rtl simulator fed only through the
@@ -1250,20 +1275,9 @@ TEST(Kv260Device, AProgramGivesTheSimulatorsResultThroughTheProtocol) {
   f.board.npu = &npu;
   std::copy(input, input + 8, f.device->window());
   std::copy(input, input + 8, direct.window());
-  for (size_t i = 0; i < 6; ++i) {
-    isa::Instruction inst;
-    ASSERT_TRUE(isa::assemble(program[i], inst, &f.error)) << f.error;
-    const uint64_t w = word(inst);
-    if (inst.opcode == isa::Opcode::Gemm) {
-      f.device->pushHostWeights(record.data(), record.size());
-      direct.pushHostWeights(record.data(), record.size());
-    }
-    ASSERT_TRUE(f.device->issue(w, i, &f.error)) << f.error;
-    ASSERT_TRUE(direct.issue(w, i, &f.error)) << f.error;
-    ASSERT_TRUE(f.board.npuError.empty()) << f.board.npuError;
-  }
-  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
-  ASSERT_TRUE(direct.finishSegment(&f.error)) << f.error;
+  runOnBoth(f, direct, {program, program + 6}, {record});
+  if (HasFatalFailure())
+    return;
   EXPECT_EQ(std::vector<float>(f.device->window(), f.device->window() + 8),
             std::vector<float>(direct.window(), direct.window() + 8));
   EXPECT_EQ(f.device->window()[0], 14.0f);
@@ -1313,22 +1327,11 @@ TEST(Kv260Device, TheRecordOnOneLaneAndZerosOnTheOtherGiveTheSumTheRtlMakes) {
   f.board.npu = &npu;
   std::copy(input, input + 64, f.device->window());
   std::copy(input, input + 64, direct.window());
-  size_t gemms = 0;
-  for (size_t i = 0; i < sizeof(program) / sizeof(program[0]); ++i) {
-    isa::Instruction inst;
-    ASSERT_TRUE(isa::assemble(program[i], inst, &f.error)) << f.error;
-    const uint64_t w = word(inst);
-    if (inst.opcode == isa::Opcode::Gemm) {
-      const std::vector<uint8_t> &r = records[gemms++];
-      f.device->pushHostWeights(r.data(), r.size());
-      direct.pushHostWeights(r.data(), r.size());
-    }
-    ASSERT_TRUE(f.device->issue(w, i, &f.error)) << f.error;
-    ASSERT_TRUE(direct.issue(w, i, &f.error)) << f.error;
-    ASSERT_TRUE(f.board.npuError.empty()) << f.board.npuError;
-  }
-  ASSERT_TRUE(f.device->finishSegment(&f.error)) << f.error;
-  ASSERT_TRUE(direct.finishSegment(&f.error)) << f.error;
+  runOnBoth(f, direct,
+            {program, program + sizeof(program) / sizeof(program[0])},
+            {records[0], records[1]});
+  if (HasFatalFailure())
+    return;
   EXPECT_TRUE(f.board.npuQueue.empty());
   EXPECT_EQ(std::vector<float>(f.device->window(), f.device->window() + 64),
             std::vector<float>(direct.window(), direct.window() + 64));
