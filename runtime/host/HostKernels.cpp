@@ -79,11 +79,13 @@ void rope(float *head, int64_t d, const float *angles) {
 
 using Region = KernelArgs::Region;
 
-/// Runs body over [0, rows) on the context's host threads when it has
-/// them (see HostContext::splitRows).
-void forRows(HostContext &ctx, int64_t rows,
+/// Runs body over [0, rows): on the context's host threads when it has
+/// them and the kernel is one splitsRows() names (the list pccx-prof
+/// charges by), else on the calling thread.
+void forRows(KernelArgs &c, int64_t rows,
              const std::function<void(int64_t, int64_t)> &body) {
-  if (ctx.splitRows && rows > 1)
+  HostContext &ctx = c.ctx();
+  if (ctx.splitRows && rows > 1 && splitsRows(c.kernel()))
     ctx.splitRows(rows, body);
   else
     body(0, rows);
@@ -250,7 +252,7 @@ bool kernelAltUpPredict(KernelArgs &c) {
   if (!altupParams<K>(c, K::Streams, p.a * p.a, &p))
     return false;
   const int64_t a = p.a, h = p.h;
-  forRows(c.ctx(), p.t, [&](int64_t first, int64_t end) {
+  forRows(c, p.t, [&](int64_t first, int64_t end) {
   std::vector<float> m(static_cast<size_t>(a)), coef(size_t(a * a)),
       result(size_t(a * h));
   for (int64_t r = first; r < end; ++r) {
@@ -290,7 +292,7 @@ bool kernelAltUpCorrect(KernelArgs &c) {
       !c.region(K::Output, &output, p.h, p.t))
     return false;
   const int64_t a = p.a, h = p.h;
-  forRows(c.ctx(), p.t, [&](int64_t first, int64_t end) {
+  forRows(c, p.t, [&](int64_t first, int64_t end) {
   std::vector<float> m(static_cast<size_t>(a)), coef(static_cast<size_t>(a)),
       innovation(static_cast<size_t>(h));
   for (int64_t r = first; r < end; ++r) {
@@ -355,7 +357,7 @@ bool kernelRmsNorm(KernelArgs &c) {
       !c.number(K::Eps, &eps) || !c.given(K::Gain, &hasGain) ||
       (hasGain && !c.tensor(K::Gain, &gain, 1, in.elems)))
     return false;
-  forRows(c.ctx(), in.rows, [&](int64_t first, int64_t end) {
+  forRows(c, in.rows, [&](int64_t first, int64_t end) {
     for (int64_t r = first; r < end; ++r)
       rms(in.row(r), gain ? gain->data : nullptr, in.elems, float(eps),
           out.row(r));
@@ -374,7 +376,7 @@ bool kernelAddRmsNorm(KernelArgs &c) {
       !c.given(K::Gain, &hasGain) ||
       (hasGain && !c.tensor(K::Gain, &gain, 1, x.elems)))
     return false;
-  forRows(c.ctx(), x.rows, [&](int64_t first, int64_t end) {
+  forRows(c, x.rows, [&](int64_t first, int64_t end) {
     std::vector<float> n(size_t(x.elems));
     for (int64_t r = first; r < end; ++r) {
       rms(y.row(r), gain ? gain->data : nullptr, x.elems, float(eps),
@@ -402,7 +404,7 @@ bool kernelCombine(KernelArgs &c) {
   for (size_t i = 0; i < list.size(); ++i)
     if (!c.regionFrom(K::Inputs, list[i], &inputs[i], out.elems, out.rows))
       return false;
-  forRows(c.ctx(), out.rows, [&](int64_t first, int64_t end) {
+  forRows(c, out.rows, [&](int64_t first, int64_t end) {
     std::vector<float> acc(size_t(out.elems));
     for (int64_t r = first; r < end; ++r) {
       std::fill(acc.begin(), acc.end(), 0.0f);
@@ -422,7 +424,7 @@ bool kernelMul(KernelArgs &c) {
   if (!c.region(K::A, &a) || !c.region(K::B, &b, a.elems, a.rows) ||
       !c.region(K::Out, &out, a.elems, a.rows))
     return false;
-  forRows(c.ctx(), a.rows, [&](int64_t first, int64_t end) {
+  forRows(c, a.rows, [&](int64_t first, int64_t end) {
     for (int64_t r = first; r < end; ++r)
       for (int64_t e = 0; e < a.elems; ++e)
         out.row(r)[e] = a.row(r)[e] * b.row(r)[e];
@@ -437,7 +439,7 @@ bool kernelMulTensor(KernelArgs &c) {
   if (!c.region(K::In, &in) || !c.region(K::Out, &out, in.elems, in.rows) ||
       !c.tensor(K::Tensor, &t, 1, in.elems))
     return false;
-  forRows(c.ctx(), in.rows, [&](int64_t first, int64_t end) {
+  forRows(c, in.rows, [&](int64_t first, int64_t end) {
     for (int64_t r = first; r < end; ++r)
       for (int64_t e = 0; e < in.elems; ++e)
         out.row(r)[e] = in.row(r)[e] * t->data[e];
@@ -453,7 +455,7 @@ bool kernelGaussianTopK(KernelArgs &c) {
       !c.number(K::Multiplier, &multiplier))
     return false;
   const int64_t n = in.elems;
-  forRows(c.ctx(), in.rows, [&](int64_t first, int64_t end) {
+  forRows(c, in.rows, [&](int64_t first, int64_t end) {
     for (int64_t r = first; r < end; ++r) {
       const float *x = in.row(r);
       const float cutoff = hw::gaussianTopKCutoff(x, n, float(multiplier));
@@ -750,7 +752,7 @@ bool kernelLaurelResidual(KernelArgs &c) {
       !c.number(K::ResidualScale, &scale) || !c.number(K::Eps, &eps))
     return false;
   const int64_t h = act.elems;
-  forRows(c.ctx(), act.rows, [&](int64_t first, int64_t end) {
+  forRows(c, act.rows, [&](int64_t first, int64_t end) {
     std::vector<float> a(static_cast<size_t>(h)), l(static_cast<size_t>(h));
     for (int64_t r = first; r < end; ++r) {
       rms(attn.row(r), attnGain->data, h, float(eps), a.data());
@@ -778,7 +780,7 @@ bool kernelPleInject(KernelArgs &c) {
       !c.region(K::Out, &out, h, streams.rows) ||
       !c.tensor(K::PostNorm, &postNorm, 1, h) || !c.number(K::Eps, &eps))
     return false;
-  forRows(c.ctx(), t, [&](int64_t first, int64_t end) {
+  forRows(c, t, [&](int64_t first, int64_t end) {
     std::vector<float> inj(static_cast<size_t>(h));
     for (int64_t r = first; r < end; ++r) {
       rms(projected.row(r), postNorm->data, h, float(eps), inj.data());

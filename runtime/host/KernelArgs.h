@@ -111,6 +111,7 @@ public:
   bool stepRows(abi::HostParam param, int64_t rows);
 
   HostContext &ctx() { return ctx_; }
+  abi::HostKernel kernel() const { return call_.kernel; }
 
 private:
   /// The argument of `param` when it is a parameter of the call's kernel
