@@ -60,6 +60,14 @@ std::string closestOption(const std::string &unknown,
   return prefixed == 1 ? onlyPrefixed : "";
 }
 
+namespace {
+/// The spelling errors name: the last of `names` ("-o, --output": --output).
+std::string messageName(const char *names) {
+  const std::string all = names;
+  return all.substr(all.rfind(' ') + 1);
+}
+} // namespace
+
 void CommandLine::declare(
     const char *names, unsigned arity,
     std::function<std::string(const std::vector<std::string> &)> action) {
@@ -116,8 +124,7 @@ void CommandLine::values(
 
 void CommandLine::count(const char *names, int64_t *out, bool *given,
                         int64_t max) {
-  std::string option = names;
-  option = option.substr(option.rfind(' ') + 1);
+  const std::string option = messageName(names);
   declare(names, 1, [=](const std::vector<std::string> &v) {
     char *end = nullptr;
     errno = 0;
@@ -135,8 +142,7 @@ void CommandLine::count(const char *names, int64_t *out, bool *given,
 
 void CommandLine::range(const char *names, int64_t low, int64_t high,
                         std::function<void(int64_t)> set, const char *unit) {
-  std::string option = names;
-  option = option.substr(option.rfind(' ') + 1);
+  const std::string option = messageName(names);
   std::string suffix = *unit ? std::string(" ") + unit : std::string();
   declare(names, 1, [=](const std::vector<std::string> &v) {
     char *end = nullptr;
@@ -158,8 +164,7 @@ void CommandLine::range(const char *names, int64_t low, int64_t high,
 }
 
 void CommandLine::number(const char *names, double *out, bool *given) {
-  std::string option = names;
-  option = option.substr(option.rfind(' ') + 1);
+  const std::string option = messageName(names);
   declare(names, 1, [=](const std::vector<std::string> &v) {
     char *end = nullptr;
     double d = std::strtod(v[0].c_str(), &end);
