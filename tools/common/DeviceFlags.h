@@ -1,7 +1,8 @@
 //===- DeviceFlags.h - the device flags of the runtime tools ----*- C++ -*-===//
 //
 // pccx-run and pccx-serve take their device the same way: --device NAME,
-// then the device's options as --NAME VALUE or --device-option KEY=VALUE.
+// then the device's options as --NAME VALUE or --device-option KEY=VALUE,
+// and the session's host threads as --host-threads N.
 // Names, options and their help come from the device registry
 // (runtime/devices/Devices.h), so a registered device and its options are
 // accepted and listed without a change here. A tool declares its own
@@ -20,7 +21,16 @@ namespace pccx::tools {
 struct DeviceChoice {
   std::string name = device::registeredDevices().front()->name;
   device::OptionList options;
+  /// exec::Session::setHostThreads: 0 is one per hardware thread.
+  int64_t hostThreads = 0;
 };
+
+/// --host-threads in the tools' --help (each places it in its own section).
+constexpr const char *kHostThreadsHelp =
+    "  --host-threads N         threads the host kernels split a step's rows\n"
+    "                           over (AltUp, norms, residuals; the prefill's 16\n"
+    "                           rows), 0 for one per hardware thread (default 0);\n"
+    "                           results are the same bit for bit at every count\n";
 
 /// Declares --device, --device-option and every registered device's
 /// options on `cl`, filling `choice`.
@@ -32,6 +42,8 @@ inline void declareDeviceOptions(CommandLine &cl, DeviceChoice *choice) {
              device::listAlternatives(device::deviceNames());
     return std::string();
   });
+  cl.range("--host-threads", 0, 256,
+           [choice](int64_t n) { choice->hostThreads = n; });
   cl.value("--device-option", [choice](const std::string &text) {
     std::string error;
     if (!device::parseOptionList(text, &choice->options, &error))

@@ -22,7 +22,8 @@
 
 namespace {
 
-// The DEVICE section between the two parts comes from the device registry.
+// The help in parts: --host-threads comes from tools/common/DeviceFlags.h,
+// the DEVICE section from the device registry.
 const char kHelpBeforeDevice[] =
     R"(USAGE: pccx-run MODEL.pccx (--prompt TEXT | --tokens IDS) [options]
        pccx-run MODEL.pccx --chat [--chat-file FILE] [options]
@@ -109,11 +110,10 @@ GENERATION:
   --seed S                 sampling seed (default 0)
   --stop-tokens IDS        stop after any of these ids (default: the
                            config's eos_token_id)
-  --host-threads N         threads the host kernels split a step's rows
-                           over (AltUp, norms, residuals; the prefill's 16
-                           rows), 0 for one per hardware thread (default 0);
-                           results are the same bit for bit at every count
-  --decode-only            feed the prompt token by token through the decode
+)";
+
+// After --host-threads (tools/common/DeviceFlags.h).
+const char kHelpAfterHostThreads[] = R"(  --decode-only            feed the prompt token by token through the decode
                            program (the logits rows are the same positions)
   --draft METHOD           speculative decoding: ngram (drafts the tokens
                            that followed the latest earlier occurrence of
@@ -183,7 +183,8 @@ static int run(int argc, char **argv) {
   pccx::tools::CommandLine cl("pccx-run");
   auto fail = [&](const std::string &message) { return cl.fail(message); };
   cl.help([] {
-    return kHelpBeforeDevice + pccx::device::deviceHelp() + kHelpAfterDevice;
+    return kHelpBeforeDevice + pccx::device::deviceHelp() + kHelpAfterDevice +
+           pccx::tools::kHostThreadsHelp + kHelpAfterHostThreads;
   });
   cl.positional("bundle", &bundlePath);
   cl.text("--prompt", &prompt, &hasPrompt);
@@ -211,8 +212,6 @@ static int run(int argc, char **argv) {
   cl.count("--seed", &seed);
   cl.text("--stop-tokens", &stopText, &hasStop);
   cl.flag("--decode-only", &gen.decodeOnly);
-  int64_t hostThreads = 0;
-  cl.range("--host-threads", 0, 256, [&](int64_t n) { hostThreads = n; });
   cl.text("--draft", &draftMethod);
   cl.count("--draft-tokens", &draftTokens);
   cl.text("--batch-tokens", &batchTokens);
@@ -333,7 +332,7 @@ static int run(int argc, char **argv) {
   if (!dev)
     return fail(error);
   pccx::exec::Session session(*model, std::move(dev));
-  session.setHostThreads(unsigned(hostThreads));
+  session.setHostThreads(unsigned(device.hostThreads));
   if (gen.draftTokens > 0 && std::min(session.batchRows(),
                                       model->prefillRows()) < 2)
     return fail(bundlePath + " has no multi-row decode program to verify "

@@ -23,8 +23,9 @@ namespace {
 /// An API key file holds one short line.
 constexpr uint64_t kMaxApiKeyFileBytes = 4096;
 
-// The DEVICE section between the two parts comes from the device registry.
-const char kHelpBeforeDevice[] =
+// The help in parts: --host-threads comes from tools/common/DeviceFlags.h,
+// the DEVICE section from the device registry.
+const char kHelpOptions[] =
     R"(USAGE: pccx-serve MODEL.pccx [options]
 
 Serves one compiled Gemma 3n bundle with OpenAI's HTTP API:
@@ -56,11 +57,10 @@ OPTIONS:
                            call the API: CORS preflights are answered and
                            responses carry Access-Control-Allow-Origin
                            (default: no CORS headers)
-  --host-threads N         threads the host kernels split a step's rows
-                           over (AltUp, norms, residuals; the prefill's 16
-                           rows), 0 for one per hardware thread (default 0);
-                           results are the same bit for bit at every count
+)";
 
+// After --host-threads (tools/common/DeviceFlags.h).
+const char kHelpDeviceHeading[] = R"(
 DEVICE:
 )";
 
@@ -123,7 +123,8 @@ static int run(int argc, char **argv) {
   pccx::serve::ServeOptions options;
   pccx::tools::CommandLine cl("pccx-serve");
   cl.help([] {
-    return kHelpBeforeDevice + pccx::device::deviceHelp() + kHelpAfterDevice;
+    return kHelpOptions + std::string(pccx::tools::kHostThreadsHelp) +
+           kHelpDeviceHeading + pccx::device::deviceHelp() + kHelpAfterDevice;
   });
   cl.positional("bundle", &bundlePath);
   auto nonEmpty = [](const char *option, std::string *out) {
@@ -167,8 +168,6 @@ static int run(int argc, char **argv) {
   cl.flag("--quiet", [&] { options.logRequests = false; });
   cl.range("--parallel", 1, 256, [&](int64_t n) { options.parallel = int(n); });
   cl.flag("--context-shift", &options.contextShift);
-  int64_t hostThreads = 0;
-  cl.range("--host-threads", 0, 256, [&](int64_t n) { hostThreads = n; });
   cl.value("--draft", [&](const std::string &method) {
     draftMethod = method;
     if (method != "ngram" && method != "none")
@@ -224,7 +223,7 @@ static int run(int argc, char **argv) {
   if (!dev)
     return cl.fail(error);
   pccx::exec::Session session(*model, std::move(dev));
-  session.setHostThreads(unsigned(hostThreads));
+  session.setHostThreads(unsigned(device.hostThreads));
   if (draftMethod == "ngram") {
     if (options.parallel > 1)
       return cl.fail("--draft applies with --parallel 1 (drafts are verified "
