@@ -49,6 +49,8 @@ bool writeBundle(const json &manifest, const std::string &path) {
   return w.addManifest(manifest, &error) &&
          w.addProgram("program.decode", {word, word, word, word}, &error) &&
          w.addProgram("program.prefill", {word, word, word, word}, &error) &&
+         w.addProgram("program.prefill_no_head", {word, word, word, word},
+                      &error) &&
          w.addProgram("program.decode_batch_2", {word, word, word, word},
                       &error) &&
          w.addSection("weights", bundle::SectionKind::Weights,
@@ -179,6 +181,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       std::fprintf(stderr, "%zu token(s): %s\n", tokens.size(),
                    ok ? "ok" : error.c_str());
   }
+  // Again, reading only the last row: the prompt's earlier prefill steps
+  // run program.prefill_no_head when the manifest has one.
+  session.reset();
+  error.clear();
+  {
+    bool ok = session.consume({1, 2, 3, 4, 5, 6, 7, 8}, false, &logits,
+                              &error, exec::LogitsRows::Last);
+    if (!ok && error.empty())
+      __builtin_trap();
+    if (verbose)
+      std::fprintf(stderr, "8 tokens, last row: %s\n",
+                   ok ? "ok" : error.c_str());
+  }
+  session.reset();
   // Two sequences in one step (a batch program when the manifest has one,
   // the decode program row by row otherwise).
   error.clear();
