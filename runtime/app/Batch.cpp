@@ -52,21 +52,31 @@ void BatchScheduler::cancel(int64_t id) {
 void BatchScheduler::admit() {
   while (!queue_.empty()) {
     auto &[id, request] = queue_.front();
-    // The free slot whose cache shares the longest prefix with the prompt.
+    // The free slot whose cache keeps the longest prefix of the prompt. At
+    // least the prompt's last token is consumed again: its logits choose
+    // the first token. A request that keeps every logits row consumes its
+    // whole prompt. A prefix a sliding ring no longer holds the window of
+    // (Session::rewindKeepsCache) is not kept: the slot starts over and the
+    // prompt is fed in chunks like any other.
     int best = -1;
-    size_t bestShared = 0;
+    size_t bestKept = 0;
     for (size_t i = 0; i < slots_.size(); ++i) {
       if (slots_[i].id >= 0)
         continue;
-      const std::vector<int32_t> &c = slots_[i].cached;
-      const size_t shared =
-          size_t(std::mismatch(c.begin(), c.end(), request.prompt.begin(),
-                               request.prompt.end())
-                     .first -
-                 c.begin());
-      if (best < 0 || shared > bestShared) {
+      const std::vector<int32_t> &c = session_.tokens(int(i));
+      size_t kept = 0;
+      if (!request.options.keepLogits && !request.prompt.empty()) {
+        kept = size_t(std::mismatch(c.begin(), c.end(), request.prompt.begin(),
+                                    request.prompt.end())
+                          .first -
+                      c.begin());
+        kept = std::min(kept, request.prompt.size() - 1);
+        if (!session_.rewindKeepsCache(int(i), int64_t(kept)))
+          kept = 0;
+      }
+      if (best < 0 || kept > bestKept) {
         best = int(i);
-        bestShared = shared;
+        bestKept = kept;
       }
     }
     if (best < 0)
@@ -86,20 +96,12 @@ void BatchScheduler::admit() {
       queue_.pop_front();
       continue;
     }
-    // At least the prompt's last token is consumed again: its logits
-    // choose the first token. A request that keeps every logits row
-    // consumes its whole prompt.
-    const size_t reuse =
-        request.options.keepLogits
-            ? 0
-            : std::min(bestShared, request.prompt.size() - 1);
+    size_t kept = bestKept;
     std::string ignored;
-    size_t kept = reuse;
-    if (!session_.rewind(best, int64_t(reuse), &ignored)) {
+    if (kept == 0 || !session_.rewind(best, int64_t(kept), &ignored)) {
       session_.reset(best);
       kept = 0;
     }
-    s.cached.resize(kept);
     s.id = id;
     s.request = std::move(request);
     s.sampler = std::make_unique<Sampler>(s.request.options.sampling);
@@ -133,7 +135,6 @@ bool BatchScheduler::feedPrompt(int index, std::string *error) {
       std::chrono::duration<double>(Clock::now() - t0).count();
   s.fed += count;
   stats_.promptTokens += int64_t(count);
-  s.cached.insert(s.cached.end(), chunk.begin(), chunk.end());
   s.result.consumed.insert(s.result.consumed.end(), chunk.begin(), chunk.end());
   const size_t vocab = size_t(session_.model().vocabSize());
   if (s.request.options.keepLogits)
@@ -154,6 +155,8 @@ bool BatchScheduler::choose(int index, std::vector<float> logits) {
     finish(index, {});
     return false;
   }
+  if (o.onLogits)
+    o.onLogits(logits);
   const int32_t token = s.sampler->next(logits, s.result.consumed);
   s.result.generated.push_back(token);
   ++stats_.generatedTokens;
@@ -202,7 +205,6 @@ bool BatchScheduler::iterate(std::string *error) {
     for (size_t i = 0; i < slots_.size(); ++i)
       if (slots_[i].id >= 0) {
         session_.reset(int(i));
-        slots_[i].cached.clear();
         finish(int(i), why);
       }
     *error = why;
@@ -237,7 +239,6 @@ bool BatchScheduler::iterate(std::string *error) {
     if (s.id < 0)
       continue;
     s.result.decodeSeconds += seconds;
-    s.cached.push_back(rows[r].token);
     s.result.consumed.push_back(rows[r].token);
     std::vector<float> row(logits.begin() + long(r * vocab),
                            logits.begin() + long((r + 1) * vocab));

@@ -74,8 +74,6 @@ private:
     size_t fed = 0;
     bool generating = false;
     int32_t next = 0; ///< the token the next step feeds
-    /// Every token the slot's cache holds, in order (prefix reuse).
-    std::vector<int32_t> cached;
   };
   void admit();
   bool feedPrompt(int index, std::string *error);

@@ -267,8 +267,12 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
                              .first -
                          cached_.begin());
   reused = std::min(reused, prompt.size() - 1);
+  // A prefix whose window a sliding ring no longer holds is fed again from
+  // an empty cache (Session::rewindKeepsCache), so the reply is a fresh
+  // run's.
   std::string ignored;
-  if (!session_.rewind(0, int64_t(reused), &ignored)) {
+  if (reused == 0 || !session_.rewindKeepsCache(0, int64_t(reused)) ||
+      !session_.rewind(0, int64_t(reused), &ignored)) {
     session_.reset();
     reused = 0;
   }

@@ -23,6 +23,9 @@ struct GenerateOptions {
   bool keepLogits = false;
   /// Called with each generated token as soon as it is chosen.
   std::function<void(int32_t)> onToken;
+  /// Called (batched requests) with the logits row each generated token is
+  /// chosen from, before the sampler's penalties and warpers.
+  std::function<void(const std::vector<float> &)> onLogits;
   /// Speculative decoding: up to draftTokens tokens proposed by prompt
   /// lookup (the continuation of the latest earlier occurrence of the
   /// context's last n-gram) verified in one multi-row step, trimmed to fill

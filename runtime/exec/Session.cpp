@@ -16,12 +16,16 @@
 namespace pccx::exec {
 
 /// One sequence: its position and KV caches (record caches with their
-/// device buffers, made before its first step).
+/// device buffers, made before its first step), the tokens at its positions,
+/// and per ring (Session::rings_) the position each ring slot was last
+/// written with (-1: none since the last reset).
 struct Session::Sequence {
   std::vector<host::KvCache> caches;
   std::vector<device::BufferId> cacheBuffer;
   bool recordsReady = false;
   int64_t position = 0;
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<int64_t>> held;
 };
 
 Session::Session(const Model &model, std::unique_ptr<Device> device)
@@ -39,6 +43,22 @@ Session::Session(const Model &model, std::unique_ptr<Device> device)
   context_.windowWords = int64_t(device_->windowWords());
   context_.dynamicRecords = &dynamic_;
   context_.vocab = model_.vocabSize();
+  // A ring of window + prefill_rows - 1 slots: a step at p reads back to
+  // p - window + 1. Record caches name their window; a host cache's is what
+  // its slots leave after the prefill rows.
+  for (const CacheSpec &spec : model_.caches()) {
+    if (spec.slots >= model_.maxSeqLen())
+      continue;
+    const int64_t reach = std::min(
+        spec.slots, std::max<int64_t>({1, spec.window,
+                                       spec.slots - model_.prefillRows() + 1}));
+    auto it = std::find_if(rings_.begin(), rings_.end(),
+                           [&](const RingSpec &r) { return r.slots == spec.slots; });
+    if (it == rings_.end())
+      rings_.push_back({spec.slots, reach});
+    else
+      it->reach = std::max(it->reach, reach);
+  }
   sequences_.push_back(newSequence());
 }
 
@@ -77,6 +97,8 @@ std::unique_ptr<Session::Sequence> Session::newSequence() {
                                             fp32Caches_ ? host::KvDtype::F32
                                                         : spec.dtype));
   s->cacheBuffer.assign(model_.caches().size(), 0);
+  for (const RingSpec &ring : rings_)
+    s->held.emplace_back(size_t(ring.slots), int64_t(-1));
   return s;
 }
 
@@ -90,6 +112,40 @@ void Session::reset(int slot) {
   for (host::KvCache &c : s.caches)
     c.clear();
   s.position = 0;
+  s.tokens.clear();
+  for (std::vector<int64_t> &held : s.held)
+    std::fill(held.begin(), held.end(), int64_t(-1));
+}
+
+const std::vector<int32_t> &Session::tokens(int slot) const {
+  return sequences_.at(size_t(slot))->tokens;
+}
+
+bool Session::rewindKeepsCache(int slot, int64_t position) const {
+  if (slot < 0 || slot >= slots())
+    return false;
+  const Sequence &s = *sequences_[size_t(slot)];
+  if (position < 0 || position > s.position)
+    return false;
+  // Positions at and past `position` are never read before the steps after
+  // the rewind write them again; the ones before it must still be where
+  // the ring put them. (A full-context cache never drops a position.)
+  for (size_t r = 0; r < rings_.size(); ++r) {
+    const RingSpec &ring = rings_[r];
+    const std::vector<int64_t> &held = s.held[r];
+    for (int64_t p = std::max<int64_t>(0, position - ring.reach + 1);
+         p < position; ++p)
+      if (held[size_t(p % ring.slots)] != p)
+        return false;
+  }
+  return true;
+}
+
+void Session::markWritten(const std::vector<RowBinding> &rows) {
+  for (const RowBinding &row : rows)
+    for (size_t r = 0; r < rings_.size(); ++r)
+      row.sequence->held[r][size_t(row.position % rings_[r].slots)] =
+          row.position;
 }
 
 int64_t Session::position(int slot) const {
@@ -126,25 +182,28 @@ bool Session::rewind(int slot, int64_t position, std::string *error) {
              std::to_string(s.position - 1);
     return false;
   }
-  // A ring shorter than the context (a sliding layer's: the window plus
-  // prefill_rows - 1 slots) still holds the window before `position` only
-  // if at most prefill_rows positions after it were written.
-  const int64_t safe = model_.prefillRows();
-  bool ring = false;
-  for (const CacheSpec &spec : model_.caches())
-    ring |= spec.slots < model_.maxSeqLen();
-  if (ring && s.position - position > safe) {
-    *error = "cannot rewind slot " + std::to_string(slot) + " from position " +
-             std::to_string(s.position) + " to " + std::to_string(position) +
-             ": the sliding layers' rings keep only " + std::to_string(safe) +
-             " positions beyond their window";
+  if (rewindKeepsCache(slot, position)) {
+    // Positions past `position` stay in the rings but are never read: a
+    // step's masks and kernels see only positions up to the step's last,
+    // and the next step writes them again first (docs/serving.md, Reuse).
+    s.position = position;
+    s.tokens.resize(size_t(position));
+    return true;
+  }
+  // A ring lost part of the window before `position` (later positions
+  // were written over it, possibly before an earlier rewind): the kept
+  // tokens are prefilled again from an empty cache, as a fresh run would.
+  std::vector<int32_t> kept(s.tokens.begin(), s.tokens.begin() + position);
+  reset(slot);
+  ++stats_.rewindReplays;
+  stats_.replayedTokens += uint64_t(kept.size());
+  if (!kept.empty() &&
+      !consume(slot, kept, false, nullptr, error, LogitsRows::Last)) {
+    reset(slot);
+    *error = "rewinding slot " + std::to_string(slot) + " to position " +
+             std::to_string(position) + ": " + *error;
     return false;
   }
-  // Positions past `position` stay in the rings but are never read: a
-  // step's masks and kernels see only positions up to the step's last, and
-  // the next step writes them again first (docs/serving.md, Speculative
-  // decoding).
-  s.position = position;
   return true;
 }
 
@@ -425,6 +484,7 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
   for (const RowBinding &row : rows)
     if (!prepareRecords(*row.sequence, error))
       return false;
+  markWritten(rows);
   host::HostContext &ctx = context_;
   ctx.caches = &rows[0].sequence->caches;
   ctx.position = rows[0].position;
@@ -547,9 +607,15 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
     }
   if (logits)
     logits->insert(logits->end(), stepLogits_.begin(), stepLogits_.end());
-  for (const RowBinding &row : rows)
-    if (row.sequence != spare_.get())
-      row.sequence->position = row.last + 1;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    Sequence &seq = *rows[r].sequence;
+    if (&seq == spare_.get())
+      continue;
+    // Rows of one sequence come in position order from its position on.
+    seq.tokens.resize(size_t(rows[r].position));
+    seq.tokens.push_back(tokens[r]);
+    seq.position = rows[r].last + 1;
+  }
   ++stats_.steps;
   return true;
 }

@@ -40,6 +40,9 @@ struct SessionStats {
   uint64_t kvRecordBytes = 0;
   /// Rows run through the batch program, and of them padding (unused rows).
   uint64_t batchRows = 0, paddingRows = 0;
+  /// Rewinds whose target a sliding ring no longer held the window before,
+  /// and the positions they prefilled again from an empty cache.
+  uint64_t rewindReplays = 0, replayedTokens = 0;
 };
 
 /// The logits rows consume() returns: one per token, or only the last
@@ -81,10 +84,21 @@ public:
                LogitsRows which = LogitsRows::Every);
   /// Forgets the positions of `slot` from `position` on (speculative
   /// decoding drops the rejected rows this way, prompt caches what differs
-  /// from a new prompt). Refused when a sliding layer's ring no longer holds
-  /// the window before `position`: more than prefill_rows positions back
-  /// (the caller then starts the slot over).
+  /// from a new prompt); refused only for a position the slot does not hold.
+  /// The next steps see exactly what a fresh run of the kept tokens gives:
+  /// when a sliding layer's ring no longer holds the window before
+  /// `position` (rewindKeepsCache), the slot restarts from an empty cache and
+  /// prefills its kept tokens again (counted in stats().rewindReplays).
   bool rewind(int slot, int64_t position, std::string *error);
+  /// Whether rewind(slot, position) keeps the cache as it is: every ring
+  /// slot in the window before `position` still holds the position that
+  /// maps to it (decided from what each ring was last written with, not
+  /// from the slot's current position). Callers that would rather feed the
+  /// prefix themselves (in chunks, between other slots' steps) reset
+  /// instead when it is false.
+  bool rewindKeepsCache(int slot, int64_t position) const;
+  /// The tokens `slot` holds, at positions 0..position(slot)-1.
+  const std::vector<int32_t> &tokens(int slot) const;
 
   struct StepRow {
     int slot = 0;
@@ -133,6 +147,9 @@ private:
   bool checkRoom(int slot, int64_t count, std::string *error) const;
 
   std::unique_ptr<Sequence> newSequence();
+  /// Marks the ring slots the rows write as holding their positions (before
+  /// the step runs: a step that fails may have written them).
+  void markWritten(const std::vector<RowBinding> &rows);
   /// The KV records of `sequence` in device memory, made before its first
   /// step; the masks too, before the session's first step.
   bool prepareRecords(Sequence &sequence, std::string *error);
@@ -144,6 +161,13 @@ private:
   std::unique_ptr<Device> device_;
   bool fp32Caches_;
   std::vector<std::unique_ptr<Sequence>> sequences_;
+  /// The KV caches shorter than the context (sliding layers' rings), one
+  /// entry per distinct slot count: positions a step at p reads back to
+  /// (p - reach + 1).
+  struct RingSpec {
+    int64_t slots = 0, reach = 0;
+  };
+  std::vector<RingSpec> rings_;
   /// Runs the unused rows of a batched step (always at position 0).
   std::unique_ptr<Sequence> spare_;
   /// Masks are shared by the key caches of one (slots, window): one record
