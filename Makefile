@@ -159,6 +159,7 @@ $(SANITIZE_BUILD_DIR)/build.ninja: FORCE
 test-sanitize: deps fuzz-deps $(SANITIZE_BUILD_DIR)/build.ninja
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:allow_user_poisoning=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$(CURDIR)/test/ubsan.supp \
+	PCCX_REUSE_PROGRAMS=6 \
 	  ninja -C $(SANITIZE_BUILD_DIR) -j $(JOBS) check-pccx
 
 demo: build

@@ -100,28 +100,66 @@ TEST(Slots, SteppedTogetherEqualsAlone) {
   EXPECT_EQ(s->stats().paddingRows, 1u);
 }
 
-TEST(Slots, RewindStaysWithinTheRings) {
+TEST(Slots, RewindKeepsTheRingsOrPrefillsAgain) {
   auto s = newSession();
   std::string error;
   std::vector<int32_t> tokens;
   for (int i = 0; i < 40; ++i)
     tokens.push_back(int32_t(10 + i));
   ASSERT_TRUE(s->consume(tokens, false, nullptr, &error)) << error;
-  // The tiny model's sliding rings hold the window of 8 plus 16 - 1.
-  EXPECT_TRUE(s->rewind(0, 40 - 16, &error)) << error;
+  // The tiny model's sliding rings hold the window of 8 plus 16 - 1 (23
+  // slots): positions 17..39, so the window before 24 (17..23) is there
+  // and the one before 20 (13..19) is not.
+  EXPECT_TRUE(s->rewindKeepsCache(0, 24));
+  EXPECT_FALSE(s->rewindKeepsCache(0, 20));
+  EXPECT_TRUE(s->rewind(0, 24, &error)) << error;
   EXPECT_EQ(s->position(), 24);
-  EXPECT_FALSE(s->rewind(0, 2, &error));
-  EXPECT_NE(error.find("the sliding layers' rings keep only 16 positions "
-                       "beyond their window"),
-            std::string::npos)
-      << error;
+  EXPECT_EQ(s->stats().rewindReplays, 0u);
+  // From 24, going back 2 more is short, but the rings were written up to
+  // 39: the window before 22 (15..21) was written over. The slot starts
+  // over and prefills the 22 tokens it keeps.
+  EXPECT_FALSE(s->rewindKeepsCache(0, 22));
+  EXPECT_TRUE(s->rewind(0, 22, &error)) << error;
+  EXPECT_EQ(s->position(), 22);
+  EXPECT_EQ(s->stats().rewindReplays, 1u);
+  EXPECT_EQ(s->stats().replayedTokens, 22u);
+  EXPECT_EQ(s->tokens(0),
+            std::vector<int32_t>(tokens.begin(), tokens.begin() + 22));
+  EXPECT_TRUE(s->rewindKeepsCache(0, 20)); // written only up to 21 now
   EXPECT_FALSE(s->rewind(0, 30, &error));
-  EXPECT_NE(error.find("it holds positions 0..23"), std::string::npos)
+  EXPECT_NE(error.find("it holds positions 0..21"), std::string::npos)
       << error;
+  EXPECT_FALSE(s->rewindKeepsCache(0, 30));
   EXPECT_FALSE(s->step({{3, 5}}, nullptr, &error));
   EXPECT_NE(error.find("slot 3 is not one of the session's 1"),
             std::string::npos)
       << error;
+}
+
+// The sequence that gave other logits (by up to 2.8) than a fresh run:
+// each rewind is short, but the first one left positions 10..25 in the
+// rings, and the second must not read 9's window from them.
+TEST(Slots, RewindAfterRewindGivesAFreshRunsLogits) {
+  auto s = newSession();
+  std::string error;
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 26; ++i)
+    tokens.push_back(int32_t(2 + (i * 37) % 500));
+  ASSERT_TRUE(s->consume(tokens, false, nullptr, &error)) << error;
+  ASSERT_TRUE(s->rewind(0, 10, &error)) << error;
+  ASSERT_TRUE(s->consume({7}, false, nullptr, &error)) << error;
+  ASSERT_TRUE(s->rewind(0, 9, &error)) << error;
+  std::vector<float> reused, fresh;
+  ASSERT_TRUE(s->consume({tokens[9]}, false, &reused, &error)) << error;
+  auto alone = newSession();
+  ASSERT_TRUE(alone->consume(std::vector<int32_t>(tokens.begin(),
+                                                  tokens.begin() + 10),
+                             false, &fresh, &error))
+      << error;
+  ASSERT_EQ(reused.size() * 10, fresh.size());
+  EXPECT_TRUE(std::equal(reused.begin(), reused.end(),
+                         fresh.end() - long(reused.size())));
+  EXPECT_EQ(s->stats().rewindReplays, 1u);
 }
 
 TEST(Scheduler, ArrivalOrderPrefixReuseAndCancel) {

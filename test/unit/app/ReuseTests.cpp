@@ -314,8 +314,17 @@ private:
     log_.push_back("rewind slot " + std::to_string(slot) + " to " +
                    std::to_string(to) + " (from " + std::to_string(at) + ")");
     std::string error;
-    if (!session_->rewind(slot, to, &error))
-      return fail("rewind: " + error);
+    if (!session_->rewind(slot, to, &error)) {
+      // What callers do with a refused rewind: start over and feed the
+      // kept tokens. (The session itself does that now; a refusal still
+      // must not give other rows.)
+      log_.back() += " refused (" + error + "), kept tokens fed again";
+      session_->reset(slot);
+      if (to > 0 &&
+          !session_->consume(slot, std::vector<int32_t>(m.begin(), m.begin() + to),
+                             false, nullptr, &error))
+        return fail("consume after a refused rewind: " + error);
+    }
     forgotten_[size_t(slot)].assign(m.begin() + to, m.end());
     m.resize(size_t(to));
   }
@@ -466,31 +475,49 @@ TEST_P(Reuse, SchedulerRequestsGiveFreshRows) {
     const uint64_t seed = firstSeed() + i;
     std::mt19937_64 rng(seed);
     auto session = newSession(m);
-    const int parallel = i % 2 ? 4 : 1;
+    const int parallel = seed % 2 ? 4 : 1;
     app::BatchScheduler scheduler(*session, parallel);
     std::string error;
     ASSERT_TRUE(scheduler.init(&error)) << error;
-    std::vector<std::vector<int32_t>> history; // prompts + replies so far
+    struct Conversation {
+      std::vector<int32_t> prompt, full; ///< the last request, and its reply
+    };
+    std::vector<Conversation> conversations(1 + rng() % 3);
     std::vector<std::string> log;
     std::vector<std::pair<std::shared_ptr<Request>, int64_t>> pending;
     bool failed = false;
-    for (int round = 0; round < 8 && !failed; ++round) {
+    for (int round = 0; round < 12 && !failed; ++round) {
       const int count = 1 + int(rng() % uint64_t(parallel + 1));
       for (int k = 0; k < count; ++k) {
+        // A front end working on a few conversations: mostly the next turn,
+        // a regenerate (of a little less) or an edit near the end, now and
+        // then a new conversation.
+        const size_t c = size_t(rng() % conversations.size());
+        Conversation &conv = conversations[c];
         std::vector<int32_t> prompt;
-        const int how = history.empty() ? 0 : int(rng() % 5);
-        if (how > 0)
-          prompt = history[rng() % history.size()];
-        if (how == 1 && prompt.size() > 1) // regenerate from earlier on
-          prompt.resize(1 + rng() % (prompt.size() - 1));
-        else if (how == 2 && !prompt.empty()) // edit one token
-          prompt[rng() % prompt.size()] = int32_t(2 + rng() % 12);
-        const int64_t extra = how == 1 ? 0 : 1 + int64_t(rng() % 12);
-        for (int64_t e = 0; e < extra; ++e)
-          prompt.push_back(int32_t(2 + rng() % 12));
-        if (prompt.empty())
-          prompt.push_back(2);
-        const int64_t maxNew = 1 + int64_t(rng() % 8);
+        const int how = conv.prompt.empty() || conv.full.size() > 40
+                            ? 0
+                            : int(rng() % 10);
+        auto randomTokens = [&](int64_t n) {
+          for (int64_t e = 0; e < n; ++e)
+            prompt.push_back(int32_t(2 + rng() % 12));
+        };
+        if (how == 0) { // a new conversation
+          randomTokens(1 + int64_t(rng() % 16));
+        } else if (how <= 4) { // the next turn
+          prompt = conv.full;
+          randomTokens(1 + int64_t(rng() % 6));
+        } else if (how <= 7) { // regenerate, or of a little less
+          prompt = conv.prompt;
+          prompt.resize(prompt.size() -
+                        std::min<size_t>(prompt.size() - 1, rng() % 4));
+        } else { // edit one of the last tokens
+          prompt = conv.prompt;
+          prompt[prompt.size() - 1 -
+                 std::min<size_t>(prompt.size() - 1, rng() % 6)] =
+              int32_t(2 + rng() % 12);
+        }
+        const int64_t maxNew = 1 + int64_t(rng() % 6);
         if (int64_t(prompt.size()) + maxNew > m.maxSeqLen())
           prompt.resize(size_t(m.maxSeqLen() - maxNew));
         auto done = std::make_shared<Request>();
@@ -518,10 +545,10 @@ TEST_P(Reuse, SchedulerRequestsGiveFreshRows) {
               int64_t(done->tokens.size()) - promptSize > cancelAfter)
             scheduler.cancel(*id);
         };
-        r.onDone = [&history, done](const app::GenerateResult &,
-                                    const std::string &why) {
+        r.onDone = [&conversations, c, prompt,
+                    done](const app::GenerateResult &, const std::string &why) {
           EXPECT_EQ(why, "");
-          history.push_back(done->tokens);
+          conversations[c] = {prompt, done->tokens};
         };
         pending.push_back({done, promptSize});
         *id = scheduler.submit(std::move(r));
@@ -574,5 +601,51 @@ INSTANTIATE_TEST_SUITE_P(Bundles, Reuse,
                          [](const testing::TestParamInfo<Kind> &info) {
                            return std::string(kindName(info.param));
                          });
+
+} // namespace
+
+namespace {
+
+/// The pattern a chat front end sends: a prompt, a regenerate of a little
+/// less, then less again; each rewind is short, together they reach past
+/// what the rings hold.
+TEST(Reuse, SchedulerRegeneratesTwice) {
+  const exec::Model &m = model(Kind::NpuAttention);
+  Oracle oracle(m);
+  auto session = newSession(m);
+  app::BatchScheduler scheduler(*session, 1);
+  std::string error;
+  ASSERT_TRUE(scheduler.init(&error)) << error;
+  std::vector<int32_t> a;
+  for (int i = 0; i < 20; ++i)
+    a.push_back(int32_t(2 + (i * 7) % 12));
+  auto run = [&](const std::vector<int32_t> &prompt, int64_t maxNew) {
+    auto done = std::make_shared<Request>();
+    done->tokens = prompt;
+    app::BatchRequest r;
+    r.prompt = prompt;
+    r.options.maxNewTokens = maxNew;
+    r.options.onLogits = [done](const std::vector<float> &got) {
+      done->rows.push_back(got);
+    };
+    r.options.onToken = [done](int32_t t) { done->tokens.push_back(t); };
+    scheduler.submit(std::move(r));
+    EXPECT_TRUE(scheduler.runAll(&error)) << error;
+    for (size_t k = 0; k < done->rows.size(); ++k)
+      EXPECT_EQ(compareRow(done->rows[k].data(),
+                           oracle.row(std::vector<int32_t>(
+                               done->tokens.begin(),
+                               done->tokens.begin() + long(prompt.size() + k)))),
+                "")
+          << "prompt of " << prompt.size() << ", row " << k;
+    return done->tokens;
+  };
+  const std::vector<int32_t> first = run(a, 8);
+  const std::vector<int32_t> second =
+      run(std::vector<int32_t>(first.begin(), first.begin() + 24), 1);
+  run(std::vector<int32_t>(second.begin(), second.begin() + 22), 4);
+  std::printf("positions kept: %lld reused in all\n",
+              (long long)scheduler.stats().reusedTokens);
+}
 
 } // namespace
