@@ -17,6 +17,24 @@ out=${FUZZ_OUT:-$build/fuzz-out}
 targets=${FUZZ_TARGETS:-"safetensors shard-index config isa asm bundle ir http tokenizer"}
 mkdir -p "$out"
 status=0
+
+# fuzz-http's sequence inputs ('=') run a real model: a chat checkpoint
+# compiled with small sliding rings by this checkout's tools (the release
+# tree, PCCX_TOOLS_DIR), whose oracle is a fresh server.
+case " $targets " in
+*" http "*)
+  tools=${PCCX_TOOLS_DIR:-build/bin}
+  if [ -x "$tools/pccx-compile" ] && [ -x "$tools/pccx-make-checkpoint" ]; then
+    model=$out/http-model
+    PATH="$(cd "$tools" && pwd):$PATH" sh test/tools/pccx-run/Inputs/make_chat_checkpoint.sh "$model.ckpt"
+    "$tools/pccx-compile" "$model.ckpt" --max-seq-len 64 --prefill-rows 4 \
+      --decode-batch 4 -o "$model.pccx" > /dev/null
+    export PCCX_FUZZ_HTTP_BUNDLE=$model.pccx
+  else
+    echo "note: no $tools/pccx-compile (make build): fuzz-http skips its sequence inputs" >&2
+  fi
+  ;;
+esac
 printf '%-12s %8s %12s %10s %8s %s\n' target seconds executions exec/s corpus findings
 
 for t in $targets; do

@@ -178,8 +178,6 @@ const char *replyEndName(ReplyEnd end) {
 
 void ChatSession::reset() {
   session_.reset();
-  cached_.clear();
-  lastLogits_.clear();
   history_.clear();
   exchanges_.clear();
 }
@@ -261,22 +259,21 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
   // Reuse the longest common prefix of the cache and the prompt (a resent
   // conversation that re-tokenizes slightly differently keeps everything
   // before the first difference); at least the prompt's last token is
-  // consumed again, for the logits of the first reply token.
-  size_t reused = size_t(std::mismatch(cached_.begin(), cached_.end(),
-                                       prompt.begin(), prompt.end())
-                             .first -
-                         cached_.begin());
+  // consumed again, for the logits of the first reply token. A prefix whose
+  // window a sliding ring no longer holds is fed again from an empty cache
+  // (Session::rewindKeepsCache), so the reply is a fresh run's.
+  const std::vector<int32_t> &cached = session_.tokens(0);
+  size_t reused = size_t(
+      std::mismatch(cached.begin(), cached.end(), prompt.begin(), prompt.end())
+          .first -
+      cached.begin());
   reused = std::min(reused, prompt.size() - 1);
-  // A prefix whose window a sliding ring no longer holds is fed again from
-  // an empty cache (Session::rewindKeepsCache), so the reply is a fresh
-  // run's.
   std::string ignored;
   if (reused == 0 || !session_.rewindKeepsCache(0, int64_t(reused)) ||
       !session_.rewind(0, int64_t(reused), &ignored)) {
     session_.reset();
     reused = 0;
   }
-  cached_.resize(reused);
   reply->promptTokens = int64_t(prompt.size());
   reply->reusedTokens = int64_t(reused);
   reply->fed.assign(prompt.begin() + long(reused), prompt.end());
@@ -286,10 +283,8 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
   if (!session_.consume(reply->fed, options.decodeOnly, &logits, error,
                         exec::LogitsRows::Last)) {
     session_.reset();
-    cached_.clear();
     return false;
   }
-  cached_ = prompt;
   const size_t vocab = size_t(session_.model().vocabSize());
   std::vector<float> last(logits.end() - long(vocab), logits.end());
   auto t1 = Clock::now();
@@ -298,27 +293,27 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
   Sampler sampler(options.sampling);
   ReplyText replyText(tokenizer_, format_.endOfTurn(), options, reply);
   reply->end = ReplyEnd::MaxTokens;
-  // cached_ is every token the session holds: the ids the sampler has seen.
+  // Every token the session holds: the ids the sampler has seen.
+  std::vector<int32_t> seen = prompt;
   int64_t produced = 0;
   auto emit = [&](int32_t token) {
     ++produced;
     if (!replyText.push(token) || produced == options.maxTokens)
       return false;
-    if (int64_t(cached_.size()) >= capacity()) {
+    if (int64_t(seen.size()) >= capacity()) {
       reply->end = ReplyEnd::ContextFull;
       return false;
     }
     return true;
   };
   if (options.maxTokens > 0) {
-    int32_t next = sampler.next(last, cached_);
+    int32_t next = sampler.next(last, seen);
     bool more = emit(next);
     while (more)
       if (!decodeStep(session_, 0, sampler, options.draftTokens,
-                      options.maxTokens - produced, cached_, &next, nullptr,
+                      options.maxTokens - produced, seen, &next, nullptr,
                       emit, &more, &reply->draft, error)) {
         session_.reset();
-        cached_.clear();
         return false;
       }
   }

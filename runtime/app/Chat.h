@@ -197,10 +197,6 @@ private:
   exec::Session &session_;
   const Tokenizer &tokenizer_;
   const ChatFormat &format_;
-  /// The tokens the KV cache holds, position by position.
-  std::vector<int32_t> cached_;
-  /// Logits after the last cached token.
-  std::vector<float> lastLogits_;
   std::vector<int32_t> history_;
   /// Where each exchange (a user turn and its reply) starts in history_.
   std::vector<size_t> exchanges_;

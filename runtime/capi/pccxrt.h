@@ -113,7 +113,11 @@ int pccxrt_consume_last(pccxrt_model *model, int slot, const int32_t *tokens,
  * when not NULL, receives count * vocab_size floats, row by row. */
 int pccxrt_step(pccxrt_model *model, const int *slots, const int32_t *tokens,
                 size_t count, float *logits);
-/* Forgets the positions of `slot` from `position` on. */
+/* Forgets the positions of `slot` from `position` on (at most its
+ * position; -1 beyond). The next steps give exactly what a fresh run of the
+ * kept tokens gives: when a sliding layer's ring no longer holds the window
+ * before `position`, the slot is prefilled again from an empty cache with
+ * the tokens it keeps (docs/serving.md, "What a request reuses"). */
 int pccxrt_rewind(pccxrt_model *model, int slot, int64_t position);
 
 int32_t pccxrt_bos_token(const pccxrt_model *model);

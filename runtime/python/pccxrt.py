@@ -317,7 +317,10 @@ class Model:
 
     @_locked
     def rewind(self, slot, position):
-        """Forgets the positions of `slot` from `position` on."""
+        """Forgets the positions of `slot` from `position` on. The next
+        steps give what a fresh run of the kept tokens gives: a slot whose
+        sliding rings no longer hold the window before `position` is
+        prefilled again with the tokens it keeps."""
         self._check(_lib.pccxrt_rewind(self._open_handle(), operator.index(slot),
                                        operator.index(position)))
 

@@ -1146,9 +1146,11 @@ void Server::init() {
 
 Server::~Server() = default;
 
+bool Server::start(std::string *error) { return impl_->backend.start(error); }
+
 int Server::bind(std::string *error) {
   Impl &s = *impl_;
-  if (!s.backend.start(error))
+  if (!start(error))
     return -1;
   int port = s.options.port == 0
                  ? s.http.bind_to_any_port(s.options.host)

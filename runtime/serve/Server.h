@@ -122,6 +122,9 @@ public:
   /// (the same reading, limits, routing and JSON as a real connection);
   /// returns what the server wrote back. For tests and fuzzing.
   std::string serveBytes(const std::string &input);
+  /// Readies the backend (a batch engine starts its thread); bind() does
+  /// it, serveBytes() without a socket needs it for --parallel above 1.
+  bool start(std::string *error);
   /// Starts the backend and binds the listening socket; returns the port,
   /// or -1 with `*error`.
   int bind(std::string *error);
