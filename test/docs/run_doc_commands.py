@@ -73,6 +73,8 @@ SKIPPED = {
     "bench/batch-decode.sh BUILD_DIR WORK_DIR [LAYERS] [--batch 1,2,4,8] [--steps N] [--threads T]": SYNOPSIS + "; " + BENCH,
     "bench/serve-parallel.py --build build --work WORK [--clients 4] [--max-tokens 16] [--requests 2]": SYNOPSIS + "; " + BENCH,
     "bench/speculative.sh BUILD_DIR WORK_DIR [DRAFT_TOKENS]": SYNOPSIS + "; " + BENCH,
+    "bench/reuse-property.sh BUILD_DIR WORK_DIR [PROGRAMS] [SEQUENCES]": SYNOPSIS +
+        "; minutes (its short mode is in make test: app/ReuseTests.cpp, pccx-serve/reuse.test)",
 }
 
 # Synopses run as one instance each, and make targets that build as what

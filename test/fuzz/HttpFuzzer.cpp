@@ -173,6 +173,8 @@ struct RealServer {
     if (reply.is_object()) {
       reply.erase("id");
       reply.erase("created");
+      if (reply.contains("usage") && reply["usage"].is_object())
+        reply["usage"].erase("prompt_tokens_details"); // cached_tokens
     }
     return reply;
   }
@@ -208,7 +210,8 @@ void runSequence(const std::string &input) {
       for (unsigned k = 0; k <= arg % 3; ++k)
         prompt.push_back(token(arg, unsigned(prompt.size())));
     } else if (op == 2) {
-      prompt.resize(std::max<size_t>(1, prompt.size() - 1 - arg % 4));
+      prompt.resize(size_t(
+          std::max<int64_t>(1, int64_t(prompt.size()) - 1 - int64_t(arg % 4))));
     } else if (op == 3) {
       prompt[prompt.size() - 1 - std::min<size_t>(prompt.size() - 1, arg % 6)] =
           token(arg, 7);
