@@ -63,3 +63,7 @@ if getattr(config, "pccx_libedit", False):
 # Tests that render a page in a real browser (the Makefile's deps install it).
 if shutil.which("chromium"):
     config.available_features.add("chromium")
+
+# Tests of output that cannot be written (a full device).
+if os.path.exists("/dev/full"):
+    config.available_features.add("dev-full")

@@ -636,6 +636,13 @@ static bool readModelManifestUnguarded(const Bundle &bundle, ModelManifest *out,
   if (!rd.integer(*options, "max_seq_len", "compile_options", &m.maxSeqLen,
                   1, int64_t(1) << 31))
     return false;
+  // Rows of one sequence a step may write (the sliding rings' spare slots);
+  // the batch scheduler's prompt chunks are a multiple of it. The compiler's
+  // range (--prefill-rows), which may exceed the context.
+  if (rd.member(*options, "prefill_rows") &&
+      !rd.integer(*options, "prefill_rows", "compile_options", &m.prefillRows,
+                  1, kMaxPrefillRows))
+    return false;
 
   const Sizes size{sectionSize(bundle, "weights"),
                    sectionSize(bundle, "host_tensors"),

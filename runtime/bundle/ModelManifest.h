@@ -135,6 +135,9 @@ struct MemoryRegion {
   int64_t offset = 0, size = 0;
 };
 
+/// The most rows a prefill step may have (pccx-compile --prefill-rows).
+constexpr int64_t kMaxPrefillRows = 65535;
+
 struct ModelManifest {
   std::string producer;
   /// The target profile the programs were compiled for.
@@ -143,6 +146,9 @@ struct ModelManifest {
   nlohmann::json compileOptions = nlohmann::json::object();
   int64_t vocabSize = 0;    ///< config.vocab_size
   int64_t maxSeqLen = 0;    ///< compile_options.max_seq_len
+  /// compile_options.prefill_rows, within [1, kMaxPrefillRows]; 0 when
+  /// absent.
+  int64_t prefillRows = 0;
   std::vector<ProgramEntry> programs;
   std::vector<SegmentEntry> segments;
   std::vector<PatchPoint> patchPoints;

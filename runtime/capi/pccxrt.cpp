@@ -156,14 +156,23 @@ const char *pccxrt_device_description(size_t index) {
   });
 }
 
-void pccxrt_close(pccxrt_model *model) { delete model; }
+void pccxrt_close(pccxrt_model *model) {
+  if (!model)
+    return;
+  // A call still running on another thread finishes before the handle
+  // goes; one that starts after close is the caller's use after free, as
+  // with free().
+  { std::lock_guard<std::mutex> lock(model->mutex); }
+  delete model;
+}
 
 const char *pccxrt_last_error(const pccxrt_model *) {
   return lastError.c_str();
 }
 
 int64_t pccxrt_vocab_size(const pccxrt_model *m) {
-  return m ? m->model->vocabSize() : -1;
+  return guarded(m, int64_t(-1),
+                 [&] { return m ? m->model->vocabSize() : int64_t(-1); });
 }
 
 int64_t pccxrt_position(const pccxrt_model *m) {
@@ -172,7 +181,8 @@ int64_t pccxrt_position(const pccxrt_model *m) {
 }
 
 int64_t pccxrt_capacity(const pccxrt_model *m) {
-  return m ? m->session->capacity() : -1;
+  return guarded(m, int64_t(-1),
+                 [&] { return m ? m->session->capacity() : int64_t(-1); });
 }
 
 int pccxrt_reset(pccxrt_model *m) {
@@ -250,11 +260,12 @@ int pccxrt_reserve_slots(pccxrt_model *m, int count) {
 }
 
 int pccxrt_slot_count(const pccxrt_model *m) {
-  return m ? m->session->slots() : -1;
+  return guarded(m, -1, [&] { return m ? m->session->slots() : -1; });
 }
 
 int64_t pccxrt_batch_rows(const pccxrt_model *m) {
-  return m ? m->session->batchRows() : -1;
+  return guarded(m, int64_t(-1),
+                 [&] { return m ? m->session->batchRows() : int64_t(-1); });
 }
 
 /// Whether `slot` is one of the handle's; fails naming it otherwise.
@@ -351,7 +362,8 @@ int pccxrt_rewind(pccxrt_model *m, int slot, int64_t position) {
 }
 
 int32_t pccxrt_bos_token(const pccxrt_model *m) {
-  return m ? m->model->bosToken() : -1;
+  return guarded(m, int32_t(-1),
+                 [&] { return m ? m->model->bosToken() : int32_t(-1); });
 }
 
 int pccxrt_eos_tokens(const pccxrt_model *m, int32_t *ids, size_t capacity,

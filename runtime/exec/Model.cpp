@@ -164,11 +164,10 @@ bool checkCacheSlots(const bundle::ModelManifest &manifest, std::string *why) {
     std::string rule = "compile_options.max_seq_len (" +
                        std::to_string(manifest.maxSeqLen) + ")";
     if (sliding) {
-      int64_t window = 0, rows = 0;
+      int64_t window = 0;
+      const int64_t rows = manifest.prefillRows;
       if (!jsonInteger(manifest.config, "sliding_window", &window) ||
-          window < 1 ||
-          !jsonInteger(manifest.compileOptions, "prefill_rows", &rows) ||
-          rows < 1) {
+          window < 1 || rows < 1) {
         *why = "KV cache '" + c.name + "' belongs to a sliding layer, but "
                "config.sliding_window or compile_options.prefill_rows is "
                "missing or not a positive integer";
@@ -347,13 +346,9 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
   }
   std::sort(m->batches_.begin(), m->batches_.end(),
             [](const auto &a, const auto &b) { return a->rows < b->rows; });
-  {
-    int64_t rows = 0;
-    m->prefillRows_ =
-        jsonInteger(manifest.compileOptions, "prefill_rows", &rows) && rows > 0
-            ? rows
-            : (m->prefill_ ? m->prefill_->rows : 1);
-  }
+  m->prefillRows_ = manifest.prefillRows > 0
+                       ? manifest.prefillRows
+                       : (m->prefill_ ? m->prefill_->rows : 1);
   if (!m->decode_) {
     fail(error, path, "the bundle has no decode program");
     return nullptr;

@@ -106,6 +106,21 @@ def _device_options(options):
 
 
 _INT32_MAX = 2**31 - 1
+_C_INT = (-2**31, 2**31 - 1)
+_INT64 = (-2**63, 2**63 - 1)
+_UINT64 = (0, 2**64 - 1)
+
+
+def _int(value, name, bounds):
+    """`value` as an int that fits the C type of `bounds`; ctypes would
+    silently wrap a larger one (slot 2**32 + 1 would be slot 1)."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError("%s must be an integer, got %r" % (name, value)) from None
+    if v < bounds[0] or v > bounds[1]:
+        raise ValueError("%s %d is outside %d..%d" % (name, v, bounds[0], bounds[1]))
+    return v
 
 
 def _ids(tokens):
@@ -259,7 +274,7 @@ class Model:
             out = np.empty((array.size, self.vocab_size), dtype=np.float32) if logits else None
         target = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if out is not None else None
         call = _lib.pccxrt_consume_last if logits == "last" else _lib.pccxrt_consume_slot
-        self._check(call(self._open_handle(), operator.index(slot), pointer, array.size,
+        self._check(call(self._open_handle(), _int(slot, "slot", _C_INT), pointer, array.size,
                          int(decode_only), target))
         return out
 
@@ -269,14 +284,16 @@ class Model:
     def reserve_slots(self, count):
         """Holds at least `count` sequences (slot 0 is the one consume() and
         position use); new ones are empty."""
-        self._check(_lib.pccxrt_reserve_slots(self._open_handle(), operator.index(count)))
+        self._check(_lib.pccxrt_reserve_slots(self._open_handle(), _int(count, "count", _C_INT)))
 
     @property
+    @_locked
     def slots(self):
         """Sequences the model holds."""
         return _lib.pccxrt_slot_count(self._open_handle())
 
     @property
+    @_locked
     def batch_rows(self):
         """Rows one batched step holds (the bundle's --decode-batch), 1
         without a batch program."""
@@ -284,7 +301,7 @@ class Model:
 
     @_locked
     def slot_position(self, slot):
-        value = _lib.pccxrt_slot_position(self._open_handle(), operator.index(slot))
+        value = _lib.pccxrt_slot_position(self._open_handle(), _int(slot, "slot", _C_INT))
         if value < 0:
             self._check(-1)
         return value
@@ -292,7 +309,7 @@ class Model:
     @_locked
     def reset_slot(self, slot):
         """Forgets every cached position of one slot."""
-        self._check(_lib.pccxrt_reset_slot(self._open_handle(), operator.index(slot)))
+        self._check(_lib.pccxrt_reset_slot(self._open_handle(), _int(slot, "slot", _C_INT)))
 
     @_locked
     def consume_slot(self, slot, tokens, decode_only=False, logits=True):
@@ -308,7 +325,7 @@ class Model:
         rows = list(rows)
         if not rows:
             raise ValueError("no rows")
-        slots = (ctypes.c_int * len(rows))(*[operator.index(slot) for slot, _ in rows])
+        slots = (ctypes.c_int * len(rows))(*[_int(slot, "slot", _C_INT) for slot, _ in rows])
         array, pointer = _ids([token for _, token in rows])
         out = np.empty((len(rows), self.vocab_size), dtype=np.float32) if logits else None
         target = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if logits else None
@@ -321,8 +338,8 @@ class Model:
         steps give what a fresh run of the kept tokens gives: a slot whose
         sliding rings no longer hold the window before `position` is
         prefilled again with the tokens it keeps."""
-        self._check(_lib.pccxrt_rewind(self._open_handle(), operator.index(slot),
-                                       operator.index(position)))
+        self._check(_lib.pccxrt_rewind(self._open_handle(), _int(slot, "slot", _C_INT),
+                                       _int(position, "position", _INT64)))
 
     @_locked
     def sample(self, logits, seen=(), temperature=0.0, top_k=0, top_p=1.0,
@@ -333,7 +350,8 @@ class Model:
         if row.size != self.vocab_size:
             raise ValueError("logits must hold vocab_size (%d) values" % self.vocab_size)
         seen_array, seen_pointer = _ids(list(seen))
-        options = _Sampling(temperature, top_k, top_p, repetition_penalty, seed)
+        options = _Sampling(temperature, _int(top_k, "top_k", _INT64), top_p, repetition_penalty,
+                            _int(seed, "seed", _UINT64))
         token = ctypes.c_int32()
         self._check(_lib.pccxrt_sample(
             self._handle, ctypes.byref(options), row.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),

@@ -6,7 +6,8 @@
 // "TOOL: error: ..." and exit status 1. SIGBUS, which a mapped bundle or
 // checkpoint truncated under the process raises, is reported the same way.
 // The signals that end a tool (SIGINT, SIGTERM, SIGHUP) first remove the
-// temp files of unfinished outputs (tools/common/OutputCleanup.h).
+// temp files of unfinished outputs (tools/common/OutputCleanup.h). Output
+// that could not be written to stdout in full is an error too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,8 +16,10 @@
 
 #include "tools/common/OutputCleanup.h"
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <iostream>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -43,12 +46,27 @@ inline void reportBusError(int) {
 
 } // namespace detail
 
+/// `status`, or 1 when standard output was not written in full (a full
+/// disk, /dev/full): a tool whose output was cut must not exit 0.
+inline int checkStdout(const char *tool, int status) {
+  std::cout.flush();
+  errno = 0;
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout) && std::cout.good())
+    return status;
+  // A write that failed earlier (stdio's buffer filled) left no errno.
+  std::fprintf(stderr, "%s: error: writing standard output: %s\n", tool,
+               errno ? std::strerror(errno)
+                     : "a write failed (disk full, or the output closed); "
+                       "the output is incomplete");
+  return status ? status : 1;
+}
+
 template <typename Body> int guardedMain(const char *tool, Body body) {
   detail::faultingTool() = tool;
   std::signal(SIGBUS, detail::reportBusError);
   installOutputCleanup();
   try {
-    return body();
+    return checkStdout(tool, body());
   } catch (const std::bad_alloc &) {
     std::fprintf(stderr, "%s: error: out of memory\n", tool);
   } catch (const std::exception &e) {

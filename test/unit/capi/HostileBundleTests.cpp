@@ -151,6 +151,22 @@ TEST(HostileBundle, HugeCachesAndVocabularyAreRefusedBeforeAllocation) {
       << vocab;
 }
 
+TEST(HostileBundle, PrefillRowsOutsideTheContextAreRefused) {
+  // 4 * 2^62 wrapped to 0 in the batch scheduler's prompt chunk, which then
+  // looped without end.
+  for (int64_t rows : {int64_t(1) << 62, int64_t(65536), int64_t(0),
+                       int64_t(-1)}) {
+    std::string error = openError(rewritten(
+        "prefill-rows", [&](json &m) {
+          m["compile_options"]["prefill_rows"] = rows;
+        }));
+    EXPECT_NE(error.find("compile_options: 'prefill_rows' is " +
+                         std::to_string(rows) + ", outside [1, 65535]"),
+              std::string::npos)
+        << error;
+  }
+}
+
 TEST(HostileBundle, OverflowingPatchValueStopsTheStep) {
   std::string error = consumeError(rewritten("patch", [](json &m) {
     for (json &p : m["patch_points"]) {

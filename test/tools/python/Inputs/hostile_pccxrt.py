@@ -73,3 +73,38 @@ for row in (nan, np.full(model.vocab_size, -np.inf, dtype=np.float32)):
         print("sampled", model.sample(row))
     except pccxrt.PccxrtError as e:
         print("logits refused:", e)
+
+# The readers race close() too (they read through the handle): an error,
+# never a read of freed memory.
+racing = pccxrt.Model(path)
+reader_errors = []
+
+
+def reader():
+    try:
+        while True:
+            racing.slots, racing.batch_rows, racing.vocab_size, racing.capacity, racing.bos_token
+    except pccxrt.PccxrtError as e:
+        reader_errors.append(str(e))
+
+
+readers = [threading.Thread(target=reader) for _ in range(3)]
+for t in readers:
+    t.start()
+racing.close()
+for t in readers:
+    t.join()
+print("readers after close:", sorted(set(reader_errors)))
+
+# Integers that do not fit their C type are refused, not wrapped.
+model.reserve_slots(2)
+for call, args in (("consume_slot", (2**32 + 1, [2])), ("slot_position", (2**32,)),
+                   ("reset_slot", (-2**31 - 1,)), ("rewind", (0, 2**63)),
+                   ("reserve_slots", (2**32 + 2,)), ("step", ([(2**32 + 1, 2)],)),
+                   ("sample", (np.zeros(model.vocab_size, dtype=np.float32), (), 0.0, 2**63)),
+                   ("sample", (np.zeros(model.vocab_size, dtype=np.float32), (), 0.5, 0, 1.0, 1.0, 2**64))):
+    try:
+        getattr(model, call)(*args)
+        print("accepted", call)
+    except ValueError as e:
+        print("refused:", call, e)
