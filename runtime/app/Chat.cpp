@@ -126,36 +126,111 @@ bool ChatFormat::appendModelOpening(std::vector<int32_t> *ids,
   return appendText(template_.markers.modelRole + "\n", ids, error);
 }
 
-bool ChatFormat::render(const std::vector<ChatMessage> &messages,
-                        bool openModelTurn, std::vector<int32_t> *ids,
-                        std::string *error) const {
-  size_t first = 0;
-  std::string systemPrefix;
-  if (!messages.empty() && messages[0].role == "system") {
-    systemPrefix = trimmed(messages[0].content) + "\n\n";
-    first = 1;
-  }
-  if (bos_ >= 0)
-    ids->push_back(bos_);
-  for (size_t i = first; i < messages.size(); ++i) {
-    const ChatMessage &m = messages[i];
-    bool userTurn = (i - first) % 2 == 0;
-    std::string role = m.role == "assistant" ? "model" : m.role;
+bool ChatFormat::checkRoles(const std::vector<ChatMessage> &messages,
+                            size_t *first, std::string *error) const {
+  *first = !messages.empty() && messages[0].role == "system" ? 1 : 0;
+  for (size_t i = *first; i < messages.size(); ++i) {
+    const bool userTurn = (i - *first) % 2 == 0;
+    const std::string &r = messages[i].role;
+    const std::string role = r == "assistant" ? "model" : r;
     if (role != (userTurn ? "user" : "model")) {
-      *error = "message " + std::to_string(i) + " has role '" + m.role +
+      *error = "message " + std::to_string(i) + " has role '" + r +
                "': after an optional system message, roles must alternate "
                "user, assistant, user, ...";
       return false;
     }
-    std::string text = trimmed(m.content);
-    if (i == first)
-      text = systemPrefix + text;
-    ids->push_back(startOfTurn_);
-    if (!appendMessage(role + "\n", text, ids, error) ||
-        !appendTurnEnd(ids, error))
-      return false;
   }
+  return true;
+}
+
+bool ChatFormat::appendRendered(const std::vector<ChatMessage> &messages,
+                                size_t first, size_t i,
+                                std::vector<int32_t> *ids,
+                                std::string *error) const {
+  const ChatMessage &m = messages[i];
+  const std::string role = m.role == "assistant" ? "model" : m.role;
+  std::string text = trimmed(m.content);
+  // The system message is prepended to the first turn, as Gemma's template
+  // does.
+  if (i == first && first == 1)
+    text = trimmed(messages[0].content) + "\n\n" + text;
+  ids->push_back(startOfTurn_);
+  return appendMessage(role + "\n", text, ids, error) &&
+         appendTurnEnd(ids, error);
+}
+
+bool ChatFormat::render(const std::vector<ChatMessage> &messages,
+                        bool openModelTurn, std::vector<int32_t> *ids,
+                        std::string *error) const {
+  size_t first = 0;
+  if (!checkRoles(messages, &first, error))
+    return false;
+  if (bos_ >= 0)
+    ids->push_back(bos_);
+  for (size_t i = first; i < messages.size(); ++i)
+    if (!appendRendered(messages, first, i, ids, error))
+      return false;
   return !openModelTurn || appendModelOpening(ids, error);
+}
+
+bool ChatFormat::renderFitting(const std::vector<ChatMessage> &messages,
+                               bool openModelTurn, int64_t budget,
+                               std::vector<int32_t> *ids, size_t *dropped,
+                               std::string *error) const {
+  *dropped = 0;
+  size_t first = 0;
+  if (!checkRoles(messages, &first, error))
+    return false;
+  // Each message's tokens do not depend on the others (the system text
+  // joins the first turn, which is always kept), so the rendering is the
+  // head (BOS and the messages up to the first turn), the kept messages,
+  // and the opening.
+  const size_t keep = std::min(messages.size(), first + 1);
+  std::vector<int32_t> head, opening;
+  if (bos_ >= 0)
+    head.push_back(bos_);
+  for (size_t i = first; i < keep; ++i)
+    if (!appendRendered(messages, first, i, &head, error))
+      return false;
+  if (openModelTurn && !appendModelOpening(&opening, error))
+    return false;
+  // Pairs after the head may go while at least one message stays after
+  // them: at most `most` pairs.
+  const size_t rest = messages.size() - keep;
+  const size_t most = rest >= 3 ? (rest - 1) / 2 : 0;
+  // Newest first: message i's tokens, until the kept ones alone pass the
+  // budget (every older pair then goes).
+  std::vector<std::vector<int32_t>> tokens(messages.size());
+  int64_t total = int64_t(head.size() + opening.size());
+  size_t from = messages.size(); // messages [from, end) are tokenized
+  while (from > keep + 2 * most && from > keep) {
+    --from;
+    if (!appendRendered(messages, first, from, &tokens[from], error))
+      return false;
+    total += int64_t(tokens[from].size());
+  }
+  // The least pairs dropped: `from` is keep + 2 * most here, and each pair
+  // kept (back to the first one) is tokenized only while it fits.
+  size_t pairs = most;
+  while (pairs > 0 && total <= budget) {
+    const size_t a = keep + 2 * (pairs - 1);
+    std::vector<int32_t> ta, tb;
+    if (!appendRendered(messages, first, a, &ta, error) ||
+        !appendRendered(messages, first, a + 1, &tb, error))
+      return false;
+    if (total + int64_t(ta.size() + tb.size()) > budget)
+      break;
+    total += int64_t(ta.size() + tb.size());
+    tokens[a] = std::move(ta);
+    tokens[a + 1] = std::move(tb);
+    --pairs;
+  }
+  *dropped = pairs;
+  ids->insert(ids->end(), head.begin(), head.end());
+  for (size_t i = keep + 2 * pairs; i < messages.size(); ++i)
+    ids->insert(ids->end(), tokens[i].begin(), tokens[i].end());
+  ids->insert(ids->end(), opening.begin(), opening.end());
+  return true;
 }
 
 const char *replyEndName(ReplyEnd end) {
@@ -252,8 +327,8 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
              " tokens; the model's context holds " +
              std::to_string(capacity()) +
              " positions including the reply (compile with a larger "
-             "--max-seq-len, start a new conversation, or use "
-             "--context-shift)";
+             "--max-seq-len or start a new conversation" +
+             (contextShift_ ? std::string(")") : ", or use --context-shift)");
     return false;
   }
   // Reuse the longest common prefix of the cache and the prompt (a resent

@@ -49,6 +49,19 @@ public:
   /// the opening of the model's turn.
   bool render(const std::vector<ChatMessage> &messages, bool openModelTurn,
               std::vector<int32_t> *ids, std::string *error) const;
+  /// render() of the conversation after its oldest exchanges are dropped
+  /// until it takes at most `budget` tokens: from the message after the
+  /// first user message on, two messages at a time (roles keep
+  /// alternating), while at least one message would remain after them.
+  /// `*dropped` counts the pairs. Each message is tokenized at most once,
+  /// newest first, and none that must be dropped anyway: the work is
+  /// bounded by the budget and the messages kept, not by the conversation.
+  /// When even the shortest form does not fit, that form is returned (the
+  /// caller refuses it by its length).
+  bool renderFitting(const std::vector<ChatMessage> &messages,
+                     bool openModelTurn, int64_t budget,
+                     std::vector<int32_t> *ids, size_t *dropped,
+                     std::string *error) const;
   /// Appends one closed turn of `role` ("user" or "model").
   bool appendTurn(const std::string &role, const std::string &text,
                   std::vector<int32_t> *ids, std::string *error) const;
@@ -71,6 +84,14 @@ public:
 
 private:
   ChatFormat(const Tokenizer &tokenizer) : tokenizer_(tokenizer) {}
+  /// The roles' order render() requires; the index of the first turn (1
+  /// after a system message, else 0).
+  bool checkRoles(const std::vector<ChatMessage> &messages, size_t *first,
+                  std::string *error) const;
+  /// Message `i`'s turn as render() writes it.
+  bool appendRendered(const std::vector<ChatMessage> &messages, size_t first,
+                      size_t i, std::vector<int32_t> *ids,
+                      std::string *error) const;
   bool appendText(const std::string &text, std::vector<int32_t> *ids,
                   std::string *error) const;
   /// `prefix` (ours) then a message's `text` (the user's), honouring

@@ -411,6 +411,21 @@ public:
     return true;
   }
 
+  bool shiftedPromptIds(const GenerationRequest &request, int64_t budget,
+                        std::vector<int32_t> *ids, ApiError *error) override {
+    // One pass, each kept message tokenized once (ChatFormat::renderFitting):
+    // no length check before it, since what is dropped is never read.
+    std::string why;
+    size_t dropped = 0;
+    if (!format_.renderFitting(request.messages, true, budget, ids, &dropped,
+                               &why)) {
+      error->message = why;
+      error->param = "messages";
+      return false;
+    }
+    return true;
+  }
+
   bool complete(const std::vector<int32_t> &prompt,
                 const app::ReplyOptions &options, app::Reply *reply,
                 std::string *error) override {
@@ -960,30 +975,19 @@ struct Server::Impl {
   /// The prompt's token ids, and the reply budget.
   bool prepare(const GenerationRequest &request, std::vector<int32_t> *ids,
                int64_t *maxTokens, ApiError *error) {
-    if (!backend.promptIds(request, ids, error))
-      return false;
     // --context-shift: a conversation too long for the context loses its
     // oldest exchanges after the first user message (and the system
-    // message before it) until it fits with the reply's tokens.
+    // message before it) until it fits with the reply's tokens; it is
+    // shifted before anything refuses its length.
     if (options.contextShift && request.chat) {
       // Without max_tokens a chat's reply may take what the context has
       // left: at least one token must fit.
       const int64_t reply = request.maxTokens ? *request.maxTokens : 1;
-      GenerationRequest shorter = request;
-      const size_t keep =
-          !shorter.messages.empty() && shorter.messages[0].role != "user" &&
-                  shorter.messages[0].role != "assistant"
-              ? 2
-              : 1;
-      while (int64_t(ids->size()) + reply - 1 >= backend.capacity() &&
-             shorter.messages.size() >= keep + 3) {
-        // A user message and the reply after it; the roles alternate.
-        shorter.messages.erase(shorter.messages.begin() + long(keep),
-                               shorter.messages.begin() + long(keep + 2));
-        ids->clear();
-        if (!backend.promptIds(shorter, ids, error))
-          return false;
-      }
+      if (!backend.shiftedPromptIds(request, backend.capacity() - reply, ids,
+                                    error))
+        return false;
+    } else if (!backend.promptIds(request, ids, error)) {
+      return false;
     }
     if (ids->empty()) {
       error->message = "the prompt is empty";
@@ -1147,6 +1151,25 @@ void Server::init() {
 Server::~Server() = default;
 
 bool Server::start(std::string *error) { return impl_->backend.start(error); }
+
+bool Backend::shiftedPromptIds(const GenerationRequest &request,
+                               int64_t budget, std::vector<int32_t> *ids,
+                               ApiError *error) {
+  GenerationRequest shorter = request;
+  const size_t keep =
+      !shorter.messages.empty() && shorter.messages[0].role == "system" ? 2
+                                                                        : 1;
+  for (;;) {
+    ids->clear();
+    if (!promptIds(shorter, ids, error))
+      return false;
+    if (int64_t(ids->size()) <= budget || shorter.messages.size() < keep + 3)
+      return true;
+    // A user message and the reply after it; the roles alternate.
+    shorter.messages.erase(shorter.messages.begin() + long(keep),
+                           shorter.messages.begin() + long(keep + 2));
+  }
+}
 
 int Server::bind(std::string *error) {
   Impl &s = *impl_;

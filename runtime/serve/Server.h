@@ -94,6 +94,14 @@ public:
   /// `*error` (its message and param) when the request cannot be encoded.
   virtual bool promptIds(const GenerationRequest &request,
                          std::vector<int32_t> *ids, ApiError *error) = 0;
+  /// A chat's ids with its oldest exchanges after the first user message
+  /// dropped until at most `budget` remain (--context-shift; the shortest
+  /// form when none fits). The default renders the conversation again
+  /// after each pair it drops; a backend with a tokenizer does it in one
+  /// pass.
+  virtual bool shiftedPromptIds(const GenerationRequest &request,
+                                int64_t budget, std::vector<int32_t> *ids,
+                                ApiError *error);
   /// Ids that end a reply besides <end_of_turn>.
   virtual std::set<int32_t> stopTokens() const = 0;
   /// Generates a reply; called from as many threads at once as the

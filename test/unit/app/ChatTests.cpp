@@ -161,6 +161,68 @@ TEST(Chat, RendersGemmaTurns) {
   EXPECT_EQ(pieces, whole);
 }
 
+// The context shift's one-pass rendering gives what rendering again after
+// each dropped pair gives (the rule --context-shift has always followed),
+// for conversations with and without a system message, of every length,
+// under every budget.
+TEST(Chat, RenderFittingDropsTheOldestExchangesInOnePass) {
+  auto t = tokenizer();
+  std::string error;
+  auto format = ChatFormat::create(*t, {}, 2, &error);
+  ASSERT_TRUE(format) << error;
+  const std::vector<std::string> words = {"Hello", "the dog", "a story",
+                                          "Thanks", "once upon a time", "ok"};
+  uint64_t state = 7;
+  auto next = [&](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  int checked = 0;
+  for (int c = 0; c < 300; ++c) {
+    std::vector<ChatMessage> messages;
+    const bool system = next(2);
+    if (system)
+      messages.push_back({"system", "Be brief."});
+    const size_t turns = 1 + next(12);
+    for (size_t i = 0; i < turns; ++i) {
+      std::string text;
+      for (uint64_t w = 0, n = 1 + next(4); w < n; ++w)
+        text += words[next(words.size())] + " ";
+      messages.push_back({i % 2 ? "assistant" : "user", text});
+    }
+    const int64_t budget = int64_t(next(120));
+    // The reference: drop a pair after the first user message and render
+    // again, while it does not fit and a message would remain after it.
+    const size_t keep = system ? 2 : 1;
+    std::vector<ChatMessage> shorter = messages;
+    std::vector<int32_t> want;
+    size_t pairs = 0;
+    for (;;) {
+      want.clear();
+      ASSERT_TRUE(format->render(shorter, true, &want, &error)) << error;
+      if (int64_t(want.size()) <= budget || shorter.size() < keep + 3)
+        break;
+      shorter.erase(shorter.begin() + long(keep),
+                    shorter.begin() + long(keep + 2));
+      ++pairs;
+    }
+    std::vector<int32_t> got;
+    size_t dropped = 99;
+    ASSERT_TRUE(format->renderFitting(messages, true, budget, &got, &dropped,
+                                      &error))
+        << error;
+    EXPECT_EQ(got, want) << "conversation " << c << ", budget " << budget;
+    EXPECT_EQ(dropped, pairs) << "conversation " << c;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 300);
+  std::vector<int32_t> ids;
+  size_t dropped = 0;
+  EXPECT_FALSE(format->renderFitting({{"user", "a"}, {"user", "b"}}, true, 10,
+                                     &ids, &dropped, &error));
+  EXPECT_NE(error.find("message 1 has role 'user'"), std::string::npos);
+}
+
 TEST(Chat, RefusesBadConversations) {
   auto t = tokenizer();
   std::string error;
