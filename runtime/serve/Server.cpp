@@ -86,7 +86,13 @@ public:
     budget_ = budget;
     used_ = 0;
     deadline_ = deadline;
+    inHead_ = true;
+    headEnd_ = 0;
+    headNul_ = false;
   }
+  /// The request's line or a header held a NUL byte, which RFC 9110 does
+  /// not allow in a field (the parser would cut the value there).
+  bool headHasNul() const { return headNul_; }
   /// The request is read: what follows (generation, the response) is not
   /// bound by its reading limits.
   void endRequest() { reading_ = false; }
@@ -150,6 +156,8 @@ public:
     pos_ += n;
     if (reading_)
       used_ += n;
+    if (inHead_)
+      scanHead(ptr, n);
     return ssize_t(n);
   }
 
@@ -180,6 +188,15 @@ public:
   socket_t socket() const override { return INVALID_SOCKET; }
 
 private:
+  /// Follows the head's bytes to the blank line that ends it.
+  void scanHead(const char *p, size_t n) {
+    static const char kEnd[] = "\r\n\r\n";
+    for (size_t i = 0; i < n && inHead_; ++i) {
+      headNul_ |= p[i] == '\0';
+      headEnd_ = p[i] == kEnd[headEnd_] ? headEnd_ + 1 : p[i] == '\r' ? 1 : 0;
+      inHead_ = headEnd_ < 4;
+    }
+  }
   /// Reads more bytes into the buffer, within the deadline.
   bool fill() {
     pos_ = len_ = 0;
@@ -275,6 +292,8 @@ private:
   size_t budget_ = SIZE_MAX, used_ = 0;
   Clock::time_point deadline_;
   bool overLimit_ = false, timedOut_ = false, close_ = false, eof_ = false;
+  bool inHead_ = false, headNul_ = false;
+  size_t headEnd_ = 0; ///< bytes of "\r\n\r\n" seen in a row
 };
 
 /// The connection whose request this thread is handling (handlers get
@@ -807,6 +826,14 @@ struct Server::Impl {
     // the framing.
     http.set_pre_routing_handler(
         [this](const httplib::Request &req, httplib::Response &res) {
+          if (Connection *conn = tlConnection; conn && conn->headHasNul()) {
+            conn->closeAfterResponse();
+            res.set_header("Connection", "close");
+            sendError(res, apiError(400, "invalid_header",
+                                    "a header holds a NUL byte, which HTTP "
+                                    "does not allow in a field"));
+            return httplib::Server::HandlerResponse::Handled;
+          }
           if (req.method == "OPTIONS" && !allowedOrigin(req).empty() &&
               req.has_header("Access-Control-Request-Method")) {
             res.status = 204;

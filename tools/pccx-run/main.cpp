@@ -216,7 +216,8 @@ static int run(int argc, char **argv) {
   cl.count("--draft-tokens", &draftTokens);
   cl.text("--batch-tokens", &batchTokens);
   cl.text("--batch-prompts", &batchPromptsPath);
-  cl.count("--parallel", &parallel);
+  // 0 stands for "all of them" only when the option is absent.
+  cl.range("--parallel", 1, 256, [&](int64_t n) { parallel = n; });
   cl.text("--dump-logits", &dumpPath);
   cl.text("--compare-reference", &referenceDir);
   cl.text("--perplexity", &perplexityPath);
@@ -254,8 +255,6 @@ static int run(int argc, char **argv) {
   const bool batchMode = !batchTokens.empty() || !batchPromptsPath.empty();
   if (parallel && !batchMode)
     return fail("--parallel applies to --batch-tokens and --batch-prompts");
-  if (parallel < 0 || parallel > 256)
-    return fail("--parallel must be from 1 to 256");
   if (draftMethod != "none" && draftMethod != "ngram")
     return fail("--draft must be ngram or none, got '" + draftMethod + "'");
   if (draftTokens < 1)

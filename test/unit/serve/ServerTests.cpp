@@ -153,6 +153,25 @@ TEST(ServeHttp, ExceptionTextStaysOutOfTheResponse) {
   EXPECT_EQ(out.find("EXCEPTION_WHAT"), std::string::npos) << out;
 }
 
+TEST(ServeHttp, NulInAHeaderIsRefused) {
+  ScriptedBackend backend;
+  Server server(backend, quietOptions());
+  // The parser would have cut the value at the NUL and served the request.
+  std::string out = server.serveBytes(
+      std::string("GET /health HTTP/1.1\r\nHost: x\r\nX-Thing: ab") +
+      std::string(1, '\0') + "cd\r\n\r\n");
+  ASSERT_EQ(statuses(out), std::vector<int>{400}) << out;
+  EXPECT_EQ(json::parse(bodyOf(out))["error"]["code"], "invalid_header");
+  // A NUL in a body is the body's business (here: not JSON).
+  out = server.serveBytes(post("/v1/completions", std::string("{\"a\"") +
+                                                      std::string(1, '\0') +
+                                                      "}"));
+  ASSERT_EQ(statuses(out), std::vector<int>{400}) << out;
+  EXPECT_EQ(json::parse(bodyOf(out))["error"]["code"], "invalid_json");
+  out = server.serveBytes("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(statuses(out), std::vector<int>{200}) << out;
+}
+
 TEST(ServeHttp, ChunkedBodyOverTheLimitIs413) {
   ScriptedBackend backend;
   Server server(backend, quietOptions()); // 1024 bytes at most
