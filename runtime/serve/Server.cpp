@@ -131,6 +131,9 @@ public:
   }
 
   const std::string &output() const { return output_; }
+  /// Bytes read from the socket that no request has taken yet (pipelined).
+  bool hasBuffered() const { return pos_ < len_; }
+  int fd() const { return fd_; }
 
   bool is_readable() const override { return pos_ < len_ || fd_ >= 0; }
 
@@ -294,6 +297,167 @@ private:
   bool overLimit_ = false, timedOut_ = false, close_ = false, eof_ = false;
   bool inHead_ = false, headNul_ = false;
   size_t headEnd_ = 0; ///< bytes of "\r\n\r\n" seen in a row
+};
+
+/// Sockets with no request to read: new connections before their first
+/// byte, kept-alive ones between requests. One thread polls them all, so an
+/// idle client holds no serving thread; a socket that becomes readable is
+/// handed to `ready` (which queues it for a thread), one whose deadline
+/// passes is closed. At most `capacity` wait: past it the one closest to
+/// its deadline is closed, so a flood of idle connections cannot grow the
+/// room or keep newer clients out.
+class WaitingRoom {
+public:
+  /// `deadline` is when reading the socket's next request must end.
+  using Ready =
+      std::function<void(int fd, int served, Clock::time_point deadline)>;
+
+  WaitingRoom(size_t capacity, int requestTimeoutSeconds, Ready ready)
+      : capacity_(capacity), requestTimeout_(requestTimeoutSeconds),
+        ready_(std::move(ready)) {
+    if (::pipe(wake_) != 0)
+      wake_[0] = wake_[1] = -1;
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~WaitingRoom() { stop(); }
+
+  /// `fresh`: a new connection, whose first request must be read by
+  /// `deadline` (its accept time plus the request timeout); otherwise a
+  /// kept-alive one, closed if nothing comes by `deadline`.
+  void park(int fd, int served, Clock::time_point deadline, bool fresh) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopped_) {
+        closeSocket(fd);
+        return;
+      }
+      if (parked_.size() >= capacity_) {
+        auto earliest = std::min_element(
+            parked_.begin(), parked_.end(),
+            [](const Guest &a, const Guest &b) { return a.until < b.until; });
+        closeSocket(earliest->fd);
+        parked_.erase(earliest);
+      }
+      parked_.push_back({fd, served, deadline, fresh, nextId_++});
+    }
+    wake();
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopped_)
+        return;
+      stopped_ = true;
+    }
+    wake();
+    if (thread_.joinable())
+      thread_.join();
+    for (const Guest &g : parked_)
+      closeSocket(g.fd);
+    parked_.clear();
+    for (int fd : wake_)
+      if (fd >= 0)
+        ::close(fd);
+  }
+
+private:
+  struct Guest {
+    int fd;
+    int served;
+    Clock::time_point until;
+    bool fresh;
+    /// Which guest: a closed socket's number is soon another's.
+    uint64_t id;
+  };
+
+  static void closeSocket(int fd) {
+    ::shutdown(fd, SHUT_RDWR);
+    ::close(fd);
+  }
+  void wake() {
+    const char c = 0;
+    if (wake_[1] >= 0)
+      (void)!::write(wake_[1], &c, 1);
+  }
+
+  void loop() {
+    std::vector<pollfd> fds;
+    std::vector<Guest> guests;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopped_)
+          return;
+        guests = parked_;
+      }
+      fds.assign(1, pollfd{wake_[0], POLLIN, 0});
+      Clock::time_point next = Clock::now() + std::chrono::seconds(1);
+      for (const Guest &g : guests) {
+        fds.push_back(pollfd{g.fd, short(POLLIN | POLLRDHUP), 0});
+        next = std::min(next, g.until);
+      }
+      const long long ms = std::max<long long>(
+          0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                 next - Clock::now())
+                     .count() +
+                 1);
+      if (::poll(fds.data(), fds.size(), int(std::min(ms, 1000LL))) < 0 &&
+          errno != EINTR)
+        continue;
+      if (fds[0].revents & POLLIN) {
+        char drain[64];
+        while (::read(wake_[0], drain, sizeof drain) == sizeof drain) {
+        }
+      }
+      const Clock::time_point now = Clock::now();
+      std::vector<Guest> leaving;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (size_t i = 0; i < guests.size(); ++i) {
+          const Guest &g = guests[i];
+          const bool readable = fds[i + 1].revents != 0;
+          if (!readable && g.until > now)
+            continue;
+          // Still here (not pushed out by a newer guest meanwhile)?
+          auto it = std::find_if(parked_.begin(), parked_.end(),
+                                 [&](const Guest &p) { return p.id == g.id; });
+          if (it == parked_.end())
+            continue;
+          parked_.erase(it);
+          leaving.push_back(g);
+          if (!readable)
+            leaving.back().served = -1; // expired
+        }
+      }
+      for (const Guest &g : leaving) {
+        if (g.served < 0)
+          closeSocket(g.fd);
+        else
+          ready_(g.fd, g.served,
+                 g.fresh ? g.until
+                         : now + std::chrono::seconds(requestTimeout_));
+      }
+    }
+  }
+
+  const size_t capacity_;
+  const int requestTimeout_;
+  Ready ready_;
+  int wake_[2] = {-1, -1};
+  std::mutex mutex_;
+  std::vector<Guest> parked_;
+  uint64_t nextId_ = 0;
+  bool stopped_ = false;
+  std::thread thread_;
+};
+
+/// Runs each job where it is queued: httplib's accept loop hands every
+/// socket straight to the waiting room (Server::Impl::Http).
+class InlineQueue : public httplib::TaskQueue {
+public:
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override {}
 };
 
 /// The connection whose request this thread is handling (handlers get
@@ -547,24 +711,43 @@ struct Server::Impl {
     explicit Http(Impl &impl) : impl_(impl) {}
 
     /// Serves requests from `conn` until it closes, breaks, idles, hits a
-    /// limit, or the server stops.
-    void serve(Connection &conn) {
+    /// limit, or the server stops; `served` requests came before on it, and
+    /// the first one here must be read by `deadline`. With `room`, a
+    /// kept-alive connection with nothing buffered waits there for its next
+    /// request instead of holding this thread: returns true, the socket
+    /// still open.
+    bool serve(Connection &conn, int served, Clock::time_point deadline,
+               WaitingRoom *room) {
       tlConnection = &conn;
-      for (int n = 0; n < kMaxRequestsPerConnection; ++n) {
-        int wait = n == 0 ? impl_.options.requestTimeoutSeconds
-                          : impl_.options.idleTimeoutSeconds;
-        if (impl_.stopping.load() ||
-            !conn.waitForRequest(Clock::now() + std::chrono::seconds(wait)))
+      bool parked = false;
+      for (int n = served; n < kMaxRequestsPerConnection; ++n) {
+        if (impl_.stopping.load())
           break;
+        if (n > served) {
+          if (room && !conn.hasBuffered()) {
+            room->park(conn.fd(), n,
+                       Clock::now() + std::chrono::seconds(
+                                          impl_.options.idleTimeoutSeconds),
+                       false);
+            parked = true;
+            break;
+          }
+          if (!conn.waitForRequest(
+                  Clock::now() +
+                  std::chrono::seconds(impl_.options.idleTimeoutSeconds)))
+            break;
+          deadline = Clock::now() + std::chrono::seconds(
+                                        impl_.options.requestTimeoutSeconds);
+        } else if (!conn.waitForRequest(deadline)) {
+          break;
+        }
         // Chunk framing may add a few bytes per body byte; the body itself
         // is counted exactly by the handlers.
         size_t body = impl_.options.maxBodyBytes;
         size_t budget = body > (SIZE_MAX - kMaxHeadBytes) / 8
                             ? SIZE_MAX
                             : kMaxHeadBytes + 8 * body;
-        conn.beginRequest(budget,
-                          Clock::now() + std::chrono::seconds(
-                                             impl_.options.requestTimeoutSeconds));
+        conn.beginRequest(budget, deadline);
         bool closed = false, ok = false;
         try {
           ok = process_request(conn,
@@ -582,6 +765,21 @@ struct Server::Impl {
           break;
       }
       tlConnection = nullptr;
+      return parked;
+    }
+
+    /// Serves a socket whose next request has begun to arrive (from the
+    /// waiting room), on a pool thread.
+    void serveSocket(int fd, int served, Clock::time_point deadline) {
+      bool parked;
+      {
+        Connection conn(fd, impl_.stopping);
+        parked = serve(conn, served, deadline, impl_.room.get());
+      }
+      if (!parked) {
+        ::shutdown(fd, SHUT_RDWR);
+        ::close(fd);
+      }
     }
 
     /// Stops listening, at most once per listen: httplib's stop() asserts
@@ -593,6 +791,13 @@ struct Server::Impl {
         stop();
     }
 
+    /// A burst of clients fits the kernel's accept queue (httplib listens
+    /// with a backlog of 5; the excess would wait for SYN retries).
+    void widenBacklog() {
+      if (svr_sock_ != INVALID_SOCKET)
+        ::listen(svr_sock_, SOMAXCONN);
+    }
+
     /// Lets serveBytes stream responses without a listening socket
     /// (httplib stops streaming when it has none).
     void pretendListening(bool on) {
@@ -601,13 +806,17 @@ struct Server::Impl {
     }
 
   private:
+    /// A new connection (on httplib's accept loop): it waits in the room
+    /// until its first byte arrives, within the request timeout from now.
     bool process_and_close_socket(socket_t sock) override {
-      {
-        Connection conn(sock, impl_.stopping);
-        serve(conn);
+      const Clock::time_point deadline =
+          Clock::now() +
+          std::chrono::seconds(impl_.options.requestTimeoutSeconds);
+      if (impl_.room) {
+        impl_.room->park(sock, 0, deadline, true);
+        return true;
       }
-      ::shutdown(sock, SHUT_RDWR);
-      ::close(sock);
+      serveSocket(sock, 0, deadline);
       return true;
     }
     Impl &impl_;
@@ -623,6 +832,10 @@ struct Server::Impl {
   ServeOptions options;
   std::set<int32_t> stopTokens;
   Http http;
+  /// While run() listens: the threads that serve requests, and the room
+  /// where idle connections wait for theirs.
+  std::unique_ptr<httplib::ThreadPool> pool;
+  std::unique_ptr<WaitingRoom> room;
   std::atomic<bool> stopping{false}, listenEnded{false};
   std::atomic<uint64_t> requests{0};
 
@@ -1161,10 +1374,9 @@ void Server::init() {
   // Generation requests hold at most maxQueue + parallel threads (parallel
   // generating, the others waiting their turn); the rest answer everything
   // else.
-  size_t threads = size_t(std::max(0, options.maxQueue)) +
-                   size_t(std::max(1, options.parallel)) +
-                   size_t(std::max(2, options.threads));
-  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // Sockets are served by Impl::pool (run()); httplib's accept loop only
+  // hands them to the waiting room.
+  s.http.new_task_queue = [] { return new InlineQueue; };
   if (options.logRequests)
     s.http.set_logger(
         [](const httplib::Request &req, const httplib::Response &res) {
@@ -1207,6 +1419,8 @@ int Server::bind(std::string *error) {
                  : (s.http.bind_to_port(s.options.host, s.options.port)
                         ? s.options.port
                         : -1);
+  if (port >= 0)
+    s.http.widenBacklog();
   if (port < 0)
     *error = "cannot listen on " + s.options.host + ":" +
              std::to_string(s.options.port) +
@@ -1218,6 +1432,19 @@ bool Server::run() {
   Impl &s = *impl_;
   s.listenEnded.store(false);
   std::thread watcher([&s] { s.watchClients(); });
+  const size_t threads = size_t(std::max(0, s.options.maxQueue)) +
+                         size_t(std::max(1, s.options.parallel)) +
+                         size_t(std::max(2, s.options.threads));
+  s.pool = std::make_unique<httplib::ThreadPool>(threads);
+  httplib::ThreadPool *pool = s.pool.get();
+  Impl::Http *http = &s.http;
+  s.room = std::make_unique<WaitingRoom>(
+      std::max<size_t>(1, s.options.maxWaitingConnections),
+      s.options.requestTimeoutSeconds,
+      [pool, http](int fd, int served, Clock::time_point deadline) {
+        pool->enqueue(
+            [http, fd, served, deadline] { http->serveSocket(fd, served, deadline); });
+      });
   bool ok = s.http.listen_after_bind();
   {
     std::lock_guard<std::mutex> lock(s.queueMutex);
@@ -1225,6 +1452,12 @@ bool Server::run() {
     s.listenEnded.store(true);
     s.queueChanged.notify_all();
   }
+  // The room closes what waits (a thread that parks after this closes its
+  // socket instead); the pool's threads see `stopping` and end.
+  s.room->stop();
+  s.pool->shutdown();
+  s.pool.reset();
+  s.room.reset();
   watcher.join();
   return ok;
 }
@@ -1233,7 +1466,10 @@ std::string Server::serveBytes(const std::string &input) {
   Impl &s = *impl_;
   Connection conn(input, s.stopping);
   s.http.pretendListening(true);
-  s.http.serve(conn);
+  s.http.serve(conn, 0,
+               Clock::now() +
+                   std::chrono::seconds(s.options.requestTimeoutSeconds),
+               nullptr);
   s.http.pretendListening(false);
   return conn.output();
 }

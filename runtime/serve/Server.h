@@ -56,8 +56,13 @@ struct ServeOptions {
   /// may hold: these answer /health, /v1/models and refusals while the
   /// queue is full (pccx-serve --connection-threads).
   int threads = 8;
+  /// Connections that may wait for a request without a thread (new ones
+  /// before their first byte, kept-alive ones between requests); past it
+  /// the one nearest its deadline is closed.
+  size_t maxWaitingConnections = 512;
   /// Reading one request (head and body) must end within this many
-  /// seconds; a slower client gets 408 and is disconnected.
+  /// seconds, counted from the connection's accept for its first request;
+  /// a slower client gets 408 and is disconnected.
   int requestTimeoutSeconds = 10;
   /// A kept-alive connection with no new request for this long is closed.
   int idleTimeoutSeconds = 5;

@@ -335,6 +335,41 @@ TEST(ServeLoad, HealthAnswersAndQueueRefusesWhileEverySlotIsBusy) {
   }
 }
 
+TEST(ServeLoad, IdleConnectionsHoldNoThreadAndAreCapped) {
+  ScriptedBackend backend;
+  ServeOptions o = quietOptions();
+  o.requestTimeoutSeconds = 30;
+  o.threads = 2;
+  o.maxQueue = 1;
+  o.maxWaitingConnections = 200;
+  LiveServer live(backend, o);
+  // Far more connections that send nothing than threads: each used to hold
+  // a thread for the request timeout (counted from when a thread took it),
+  // so /health waited about N / threads x the timeout.
+  std::vector<int> idle;
+  for (int i = 0; i < 150; ++i)
+    idle.push_back(connectTo(live.port()));
+  auto t0 = Clock::now();
+  auto health = live.client(5).Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_LT(secondsSince(t0), 2.0);
+  // Beyond the room's 200, the connections nearest their deadline (the
+  // oldest) are closed: the first ones read end of file.
+  for (int i = 0; i < 150; ++i)
+    idle.push_back(connectTo(live.port()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  char c;
+  timeval tv{2, 0};
+  ::setsockopt(idle[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  EXPECT_EQ(::recv(idle[0], &c, 1, 0), 0);
+  auto again = live.client(5).Get("/health");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200);
+  for (int fd : idle)
+    ::close(fd);
+}
+
 TEST(ServeLoad, SlowClientsTimeOutAndStopIsPrompt) {
   ScriptedBackend backend;
   ServeOptions o = quietOptions();
