@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <pthread.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -29,35 +30,9 @@ inline void cpuRelax() {
 
 } // namespace
 
-WorkerPool::WorkerPool(unsigned threads) {
-  // Workers never take a process's signals (a server's SIGTERM goes to the
-  // thread that waits for it): they start with every signal blocked.
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-  for (unsigned i = 1; i < threads; ++i) {
-    try {
-      workers_.emplace_back(&WorkerPool::workerLoop, this, i);
-    } catch (...) {
-      break; // run with the workers that did start
-    }
-  }
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  spin_ = this->threads() <= std::max(1u, std::thread::hardware_concurrency());
-}
-
-WorkerPool::~WorkerPool() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  for (std::thread &t : workers_)
-    t.join();
-}
-
-template <class Done> bool WorkerPool::spinUntil(Done done) const {
-  if (!spin_)
+/// Spins until `done()` or the spin budget is spent; whether done.
+template <class Done> bool spinUntil(bool spin, Done done) {
+  if (!spin)
     return done();
   const auto deadline = std::chrono::steady_clock::now() + kSpinBudget;
   for (unsigned i = 1;; ++i) {
@@ -73,62 +48,109 @@ template <class Done> bool WorkerPool::spinUntil(Done done) const {
   }
 }
 
+WorkerPool::WorkerPool(unsigned threads)
+    : requested_(threads), owner_(::getpid()),
+      s_(std::make_unique<Shared>()) {
+  start();
+}
+
+void WorkerPool::start() {
+  // Workers never take a process's signals (a server's SIGTERM goes to the
+  // thread that waits for it): they start with every signal blocked.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  for (unsigned i = 1; i < requested_; ++i) {
+    try {
+      s_->workers.emplace_back(&WorkerPool::workerLoop, s_.get(), i);
+    } catch (...) {
+      break; // run with the workers that did start
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  s_->spin = threads() <= std::max(1u, std::thread::hardware_concurrency());
+}
+
+WorkerPool::~WorkerPool() {
+  if (owner_ != ::getpid()) {
+    // A forked child that never ran the pool: the workers are the
+    // parent's; their copied state (maybe a locked mutex) stays as is.
+    (void)s_.release();
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(s_->mutex);
+    s_->stopping = true;
+  }
+  s_->wake.notify_all();
+  for (std::thread &t : s_->workers)
+    t.join();
+}
+
 void WorkerPool::run(unsigned parts,
                      const std::function<void(unsigned)> &part) {
+  if (owner_ != ::getpid()) {
+    // The first call in a forked child: workers of its own.
+    (void)s_.release();
+    s_ = std::make_unique<Shared>();
+    owner_ = ::getpid();
+    start();
+  }
+  Shared &s = *s_;
   parts = std::min(parts, threads());
   if (parts > 1) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      task_ = &part;
-      parts_ = parts;
-      pending_.store(parts - 1, std::memory_order_relaxed);
-      generation_.fetch_add(1, std::memory_order_release);
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.task = &part;
+      s.parts = parts;
+      s.pending.store(parts - 1, std::memory_order_relaxed);
+      s.generation.fetch_add(1, std::memory_order_release);
     }
-    wake_.notify_all();
+    s.wake.notify_all();
   }
   if (parts > 0)
     part(0);
   if (parts > 1) {
     auto finished = [&] {
-      return pending_.load(std::memory_order_acquire) == 0;
+      return s.pending.load(std::memory_order_acquire) == 0;
     };
-    if (!spinUntil(finished)) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      finished_.wait(lock, finished);
+    if (!spinUntil(s.spin, finished)) {
+      std::unique_lock<std::mutex> lock(s.mutex);
+      s.finished.wait(lock, finished);
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    task_ = nullptr;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.task = nullptr;
   }
 }
 
-void WorkerPool::workerLoop(unsigned index) {
+void WorkerPool::workerLoop(Shared *s, unsigned index) {
   uint64_t seen = 0;
   for (;;) {
     auto called = [&] {
-      return stopping_.load(std::memory_order_acquire) ||
-             generation_.load(std::memory_order_acquire) != seen;
+      return s->stopping.load(std::memory_order_acquire) ||
+             s->generation.load(std::memory_order_acquire) != seen;
     };
-    if (!spinUntil(called)) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, called);
+    if (!spinUntil(s->spin, called)) {
+      std::unique_lock<std::mutex> lock(s->mutex);
+      s->wake.wait(lock, called);
     }
-    if (stopping_.load(std::memory_order_acquire))
+    if (s->stopping.load(std::memory_order_acquire))
       return;
     const std::function<void(unsigned)> *task;
     unsigned parts;
     {
-      // task_ and parts_ were written before the generation changed.
-      std::lock_guard<std::mutex> lock(mutex_);
-      seen = generation_.load(std::memory_order_relaxed);
-      task = task_;
-      parts = parts_;
+      // task and parts were written before the generation changed.
+      std::lock_guard<std::mutex> lock(s->mutex);
+      seen = s->generation.load(std::memory_order_relaxed);
+      task = s->task;
+      parts = s->parts;
     }
     if (index >= parts || !task)
       continue;
     (*task)(index);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      finished_.notify_one();
+    if (s->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(s->mutex);
+      s->finished.notify_one();
     }
   }
 }

@@ -7,6 +7,11 @@
 // between calls: spinning for a short while after each call, when every
 // thread has a core of its own, then sleeping.
 //
+// fork(): a child process has none of its parent's threads (Python's
+// multiprocessing forks by default). A pool used in a child starts workers
+// of its own there, and leaves the parent's (their bookkeeping copied into
+// the child, possibly mid-call) untouched, never waiting for them.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PCCX_RUNTIME_SIM_WORKERPOOL_H
@@ -16,7 +21,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <sys/types.h>
 #include <thread>
 #include <vector>
 
@@ -32,27 +39,34 @@ public:
   WorkerPool &operator=(const WorkerPool &) = delete;
 
   /// Threads that run(): the workers and the caller.
-  unsigned threads() const { return unsigned(workers_.size()) + 1; }
+  unsigned threads() const { return unsigned(s_->workers.size()) + 1; }
 
   /// Calls part(i) for every i < min(parts, threads()), part 0 on the
   /// calling thread, and returns when all calls have returned.
   void run(unsigned parts, const std::function<void(unsigned)> &part);
 
 private:
-  void workerLoop(unsigned index);
-  /// Spins until `done()` or the spin budget is spent; whether done.
-  template <class Done> bool spinUntil(Done done) const;
+  /// What the workers share with the caller; a child process of a fork
+  /// gets a new one (the old one is left as the fork copied it).
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable wake, finished;
+    std::vector<std::thread> workers;
+    const std::function<void(unsigned)> *task = nullptr;
+    unsigned parts = 0;
+    std::atomic<unsigned> pending{0};
+    std::atomic<uint64_t> generation{0};
+    std::atomic<bool> stopping{false};
+    /// Spinning helps only when no thread of the pool waits for a core.
+    bool spin = false;
+  };
+  /// Starts `s_`'s workers in this process.
+  void start();
+  static void workerLoop(Shared *s, unsigned index);
 
-  std::mutex mutex_;
-  std::condition_variable wake_, finished_;
-  std::vector<std::thread> workers_;
-  const std::function<void(unsigned)> *task_ = nullptr;
-  unsigned parts_ = 0;
-  std::atomic<unsigned> pending_{0};
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<bool> stopping_{false};
-  /// Spinning helps only when no thread of the pool waits for a core.
-  bool spin_ = false;
+  unsigned requested_;
+  pid_t owner_; ///< the process whose threads `s_` has
+  std::unique_ptr<Shared> s_;
 };
 
 } // namespace pccx::sim
