@@ -32,6 +32,9 @@ config.substitutions.append(("%pccx_obj", config.pccx_obj_root))
 # instrumented, loads libpccxrt.so only with the sanitizer runtime first.
 preload = getattr(config, "pccx_sanitizer_runtime", "")
 config.substitutions.append(("%preload_sanitizer", "LD_PRELOAD=" + preload if preload else ""))
+# Caps a command's address space (1 GiB) to prove its memory stays bounded;
+# nothing under the sanitizers, whose shadow memory alone is far larger.
+config.substitutions.append(("%ulimit_as", "" if preload else "ulimit -v 1048576;"))
 
 # The server's client test runs OpenAI's npm package under Node.js (make
 # deps installs nodejs and npm); without them it is reported UNSUPPORTED.

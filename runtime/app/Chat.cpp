@@ -401,6 +401,12 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
 
 bool ChatSession::say(const std::string &text, const ReplyOptions &options,
                       Reply *reply, std::string *error) {
+  if (text.size() > tokenizer_.maxTextBytes(capacity())) {
+    *error = "the message's " + std::to_string(text.size()) +
+             " bytes cannot fit the model's context of " +
+             std::to_string(capacity()) + " tokens";
+    return false;
+  }
   std::vector<int32_t> turn;
   if (history_.empty()) {
     std::vector<ChatMessage> first;

@@ -212,6 +212,10 @@ public:
   /// Tokens of the conversation so far (say()): every turn, replies closed.
   const std::vector<int32_t> &history() const { return history_; }
   int64_t capacity() const { return session_.capacity(); }
+  /// The longest message say() takes: longer text cannot fit the context.
+  uint64_t maxMessageBytes() const {
+    return tokenizer_.maxTextBytes(capacity());
+  }
   int64_t position() const { return session_.position(); }
 
 private:

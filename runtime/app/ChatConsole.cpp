@@ -63,18 +63,30 @@ Input inputOf(LineEditor::Result result) {
 /// rest of the input stays for the next call.
 class LineReader {
 public:
-  explicit LineReader(int fd) : fd_(fd) {}
+  /// Lines longer than `maxBytes` keep their first maxBytes + 1 bytes (the
+  /// rest is read and dropped): enough to refuse them by their length
+  /// without holding input that never ends (a pipe from /dev/zero).
+  LineReader(int fd, size_t maxBytes) : fd_(fd), maxBytes_(maxBytes) {}
   Input next(std::string *line) {
     for (;;) {
       size_t newline = buffer_.find('\n');
       if (newline != std::string::npos) {
-        *line = buffer_.substr(0, newline);
+        cut_ = dropping_;
+        *line = buffer_.substr(0, dropping_ ? maxBytes_ + 1 : newline);
+        dropping_ = false;
         buffer_.erase(0, newline + 1);
         return Input::Line;
+      }
+      if (buffer_.size() > maxBytes_) {
+        // Keep the head; the line is refused by its length anyway.
+        buffer_.resize(maxBytes_ + 1);
+        dropping_ = true;
       }
       if (ended_) {
         if (buffer_.empty())
           return Input::End;
+        cut_ = dropping_;
+        dropping_ = false;
         *line = buffer_;
         buffer_.clear();
         return Input::Line;
@@ -99,10 +111,14 @@ public:
     }
   }
 
+  /// Whether the last line was longer than the bound (only its head kept).
+  bool cut() const { return cut_; }
+
 private:
   int fd_;
+  size_t maxBytes_;
   std::string buffer_;
-  bool ended_ = false;
+  bool ended_ = false, dropping_ = false, cut_ = false;
 };
 
 } // namespace
@@ -111,7 +127,11 @@ int runChatConsole(ChatSession &chat, int input,
                    const ChatConsoleOptions &options, std::ostream &out,
                    std::ostream &err) {
   InterruptScope scope;
-  LineReader reader(input);
+  // A message longer than this cannot fit the context: the reader keeps no
+  // more of a line, and ChatSession::say refuses it by its length.
+  const size_t maxLine = size_t(std::min<uint64_t>(
+      chat.maxMessageBytes(), uint64_t(SIZE_MAX / 2)));
+  LineReader reader(input, maxLine);
   std::unique_ptr<LineEditor> editor;
   if (options.interactive) {
     std::string why;
@@ -176,8 +196,10 @@ int runChatConsole(ChatSession &chat, int input,
     }
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
-    // A line that ends in a backslash continues on the next one.
-    if (!line.empty() && line.back() == '\\') {
+    // A line that ends in a backslash continues on the next one (while the
+    // message could still fit).
+    if (!line.empty() && line.back() == '\\' &&
+        pending.size() + line.size() <= maxLine) {
       line.pop_back();
       pending += line + "\n";
       continue;
@@ -211,6 +233,14 @@ int runChatConsole(ChatSession &chat, int input,
     if (line.find_first_not_of(" \t\n") == std::string::npos)
       continue;
     ++turn;
+    if (!editor && reader.cut()) {
+      err << options.tool << ": error: turn " << turn
+          << ": the message is longer than " << maxLine
+          << " bytes, more than the model's context of " << chat.capacity()
+          << " tokens can hold\n";
+      status = 1;
+      continue;
+    }
     if (!options.interactive && !options.json)
       out << "> " << line << "\n";
     if (!options.json)

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef PCCX_HAVE_LIBEDIT
@@ -34,6 +35,11 @@ std::string LineEditor::unusableReason(int inFd, int outFd) {
 }
 
 #ifdef PCCX_HAVE_LIBEDIT
+
+namespace {
+/// A history of 1000 entries (H_SETSIZE below) of long lines.
+constexpr uint64_t kMaxHistoryBytes = 16u << 20;
+} // namespace
 
 struct LineEditor::Impl {
   EditLine *el = nullptr;
@@ -143,9 +149,23 @@ LineEditor::open(int inFd, int outFd, const std::string &historyPath,
   history(impl->history, &event, H_SETUNIQUE, 1);
   // A file that is not libedit's history (another program's, a typo) is
   // neither read nor overwritten; editing goes on without it.
+  // Only a regular file of a history's size is read: a FIFO would block,
+  // a device or a huge file would never end.
   std::string historyError;
-  if (!historyPath.empty() && ::access(historyPath.c_str(), F_OK) == 0 &&
-      history(impl->history, &event, H_LOAD, historyPath.c_str()) < 0) {
+  struct stat st {};
+  const bool exists =
+      !historyPath.empty() && ::stat(historyPath.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) {
+    historyError = historyPath + ": not a regular file (left as it is)";
+    impl->historyPath.clear();
+  } else if (exists && uint64_t(st.st_size) > kMaxHistoryBytes) {
+    historyError = historyPath + ": " + std::to_string(st.st_size) +
+                   " bytes, more than a history of " +
+                   std::to_string(kMaxHistoryBytes) +
+                   " bytes (left as it is)";
+    impl->historyPath.clear();
+  } else if (exists &&
+             history(impl->history, &event, H_LOAD, historyPath.c_str()) < 0) {
     historyError = historyPath +
                    ": not a history file libedit can read (left as it is)";
     impl->historyPath.clear();

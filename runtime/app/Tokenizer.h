@@ -37,6 +37,13 @@ public:
   /// The longest piece's bytes: a token never spells more text than this
   /// (before normalization), which bounds a text's token count from below.
   size_t maxPieceBytes() const { return maxPieceBytes_; }
+  /// Text longer than this cannot encode to at most `tokens` tokens (with
+  /// slack for the normalizer): refused before it is tokenized, which takes
+  /// far more memory than the text.
+  uint64_t maxTextBytes(int64_t tokens) const {
+    return uint64_t(tokens > 1 ? tokens : 1) *
+           uint64_t(maxPieceBytes_ > 1 ? maxPieceBytes_ : 1) * 4;
+  }
 
 private:
   Tokenizer();

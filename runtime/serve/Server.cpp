@@ -549,9 +549,7 @@ public:
     // A token spells at most its piece's bytes (with slack for the
     // normalizer): longer text cannot fit the context, and is refused
     // before it is tokenized.
-    maxTextBytes_ = uint64_t(std::max<int64_t>(1, session.capacity())) *
-                    uint64_t(std::max<size_t>(1, tokenizer.maxPieceBytes())) *
-                    4;
+    maxTextBytes_ = tokenizer.maxTextBytes(session.capacity());
   }
 
   int64_t capacity() const override { return session_.capacity(); }

@@ -375,6 +375,13 @@ static int run(int argc, char **argv) {
         ++line;
         if (one.empty())
           continue;
+        // Refused by its length before it is tokenized (which takes far
+        // more memory than the text).
+        if (one.size() > tokenizer->maxTextBytes(model->maxSeqLen()))
+          return fail(batchPromptsPath + ":" + std::to_string(line) +
+                      ": the prompt's " + std::to_string(one.size()) +
+                      " bytes cannot fit the model's context of " +
+                      std::to_string(model->maxSeqLen()) + " tokens");
         std::vector<int32_t> ids1, body;
         if (!noBos && model->bosToken() >= 0)
           ids1.push_back(model->bosToken());

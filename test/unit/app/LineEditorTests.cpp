@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -202,6 +204,43 @@ TEST(LineEditor, LeavesAForeignHistoryFileAlone) {
   text << saved.rdbuf();
   EXPECT_EQ(text.str(), foreign);
   ::unlink(path);
+}
+
+// A history that is not a regular file (a FIFO, a device) or is larger
+// than any history is not read: /dev/zero used to be read without end, a
+// FIFO to block the console forever.
+TEST(LineEditor, ReadsOnlyARegularHistoryOfAHistorysSize) {
+  if (!LineEditor::available())
+    GTEST_SKIP() << "built without libedit";
+  Term term("xterm");
+  Pty pty(80);
+  char dir[] = "/tmp/pccx-history-dir-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string big = std::string(dir) + "/big";
+  ASSERT_EQ(::truncate(big.c_str(), 0), -1); // does not exist yet
+  {
+    std::ofstream out(big);
+    out.seekp((17 << 20) - 1);
+    out.put('\n');
+  }
+  for (const std::string &path : {std::string("/dev/zero"), fifo, big}) {
+    std::string why, line;
+    auto editor =
+        LineEditor::open(pty.slave, pty.slave, path, nullptr, &why);
+    ASSERT_TRUE(editor) << why;
+    EXPECT_NE(editor->historyError().find(path == big ? "more than a history"
+                                                      : "not a regular file"),
+              std::string::npos)
+        << editor->historyError();
+    ASSERT_EQ(pty.readTyped(*editor, "1> ", "hi\r", &line),
+              LineEditor::Result::Line);
+    EXPECT_EQ(line, "hi");
+  }
+  ::unlink(fifo.c_str());
+  ::unlink(big.c_str());
+  ::rmdir(dir);
 }
 
 // Without a history file nothing is written anywhere.
