@@ -327,8 +327,10 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
              " tokens; the model's context holds " +
              std::to_string(capacity()) +
              " positions including the reply (compile with a larger "
-             "--max-seq-len or start a new conversation" +
-             (contextShift_ ? std::string(")") : ", or use --context-shift)");
+             "--max-seq-len" +
+             (contextShift_ ? std::string(" or start a new conversation)")
+                            : std::string(", start a new conversation, or "
+                                          "use --context-shift)"));
     return false;
   }
   // Reuse the longest common prefix of the cache and the prompt (a resent
