@@ -7,10 +7,12 @@
 // the simulator's GEMV gets to the machine's own memory bandwidth.
 //
 //   bench-sim-gemv [--reps R] [--threads T] [--isa scalar|avx2|neon]
-//                  [--hardware]
+//                  [--hardware | --integer]
 //
 // --threads 0 (the default) uses every hardware thread, as the simulator
-// does; --isa picks the GEMV kernel (default: the fastest this CPU runs).
+// does; --isa picks the GEMV kernel (default: the fastest this CPU runs);
+// --integer times Integer numerics (INT8 activations, its own kernels,
+// the fastest this CPU runs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,7 +49,7 @@ bool assembleWord(const std::string &text, isa::Instruction &inst) {
 
 int main(int argc, char **argv) {
   unsigned reps = 10, threads = 0;
-  bool hardware = false;
+  bool hardware = false, integer = false;
   sim::MatmulIsa isa = sim::bestMatmulIsa();
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -57,6 +59,8 @@ int main(int argc, char **argv) {
       threads = unsigned(std::atoi(argv[++i]));
     else if (a == "--hardware")
       hardware = true;
+    else if (a == "--integer")
+      integer = true;
     else if (a == "--isa" && i + 1 < argc) {
       if (!sim::parseMatmulIsa(argv[++i], &isa)) {
         std::fprintf(stderr,
@@ -66,7 +70,7 @@ int main(int argc, char **argv) {
       }
     } else {
       std::fprintf(stderr, "usage: bench-sim-gemv [--reps R] [--threads T] "
-                           "[--isa scalar|avx2|neon] [--hardware]\n");
+                           "[--isa scalar|avx2|neon] [--hardware | --integer]\n");
       return 2;
     }
   }
@@ -87,8 +91,9 @@ int main(int argc, char **argv) {
     std::memcpy(&record[4 * n], &s, 4);
   }
 
-  sim::Simulator sim(hardware ? sim::Numerics::Hardware
-                              : sim::Numerics::Reference);
+  sim::Simulator sim(integer    ? sim::Numerics::Integer
+                     : hardware ? sim::Numerics::Hardware
+                                : sim::Numerics::Reference);
   sim.setThreads(threads);
   if (!sim.setMatmulIsa(isa)) {
     std::fprintf(stderr, "bench-sim-gemv: this CPU cannot run the %s kernel\n",
@@ -126,7 +131,7 @@ int main(int argc, char **argv) {
   uint64_t checksum = 0;
   for (unsigned rep = 0; rep <= reps; ++rep) {
     double t0 = seconds();
-    sim.pushWeightStream(record.data(), recordBytes);
+    sim.pushWeightStream(record.data(), recordBytes, nullptr, integer);
     if (!sim.execute(gemv, &err)) {
       std::fprintf(stderr, "bench-sim-gemv: %s\n", err.c_str());
       return 1;
@@ -159,8 +164,9 @@ int main(int argc, char **argv) {
   std::printf("sim gemv: N=%u K=%u INT4 w_scale, %.2f MiB per record, %u reps, "
               "%u thread(s), %s kernel, %s numerics\n",
               kN, kK, double(recordBytes) / (1 << 20), reps, sim.threads(),
-              sim::matmulIsaName(sim.matmulIsa()),
-              hardware ? "hardware" : "reference");
+              integer ? sim::int8IsaName(sim.int8Isa())
+                      : sim::matmulIsaName(sim.matmulIsa()),
+              integer ? "integer" : hardware ? "hardware" : "reference");
   std::printf("  gemv    %8.2f GB/s  (%.2f GMAC/s)\n", gemvRate,
               double(kN) * kK * reps / gemvTime / 1e9);
   std::printf("  memcpy  %8.2f GB/s\n", copyRate);

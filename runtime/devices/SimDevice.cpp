@@ -20,10 +20,12 @@ namespace {
 
 std::unique_ptr<Device> openSim(const OptionValues &options,
                                 machine::Target target, std::string *) {
-  auto sim = std::make_unique<SimDevice>(options.text("numerics") == "reference"
-                                             ? sim::Numerics::Reference
-                                             : sim::Numerics::Hardware,
-                                         target);
+  const std::string numerics = options.text("numerics");
+  auto sim = std::make_unique<SimDevice>(
+      numerics == "reference" ? sim::Numerics::Reference
+      : numerics == "integer" ? sim::Numerics::Integer
+                              : sim::Numerics::Hardware,
+      target);
   sim->simulator().setThreads(unsigned(options.count("threads")));
   return sim;
 }
@@ -37,11 +39,13 @@ const DeviceSpec &simDevice() {
       "what the board computes in hardware numerics",
       {OptionSpec::choice(
            "numerics", "hardware", "MODE",
-           "reference (fp32 everywhere, exact fp32 keys and values) or "
+           "reference (fp32 everywhere, exact fp32 keys and values), "
            "hardware (BF16 in L2, keys and values as the bundle stores "
            "them: INT8 KV records, or the host cache dtype of --attention "
-           "host)",
-           {"hardware", "reference"}),
+           "host) or integer (hardware, with the weight matrices "
+           "multiplied by INT8 activations in exact integer sums: the "
+           "CPU's fast path, docs/isa-semantics.md)",
+           {"hardware", "reference", "integer"}),
        OptionSpec::count("threads", "0", "N",
                          "threads that share each GEMV/GEMM, 0 for one per "
                          "hardware thread; results are the same bit for bit "

@@ -6,6 +6,9 @@
 #include "runtime/devices/Device.h"
 #include "runtime/sim/Simulator.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace pccx::device {
 
 class SimDevice : public Device {
@@ -17,13 +20,25 @@ public:
   sim::Numerics numerics() const override { return sim_.numerics(); }
   float *window() override { return sim_.hostLanes(); }
   size_t windowWords() const override { return sim_.hostWords(); }
+  /// The bundle's weights section: its records are the ones Integer
+  /// numerics multiply with INT8 activations.
+  bool registerWeights(const uint8_t *section, size_t bytes, BufferId *id,
+                       std::string *error) override {
+    if (!Device::registerWeights(section, bytes, id, error))
+      return false;
+    weightBuffers_.push_back(*id);
+    return true;
+  }
   /// The simulator reads registered buffers where they lie: no copy.
   bool pushWeights(const WeightHandle &record, const float *exact,
                    std::string *error) override {
     const uint8_t *data = hostBytes(record, error);
     if (!data)
       return false;
-    sim_.pushWeightStream(data, size_t(record.bytes), exact);
+    const bool staticWeights =
+        std::find(weightBuffers_.begin(), weightBuffers_.end(),
+                  record.buffer) != weightBuffers_.end();
+    sim_.pushWeightStream(data, size_t(record.bytes), exact, staticWeights);
     return true;
   }
   void pushHostWeights(const uint8_t *data, size_t bytes) override {
@@ -41,6 +56,7 @@ public:
 
 private:
   sim::Simulator sim_;
+  std::vector<BufferId> weightBuffers_;
 };
 
 } // namespace pccx::device

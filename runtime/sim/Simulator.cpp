@@ -69,6 +69,24 @@ void runMatmul(const MatmulJob &job, MatmulIsa isa, WorkerPool *pool) {
   });
 }
 
+/// runMatmul for Integer numerics.
+void runMatmulInt8(const MatmulInt8Job &job, size_t kPadded, Int8Isa isa,
+                   WorkerPool *pool) {
+  uint64_t macs = uint64_t(job.m) * job.n * kPadded;
+  unsigned parts = pool ? pool->threads() : 1;
+  if (parts > job.n)
+    parts = unsigned(job.n);
+  if (parts <= 1 || macs < kThreadMinMacs) {
+    matmulInt8Features(job, 0, job.n, isa);
+    return;
+  }
+  size_t chunk = (job.n + parts - 1) / parts;
+  pool->run(parts, [&](unsigned part) {
+    size_t begin = std::min(job.n, part * chunk);
+    matmulInt8Features(job, begin, std::min(job.n, begin + chunk), isa);
+  });
+}
+
 float readF32Le(const uint8_t *p) {
   uint32_t u = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 |
                uint32_t(p[3]) << 24;
@@ -86,7 +104,8 @@ float readF32Le(const uint8_t *p) {
 Simulator::Simulator(Numerics numerics, size_t hostWords,
                      machine::Target target)
     : numerics_(numerics), profile_(&machine::targetProfile(target)),
-      matmulIsa_(bestMatmulIsa()), l2_(size_t(kL2Words) * kLanes, 0.0f),
+      matmulIsa_(bestMatmulIsa()), int8Isa_(bestInt8Isa()),
+      l2_(size_t(kL2Words) * kLanes, 0.0f),
       hostWords_(hostWords), host_(hostWords * kLanes, 0.0f),
       emax_(-std::numeric_limits<float>::infinity()) {
   setThreads(0);
@@ -106,6 +125,13 @@ bool Simulator::setMatmulIsa(MatmulIsa isa) {
   if (!matmulIsaAvailable(isa))
     return false;
   matmulIsa_ = isa;
+  return true;
+}
+
+bool Simulator::setInt8Isa(Int8Isa isa) {
+  if (!int8IsaAvailable(isa))
+    return false;
+  int8Isa_ = isa;
   return true;
 }
 
@@ -148,10 +174,10 @@ bool Simulator::setHostWindow(uint64_t baseWord, std::string *error) {
 }
 
 void Simulator::pushWeightStream(const uint8_t *data, size_t bytes,
-                                 const float *exact) {
+                                 const float *exact, bool staticWeights) {
   if (bytes == 0)
     return;
-  stream_.push_back({data, bytes, exact});
+  stream_.push_back({data, bytes, exact, staticWeights});
   streamPending_ += bytes;
 }
 
@@ -393,6 +419,10 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
               stream_.front().bytes == recordBytes
           ? stream_.front().exact
           : nullptr;
+  // Integer numerics take a record of the bundle's weights pushed whole.
+  const bool integer = numerics_ == Numerics::Integer && streamHead_ == 0 &&
+                       stream_.front().bytes == recordBytes &&
+                       stream_.front().staticWeights;
   const uint8_t *record = takeWeights(recordBytes);
   const float *scales = nullptr;
   if (wScale) {
@@ -413,7 +443,31 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
   }
   scratchOut_.resize(m * n);
 
-  if (exact) {
+  if (integer) {
+    const size_t codesStride = padTo(kPadded, kInt8RowAlign),
+                 scalesStride = codesStride / kMatmulBlock;
+    scratchCodes_.assign(m * codesStride, 0);
+    scratchBlockScales_.assign(m * scalesStride, 0.0f);
+    for (size_t r = 0; r < m; ++r)
+      quantizeActivationsInt8(&scratchIn_[r * kPadded], kPadded,
+                              &scratchCodes_[r * codesStride],
+                              &scratchBlockScales_[r * scalesStride]);
+    MatmulInt8Job job{record + scaleBytes,
+                      rowStride,
+                      int4,
+                      kPadded / kMatmulBlock,
+                      codesStride,
+                      m,
+                      n,
+                      scratchCodes_.data(),
+                      scratchBlockScales_.data(),
+                      scales,
+                      scratchOut_.data()};
+    if (threads_ > 1 && (!pool_ || pool_->threads() != threads_) &&
+        uint64_t(m) * n * kPadded >= kThreadMinMacs)
+      pool_ = std::make_unique<WorkerPool>(threads_);
+    runMatmulInt8(job, kPadded, int8Isa_, threads_ > 1 ? pool_.get() : nullptr);
+  } else if (exact) {
     for (size_t r = 0; r < m; ++r) {
       const float *x = &l2_[(src + r * srcStride) * kLanes];
       for (size_t i = 0; i < n; ++i) {

@@ -18,6 +18,7 @@
 #include "hw/machine/MachineModel.h"
 #include "hw/machine/Target.h"
 #include "hw/numerics/HalfFloat.h"
+#include "runtime/sim/MatmulInt8Kernels.h"
 #include "runtime/sim/MatmulKernels.h"
 
 #include <cstddef>
@@ -35,9 +36,13 @@ class WorkerPool;
 ///  - Reference: fp32 everywhere, nothing is rounded to a narrower format.
 ///  - Hardware: every value stored into L2 is rounded to bf16 (nearest even);
 ///    arithmetic runs in fp32 (GEMV products exact, fp32 sums).
+///  - Integer: Hardware, except that a GEMV/GEMM over a record of the
+///    bundle's static weights quantizes its activations to INT8 per block
+///    of 32 and sums exact integer products (MatmulInt8Kernels.h): the CPU
+///    path's fast mode, not the NPU's datapath.
 /// In both, a NaN is stored as the canonical 0x7FC00000 and the SFU's
 /// exp, gelu, sin and cos are hw/numerics/Elementary.h's, not libm's.
-enum class Numerics { Reference, Hardware };
+enum class Numerics { Reference, Hardware, Integer };
 
 class Simulator {
 public:
@@ -63,6 +68,9 @@ public:
   /// not depend on it; false, and no change, if the CPU lacks `isa`.
   bool setMatmulIsa(MatmulIsa isa);
   MatmulIsa matmulIsa() const { return matmulIsa_; }
+  /// The kernel of Integer numerics; the same contract.
+  bool setInt8Isa(Int8Isa isa);
+  Int8Isa int8Isa() const { return int8Isa_; }
 
   //===--------------------------------------------------------------------===//
   // L2 access for hosts and tests. `count` lanes starting at lane 0 of `word`
@@ -98,8 +106,12 @@ public:
   /// of the codes. The runtime passes it for the KV records, which the
   /// golden model keeps exact as it keeps host KV caches in fp32; Hardware
   /// numerics always use the codes.
+  /// `staticWeights`: the span is a record of the bundle's weights (not a
+  /// KV record or one a host kernel made), which Integer numerics multiply
+  /// with INT8 activations.
   void pushWeightStream(const uint8_t *data, size_t bytes,
-                        const float *exact = nullptr);
+                        const float *exact = nullptr,
+                        bool staticWeights = false);
   size_t weightStreamPending() const { return streamPending_; }
 
   //===--------------------------------------------------------------------===//
@@ -146,6 +158,7 @@ private:
     const uint8_t *data;
     size_t bytes;
     const float *exact; ///< see pushWeightStream
+    bool staticWeights;
   };
 
   bool executeAt(const isa::Instruction &inst, uint64_t index, bool checked,
@@ -163,8 +176,8 @@ private:
   /// L2 (and the conformance vectors read from it) never shows which CPU
   /// made it (sqrt(-1) is 0xFFC00000 on x86-64, 0x7FC00000 on aarch64).
   float store(float v) const {
-    return numerics_ == Numerics::Hardware ? hw::roundToBf16(v)
-                                           : hw::canonicalizeNan(v);
+    return numerics_ != Numerics::Reference ? hw::roundToBf16(v)
+                                            : hw::canonicalizeNan(v);
   }
   /// The next `bytes` bytes of the stream as one contiguous block (copied
   /// only when the block crosses spans). Requires weightStreamPending() >=
@@ -175,6 +188,7 @@ private:
   const machine::TargetProfile *profile_;
   unsigned threads_ = 1;
   MatmulIsa matmulIsa_;
+  Int8Isa int8Isa_;
   /// Started at the first GEMV/GEMM large enough to split.
   std::unique_ptr<WorkerPool> pool_;
 
@@ -191,6 +205,8 @@ private:
   size_t streamPending_ = 0;
   std::vector<uint8_t> gathered_;
   std::vector<float> scratchIn_, scratchOut_, scratchScale_;
+  std::vector<int8_t> scratchCodes_;
+  std::vector<float> scratchBlockScales_;
 
   float emax_;
   bool emaxArmed_ = false, emaxUsed_ = false;
