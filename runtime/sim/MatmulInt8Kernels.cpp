@@ -205,14 +205,13 @@ PCCX_AVX2 void featuresAvx2(const MatmulInt8Job &job, size_t n0, size_t n1) {
 
 #ifdef PCCX_INT8_HAVE_NEON
 
-/// Weight block `b` in kernel order: two registers of 16 codes.
+/// Weight block `b` in kernel order: two registers of 16 codes. The format
+/// is a template parameter so that the block loop has no branch on it (the
+/// A53 is in order).
+template <bool Int4>
 inline void weightBlockNeon(const MatmulInt8Job &job, const uint8_t *row,
                             size_t b, int8x16_t w[2]) {
-  if (b >= job.blocks) {
-    w[0] = w[1] = vdupq_n_s8(0);
-    return;
-  }
-  if (job.int4) {
+  if (Int4) {
     const uint8x16_t bytes = vld1q_u8(row + kBlockBytes4 * b);
     // Low nibbles: shifted up then arithmetically down; high: shifted down.
     w[0] = vshrq_n_s8(vreinterpretq_s8_u8(vshlq_n_u8(bytes, 4)), 4);
@@ -259,13 +258,44 @@ inline void addBlockNeon(float32x4_t p[2], const int32x4_t g[2], float s) {
   p[1] = vaddq_f32(p[1], vmulq_f32(vcvtq_f32_s32(g[1]), scale));
 }
 
-template <bool Dot>
+template <bool Dot, bool Int4>
 inline void featuresNeonOf(const MatmulInt8Job &job, size_t n0, size_t n1) {
   const size_t scalesStride = job.codesStride / kBlock;
   // Row r's partials live at acc[8r .. 8r + 7] between blocks (GEMM: each
   // weight block is decoded once for every activation row).
   std::vector<float> acc(kInt8Partials * job.m);
-  for (size_t n = n0; n < n1; ++n) {
+  size_t n = n0;
+  if (job.m == 1)
+    // Four weight rows share each block's activation codes, and their four
+    // independent chains keep an in-order core (the A53) from waiting on
+    // each row's multiply-add latency.
+    for (; n + 4 <= n1; n += 4) {
+      const uint8_t *row = job.rows + n * job.rowStride;
+      float32x4_t p[4][2];
+      for (size_t i = 0; i < 4; ++i)
+        p[i][0] = p[i][1] = vdupq_n_f32(0.0f);
+      for (size_t b = 0; b < job.blocks; ++b) {
+        const int8_t *q = job.codes + kBlock * b;
+        const float s = job.blockScales[b];
+        for (size_t i = 0; i < 4; ++i) {
+          int8x16_t w[2];
+          int32x4_t g[2];
+          weightBlockNeon<Int4>(job, row + i * job.rowStride, b, w);
+          if (Dot)
+            blockDotNeonDot(w, q, g);
+          else
+            blockDotNeon(w, q, g);
+          addBlockNeon(p[i], g, s);
+        }
+      }
+      for (size_t i = 0; i < 4; ++i) {
+        float out[kInt8Partials];
+        vst1q_f32(out, p[i][0]);
+        vst1q_f32(out + 4, p[i][1]);
+        job.out[n + i] = finish(out, job.scales, n + i);
+      }
+    }
+  for (; n < n1; ++n) {
     const uint8_t *row = job.rows + n * job.rowStride;
     float32x4_t p[2];
     if (job.m == 1) {
@@ -273,7 +303,7 @@ inline void featuresNeonOf(const MatmulInt8Job &job, size_t n0, size_t n1) {
       for (size_t b = 0; b < job.blocks; ++b) {
         int8x16_t w[2];
         int32x4_t g[2];
-        weightBlockNeon(job, row, b, w);
+        weightBlockNeon<Int4>(job, row, b, w);
         if (Dot)
           blockDotNeonDot(w, job.codes + kBlock * b, g);
         else
@@ -289,7 +319,7 @@ inline void featuresNeonOf(const MatmulInt8Job &job, size_t n0, size_t n1) {
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (size_t b = 0; b < job.blocks; ++b) {
       int8x16_t w[2];
-      weightBlockNeon(job, row, b, w);
+      weightBlockNeon<Int4>(job, row, b, w);
       for (size_t r = 0; r < job.m; ++r) {
         int32x4_t g[2];
         const int8_t *q = job.codes + r * job.codesStride + kBlock * b;
@@ -313,7 +343,17 @@ inline void featuresNeonOf(const MatmulInt8Job &job, size_t n0, size_t n1) {
 
 PCCX_DOTPROD void featuresNeonDot(const MatmulInt8Job &job, size_t n0,
                                   size_t n1) {
-  featuresNeonOf<true>(job, n0, n1);
+  if (job.int4)
+    featuresNeonOf<true, true>(job, n0, n1);
+  else
+    featuresNeonOf<true, false>(job, n0, n1);
+}
+
+void featuresNeon(const MatmulInt8Job &job, size_t n0, size_t n1) {
+  if (job.int4)
+    featuresNeonOf<false, true>(job, n0, n1);
+  else
+    featuresNeonOf<false, false>(job, n0, n1);
 }
 
 bool cpuHasDotProd() {
@@ -421,7 +461,7 @@ void matmulInt8Features(const MatmulInt8Job &job, size_t n0, size_t n1,
     return;
   }
   if (isa == Int8Isa::Neon) {
-    featuresNeonOf<false>(job, n0, n1);
+    featuresNeon(job, n0, n1);
     return;
   }
 #endif

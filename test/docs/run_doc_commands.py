@@ -73,6 +73,8 @@ SKIPPED = {
     "bench/batch-decode.sh BUILD_DIR WORK_DIR [LAYERS] [--batch 1,2,4,8] [--steps N] [--threads T]": SYNOPSIS + "; " + BENCH,
     "bench/serve-parallel.py --build build --work WORK [--clients 4] [--max-tokens 16] [--requests 2]": SYNOPSIS + "; " + BENCH,
     "bench/speculative.sh BUILD_DIR WORK_DIR [DRAFT_TOKENS]": SYNOPSIS + "; " + BENCH,
+    "bench/a53-estimate.sh [WORK_DIR]": SYNOPSIS + "; needs the aarch64 cross compiler and llvm-19, "
+        "which make test installs but the documents' scratch tree does not assume",
     "bench/reuse-property.sh BUILD_DIR WORK_DIR [PROGRAMS] [SEQUENCES]": SYNOPSIS +
         "; minutes (its short mode is in make test: app/ReuseTests.cpp, pccx-serve/reuse.test)",
 }
@@ -102,8 +104,8 @@ INSTANCES = {
         "--threads 1 --max-body-bytes 4096 --max-tokens-limit 64 --max-queue 2 --parallel 1 --connection-threads 2 "
         "--request-timeout 5 --idle-timeout 2 --host-threads 2 --context-shift --draft ngram --draft-tokens 3 --markers-in-text "
         "--quiet --api-key-file key.txt --cors-origin '*'",
-    "build/bin/bench-sim-gemv [--reps R] [--threads T] [--isa scalar|avx2|neon] [--hardware]":
-        "build/bin/bench-sim-gemv --reps 1 --threads 1 --isa scalar --hardware",
+    "build/bin/bench-sim-gemv [--reps R] [--threads T] [--isa scalar|avx2|neon] [--hardware | --integer]":
+        "build/bin/bench-sim-gemv --reps 1 --threads 1 --integer",
     "build/bin/bench-sampler [--vocab V] [--reps R]": "build/bin/bench-sampler --vocab 4096 --reps 2",
     "bench/serve-load.py [--build build] [--bundle FILE.pccx] [--timeout 300]":
         "bench/serve-load.py --build build --timeout 60",

@@ -136,8 +136,8 @@ TEST(CApi, OpenDeviceByName) {
   } refused[] = {
       {"sim", "speed=9", "sim: unknown option 'speed' (its options: numerics "
                          "or threads)"},
-      {"sim", "numerics=fast", "sim: option 'numerics' must be hardware or "
-                               "reference, not 'fast'"},
+      {"sim", "numerics=fast", "sim: option 'numerics' must be hardware, "
+                               "reference or integer, not 'fast'"},
       {"sim", "threads", "device option 'threads' is not KEY=VALUE"},
       {"kv260", "numerics=reference",
        "kv260: the board computes in hardware numerics; 'reference' numerics "

@@ -66,8 +66,8 @@ TEST(DeviceRegistry, UnknownOptionIsNamedWithTheDevicesOptions) {
 TEST(DeviceRegistry, BadValuesAreNamedWithWhatIsAccepted) {
   std::string error;
   EXPECT_FALSE(checkDeviceOptions("sim", {{"numerics", "fast"}}, &error));
-  EXPECT_EQ(error, "sim: option 'numerics' must be hardware or reference, "
-                   "not 'fast'");
+  EXPECT_EQ(error, "sim: option 'numerics' must be hardware, reference or "
+                   "integer, not 'fast'");
   for (const char *bad :
        {"lots", "-1", "1025", "", "2x", "99999999999999999999"}) {
     EXPECT_FALSE(checkDeviceOptions("sim", {{"threads", bad}}, &error)) << bad;
