@@ -51,39 +51,23 @@ const char *bankName(unsigned bank) {
   return name ? name : "?";
 }
 
-/// Splits `job`'s output features into contiguous ranges, one per thread.
-/// Each feature is computed the same way whichever thread runs it.
-void runMatmul(const MatmulJob &job, MatmulIsa isa, WorkerPool *pool) {
-  uint64_t macs = uint64_t(job.m) * job.n * job.kPadded;
+/// Splits `n` output features into contiguous ranges, one per thread, and
+/// runs `features(n0, n1)` on each. Each feature is computed the same way
+/// whichever thread runs it.
+template <typename Features>
+void splitFeatures(size_t n, uint64_t macs, WorkerPool *pool,
+                   const Features &features) {
   unsigned parts = pool ? pool->threads() : 1;
-  if (parts > job.n)
-    parts = unsigned(job.n);
+  if (parts > n)
+    parts = unsigned(n);
   if (parts <= 1 || macs < kThreadMinMacs) {
-    matmulFeatures(job, 0, job.n, isa);
+    features(size_t(0), n);
     return;
   }
-  size_t chunk = (job.n + parts - 1) / parts;
+  size_t chunk = (n + parts - 1) / parts;
   pool->run(parts, [&](unsigned part) {
-    size_t begin = std::min(job.n, part * chunk);
-    matmulFeatures(job, begin, std::min(job.n, begin + chunk), isa);
-  });
-}
-
-/// runMatmul for Integer numerics.
-void runMatmulInt8(const MatmulInt8Job &job, size_t kPadded, Int8Isa isa,
-                   WorkerPool *pool) {
-  uint64_t macs = uint64_t(job.m) * job.n * kPadded;
-  unsigned parts = pool ? pool->threads() : 1;
-  if (parts > job.n)
-    parts = unsigned(job.n);
-  if (parts <= 1 || macs < kThreadMinMacs) {
-    matmulInt8Features(job, 0, job.n, isa);
-    return;
-  }
-  size_t chunk = (job.n + parts - 1) / parts;
-  pool->run(parts, [&](unsigned part) {
-    size_t begin = std::min(job.n, part * chunk);
-    matmulInt8Features(job, begin, std::min(job.n, begin + chunk), isa);
+    size_t begin = std::min(n, part * chunk);
+    features(begin, std::min(n, begin + chunk));
   });
 }
 
@@ -126,6 +110,16 @@ bool Simulator::setMatmulIsa(MatmulIsa isa) {
     return false;
   matmulIsa_ = isa;
   return true;
+}
+
+WorkerPool *Simulator::poolFor(size_t m, size_t n, size_t k) {
+  if (threads_ <= 1)
+    return nullptr;
+  // Started at the first GEMV/GEMM large enough to split.
+  if ((!pool_ || pool_->threads() != threads_) &&
+      uint64_t(m) * n * k >= kThreadMinMacs)
+    pool_ = std::make_unique<WorkerPool>(threads_);
+  return pool_.get();
 }
 
 bool Simulator::setInt8Isa(Int8Isa isa) {
@@ -463,10 +457,10 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
                       scratchBlockScales_.data(),
                       scales,
                       scratchOut_.data()};
-    if (threads_ > 1 && (!pool_ || pool_->threads() != threads_) &&
-        uint64_t(m) * n * kPadded >= kThreadMinMacs)
-      pool_ = std::make_unique<WorkerPool>(threads_);
-    runMatmulInt8(job, kPadded, int8Isa_, threads_ > 1 ? pool_.get() : nullptr);
+    splitFeatures(n, uint64_t(m) * n * kPadded, poolFor(m, n, kPadded),
+                  [&](size_t n0, size_t n1) {
+                    matmulInt8Features(job, n0, n1, int8Isa_);
+                  });
   } else if (exact) {
     for (size_t r = 0; r < m; ++r) {
       const float *x = &l2_[(src + r * srcStride) * kLanes];
@@ -487,10 +481,10 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
                 scratchIn_.data(),
                 scales,
                 scratchOut_.data()};
-  if (threads_ > 1 && (!pool_ || pool_->threads() != threads_) &&
-      uint64_t(m) * n * kPadded >= kThreadMinMacs)
-    pool_ = std::make_unique<WorkerPool>(threads_);
-  runMatmul(job, matmulIsa_, threads_ > 1 ? pool_.get() : nullptr);
+  splitFeatures(n, uint64_t(m) * n * kPadded, poolFor(m, n, kPadded),
+                [&](size_t n0, size_t n1) {
+                  matmulFeatures(job, n0, n1, matmulIsa_);
+                });
   }
 
   if (findEmax && (!emaxArmed_ || emaxUsed_)) {

@@ -189,8 +189,10 @@ private:
   unsigned threads_ = 1;
   MatmulIsa matmulIsa_;
   Int8Isa int8Isa_;
-  /// Started at the first GEMV/GEMM large enough to split.
+  /// Started at the first GEMV/GEMM large enough to split (poolFor).
   std::unique_ptr<WorkerPool> pool_;
+  /// The pool an m x n x k GEMV/GEMM may split over, or null.
+  WorkerPool *poolFor(size_t m, size_t n, size_t k);
 
   std::vector<float> l2_;
   size_t hostWords_;
