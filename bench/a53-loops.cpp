@@ -32,6 +32,7 @@ extern "C" void floatGemvLoop(const uint8_t *row, const float *x, size_t blocks,
 
 namespace {
 using namespace pccx::sim;
+/// The kernel's GEMV pass over four weight rows, one block per iteration.
 template <bool Dot>
 inline void fourRows(const MatmulInt8Job &job, const uint8_t *row,
                      float *out) {
@@ -40,18 +41,7 @@ inline void fourRows(const MatmulInt8Job &job, const uint8_t *row,
     p[i][0] = p[i][1] = vdupq_n_f32(0.0f);
   for (size_t b = 0; b < job.blocks; ++b) {
     asm volatile("# LLVM-MCA-BEGIN integer-numerics-int4-4-rows");
-    const int8_t *q = job.codes + 32 * b;
-    const float s = job.blockScales[b];
-    for (size_t i = 0; i < 4; ++i) {
-      int8x16_t w[2];
-      int32x4_t g[2];
-      weightBlockNeon<true>(job, row + i * job.rowStride, b, w);
-      if (Dot)
-        blockDotNeonDot(w, q, g);
-      else
-        blockDotNeon(w, q, g);
-      addBlockNeon(p[i], g, s);
-    }
+    fourRowsBlockNeon<Dot, true>(job, row, b, p);
     asm volatile("# LLVM-MCA-END");
   }
   for (size_t i = 0; i < 4; ++i) {

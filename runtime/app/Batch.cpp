@@ -52,28 +52,19 @@ void BatchScheduler::cancel(int64_t id) {
 void BatchScheduler::admit() {
   while (!queue_.empty()) {
     auto &[id, request] = queue_.front();
-    // The free slot whose cache keeps the longest prefix of the prompt. At
-    // least the prompt's last token is consumed again: its logits choose
-    // the first token. A request that keeps every logits row consumes its
-    // whole prompt. A prefix a sliding ring no longer holds the window of
-    // (Session::rewindKeepsCache) is not kept: the slot starts over and the
-    // prompt is fed in chunks like any other.
+    // The free slot whose cache keeps the longest prefix of the prompt
+    // (Session::reusablePrefix; a request that keeps every logits row
+    // consumes its whole prompt). A slot that keeps none starts over, and
+    // the prompt is fed in chunks like any other.
     int best = -1;
     size_t bestKept = 0;
     for (size_t i = 0; i < slots_.size(); ++i) {
       if (slots_[i].id >= 0)
         continue;
-      const std::vector<int32_t> &c = session_.tokens(int(i));
-      size_t kept = 0;
-      if (!request.options.keepLogits && !request.prompt.empty()) {
-        kept = size_t(std::mismatch(c.begin(), c.end(), request.prompt.begin(),
-                                    request.prompt.end())
-                          .first -
-                      c.begin());
-        kept = std::min(kept, request.prompt.size() - 1);
-        if (!session_.rewindKeepsCache(int(i), int64_t(kept)))
-          kept = 0;
-      }
+      const size_t kept =
+          request.options.keepLogits
+              ? 0
+              : size_t(session_.reusablePrefix(int(i), request.prompt));
       if (best < 0 || kept > bestKept) {
         best = int(i);
         bestKept = kept;

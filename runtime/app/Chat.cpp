@@ -335,19 +335,11 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
   }
   // Reuse the longest common prefix of the cache and the prompt (a resent
   // conversation that re-tokenizes slightly differently keeps everything
-  // before the first difference); at least the prompt's last token is
-  // consumed again, for the logits of the first reply token. A prefix whose
-  // window a sliding ring no longer holds is fed again from an empty cache
-  // (Session::rewindKeepsCache), so the reply is a fresh run's.
-  const std::vector<int32_t> &cached = session_.tokens(0);
-  size_t reused = size_t(
-      std::mismatch(cached.begin(), cached.end(), prompt.begin(), prompt.end())
-          .first -
-      cached.begin());
-  reused = std::min(reused, prompt.size() - 1);
+  // before the first difference; Session::reusablePrefix). A prompt that
+  // keeps none is fed again from an empty cache.
+  size_t reused = size_t(session_.reusablePrefix(0, prompt));
   std::string ignored;
-  if (reused == 0 || !session_.rewindKeepsCache(0, int64_t(reused)) ||
-      !session_.rewind(0, int64_t(reused), &ignored)) {
+  if (reused == 0 || !session_.rewind(0, int64_t(reused), &ignored)) {
     session_.reset();
     reused = 0;
   }
@@ -403,7 +395,7 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
 
 bool ChatSession::say(const std::string &text, const ReplyOptions &options,
                       Reply *reply, std::string *error) {
-  if (text.size() > tokenizer_.maxTextBytes(capacity())) {
+  if (text.size() > maxMessageBytes()) {
     *error = "the message's " + std::to_string(text.size()) +
              " bytes cannot fit the model's context of " +
              std::to_string(capacity()) + " tokens";

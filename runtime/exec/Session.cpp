@@ -16,15 +16,16 @@
 namespace pccx::exec {
 
 /// One sequence: its position and KV caches (record caches with their
-/// device buffers, made before its first step), the tokens at its positions,
-/// and per ring (Session::rings_) the position each ring slot was last
+/// device buffers, made before its first step), the tokens at its positions
+/// (which give its position), and per ring (Session::rings_) the position each ring slot was last
 /// written with (-1: none since the last reset).
 struct Session::Sequence {
   std::vector<host::KvCache> caches;
   std::vector<device::BufferId> cacheBuffer;
   bool recordsReady = false;
-  int64_t position = 0;
+  /// The tokens at positions 0 .. position() - 1.
   std::vector<int32_t> tokens;
+  int64_t position() const { return int64_t(tokens.size()); }
   std::vector<std::vector<int64_t>> held;
 };
 
@@ -111,7 +112,6 @@ void Session::reset(int slot) {
   Sequence &s = *sequences_.at(size_t(slot));
   for (host::KvCache &c : s.caches)
     c.clear();
-  s.position = 0;
   s.tokens.clear();
   for (std::vector<int64_t> &held : s.held)
     std::fill(held.begin(), held.end(), int64_t(-1));
@@ -125,7 +125,7 @@ bool Session::rewindKeepsCache(int slot, int64_t position) const {
   if (slot < 0 || slot >= slots())
     return false;
   const Sequence &s = *sequences_[size_t(slot)];
-  if (position < 0 || position > s.position)
+  if (position < 0 || position > s.position())
     return false;
   // Positions at and past `position` are never read before the steps after
   // the rewind write them again; the ones before it must still be where
@@ -141,6 +141,19 @@ bool Session::rewindKeepsCache(int slot, int64_t position) const {
   return true;
 }
 
+int64_t Session::reusablePrefix(int slot,
+                                const std::vector<int32_t> &prompt) const {
+  if (prompt.empty())
+    return 0;
+  const std::vector<int32_t> &held = tokens(slot);
+  const size_t shared = size_t(
+      std::mismatch(held.begin(), held.end(), prompt.begin(), prompt.end())
+          .first -
+      held.begin());
+  const int64_t kept = int64_t(std::min(shared, prompt.size() - 1));
+  return rewindKeepsCache(slot, kept) ? kept : 0;
+}
+
 void Session::markWritten(const std::vector<RowBinding> &rows) {
   for (const RowBinding &row : rows)
     for (size_t r = 0; r < rings_.size(); ++r)
@@ -149,7 +162,7 @@ void Session::markWritten(const std::vector<RowBinding> &rows) {
 }
 
 int64_t Session::position(int slot) const {
-  return sequences_.at(size_t(slot))->position;
+  return sequences_.at(size_t(slot))->position();
 }
 
 bool Session::reserveSlots(int count, std::string *error) {
@@ -176,17 +189,16 @@ bool Session::rewind(int slot, int64_t position, std::string *error) {
   if (!checkSlot(slot, error))
     return false;
   Sequence &s = *sequences_[size_t(slot)];
-  if (position < 0 || position > s.position) {
+  if (position < 0 || position > s.position()) {
     *error = "cannot rewind slot " + std::to_string(slot) + " to position " +
              std::to_string(position) + ": it holds positions 0.." +
-             std::to_string(s.position - 1);
+             std::to_string(s.position() - 1);
     return false;
   }
   if (rewindKeepsCache(slot, position)) {
     // Positions past `position` stay in the rings but are never read: a
     // step's masks and kernels see only positions up to the step's last,
     // and the next step writes them again first (docs/serving.md, Reuse).
-    s.position = position;
     s.tokens.resize(size_t(position));
     return true;
   }
@@ -344,7 +356,8 @@ bool Session::consume(int slot, const std::vector<int32_t> &tokens,
     }
     rows.assign(size_t(p->rows), RowBinding());
     for (int64_t r = 0; r < p->rows; ++r)
-      rows[size_t(r)] = {&seq, seq.position + r, seq.position + p->rows - 1};
+      rows[size_t(r)] = {&seq, seq.position() + r,
+                         seq.position() + p->rows - 1};
     if (!run(*p, *words, tokens.data() + next, rows,
              p->noLogits ? nullptr : logits, error))
       return false;
@@ -415,7 +428,7 @@ bool Session::runBatch(const std::vector<StepRow> &rows,
   std::vector<int32_t> tokens(size_t(batch.rows), 0);
   std::vector<int64_t> next(sequences_.size());
   for (size_t s = 0; s < sequences_.size(); ++s)
-    next[s] = sequences_[s]->position;
+    next[s] = sequences_[s]->position();
   for (size_t r = 0; r < rows.size(); ++r) {
     bound[r] = {sequences_[size_t(rows[r].slot)].get(),
                 next[size_t(rows[r].slot)]++, 0};
@@ -614,7 +627,6 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
     // Rows of one sequence come in position order from its position on.
     seq.tokens.resize(size_t(rows[r].position));
     seq.tokens.push_back(tokens[r]);
-    seq.position = rows[r].last + 1;
   }
   ++stats_.steps;
   return true;

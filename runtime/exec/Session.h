@@ -99,6 +99,11 @@ public:
   bool rewindKeepsCache(int slot, int64_t position) const;
   /// The tokens `slot` holds, at positions 0..position(slot)-1.
   const std::vector<int32_t> &tokens(int slot) const;
+  /// How many leading tokens of `prompt` the slot can keep (prompt caching):
+  /// their common prefix with its tokens, at most all of the prompt but its
+  /// last token (consumed again for its logits), or 0 when rewinding there
+  /// would not keep the cache (rewindKeepsCache).
+  int64_t reusablePrefix(int slot, const std::vector<int32_t> &prompt) const;
 
   struct StepRow {
     int slot = 0;

@@ -258,6 +258,26 @@ inline void addBlockNeon(float32x4_t p[2], const int32x4_t g[2], float s) {
   p[1] = vaddq_f32(p[1], vmulq_f32(vcvtq_f32_s32(g[1]), scale));
 }
 
+/// Block `b` of four weight rows (from `row`, rowStride apart) against one
+/// activation row's codes: each row's partials p[i] take it in order.
+/// (bench/a53-loops.cpp analyses this step on the A53.)
+template <bool Dot, bool Int4>
+inline void fourRowsBlockNeon(const MatmulInt8Job &job, const uint8_t *row,
+                              size_t b, float32x4_t p[4][2]) {
+  const int8_t *q = job.codes + kBlock * b;
+  const float s = job.blockScales[b];
+  for (size_t i = 0; i < 4; ++i) {
+    int8x16_t w[2];
+    int32x4_t g[2];
+    weightBlockNeon<Int4>(job, row + i * job.rowStride, b, w);
+    if (Dot)
+      blockDotNeonDot(w, q, g);
+    else
+      blockDotNeon(w, q, g);
+    addBlockNeon(p[i], g, s);
+  }
+}
+
 template <bool Dot, bool Int4>
 inline void featuresNeonOf(const MatmulInt8Job &job, size_t n0, size_t n1) {
   const size_t scalesStride = job.codesStride / kBlock;
@@ -274,20 +294,8 @@ inline void featuresNeonOf(const MatmulInt8Job &job, size_t n0, size_t n1) {
       float32x4_t p[4][2];
       for (size_t i = 0; i < 4; ++i)
         p[i][0] = p[i][1] = vdupq_n_f32(0.0f);
-      for (size_t b = 0; b < job.blocks; ++b) {
-        const int8_t *q = job.codes + kBlock * b;
-        const float s = job.blockScales[b];
-        for (size_t i = 0; i < 4; ++i) {
-          int8x16_t w[2];
-          int32x4_t g[2];
-          weightBlockNeon<Int4>(job, row + i * job.rowStride, b, w);
-          if (Dot)
-            blockDotNeonDot(w, q, g);
-          else
-            blockDotNeon(w, q, g);
-          addBlockNeon(p[i], g, s);
-        }
-      }
+      for (size_t b = 0; b < job.blocks; ++b)
+        fourRowsBlockNeon<Dot, Int4>(job, row, b, p);
       for (size_t i = 0; i < 4; ++i) {
         float out[kInt8Partials];
         vst1q_f32(out, p[i][0]);
