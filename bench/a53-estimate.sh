@@ -23,7 +23,7 @@ GHZ=1.333
 E2B_GB=1.26
 E4B_GB=2.31
 
-# cycles per 32 weights of one kernel: NAME CPU ROWS DEFINES...
+# cycles per 32 weights of one kernel: NAME CPU GROUPS_PER_ITERATION DEFINES...
 run() {
   name=$1 cpu=$2 rows=$3
   shift 3
@@ -45,5 +45,5 @@ echo "load: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (static analysis:
 echo "| kernel | core | cycles / 32 weights | GB/s per core | GB/s, 4 cores | E2B tok/s | E4B tok/s |"
 echo "|---|---|---:|---:|---:|---:|---:|"
 run hardware-numerics-float cortex-a53 1 -DPCCX_LOOP_FLOAT
-run integer-numerics-neon cortex-a53 4
-run integer-numerics-sdot cortex-a55 4 -DPCCX_LOOP_DOT
+run integer-numerics-neon cortex-a53 8
+run integer-numerics-sdot cortex-a55 8 -DPCCX_LOOP_DOT

@@ -2,9 +2,10 @@
 //
 // bench/a53-estimate.sh compiles this file for aarch64 (GCC, -O3, -mcpu of
 // the core) and runs the marked loops through llvm-mca: one iteration is
-// one block of 32 INT4 weights (float kernel of Hardware numerics) or four
-// weight rows' blocks sharing one block of activation codes (the integer
-// kernel's GEMV), the same inline functions the simulator's kernels use.
+// one block of 32 INT4 weights (float kernel of Hardware numerics) or two
+// weight rows' blocks of 128 sharing one block of activation codes (the
+// integer kernel's GEMV: eight groups of 32), the same inline functions the
+// simulator's kernels use.
 // Not part of the build.
 //
 //===----------------------------------------------------------------------===//
@@ -32,34 +33,37 @@ extern "C" void floatGemvLoop(const uint8_t *row, const float *x, size_t blocks,
 
 namespace {
 using namespace pccx::sim;
-/// The kernel's GEMV pass over four weight rows, one block per iteration.
+/// The kernel's GEMV pass over kNeonRows weight rows, one block of 128
+/// weights per row per iteration.
 template <bool Dot>
-inline void fourRows(const MatmulInt8Job &job, const uint8_t *row,
+inline void rowsPass(const MatmulInt8Job &job, const uint8_t *row,
                      float *out) {
-  float32x4_t p[4][2];
-  for (size_t i = 0; i < 4; ++i)
-    p[i][0] = p[i][1] = vdupq_n_f32(0.0f);
-  for (size_t b = 0; b < job.blocks; ++b) {
-    asm volatile("# LLVM-MCA-BEGIN integer-numerics-int4-4-rows");
-    fourRowsBlockNeon<Dot, true>(job, row, b, p);
+  float32x4_t p[kNeonRows][4];
+  for (size_t i = 0; i < kNeonRows; ++i)
+    for (size_t c = 0; c < 4; ++c)
+      p[i][c] = vdupq_n_f32(0.0f);
+  for (size_t b = 0; b < blocksOf(job); ++b) {
+    asm volatile("# LLVM-MCA-BEGIN integer-numerics-int4-rows");
+    rowsBlockNeon<Dot, true, kNeonRows>(job, row, b,
+                                        job.codes + kInt8Block * b,
+                                        job.blockScales[b], p);
     asm volatile("# LLVM-MCA-END");
   }
-  for (size_t i = 0; i < 4; ++i) {
-    vst1q_f32(out + 8 * i, p[i][0]);
-    vst1q_f32(out + 8 * i + 4, p[i][1]);
-  }
+  for (size_t i = 0; i < kNeonRows; ++i)
+    for (size_t c = 0; c < 4; ++c)
+      vst1q_f32(out + 16 * i + 4 * c, p[i][c]);
 }
 } // namespace
 
 #if defined(PCCX_LOOP_DOT)
 extern "C" PCCX_DOTPROD void integerGemvLoop(const MatmulInt8Job &job,
                                              const uint8_t *row, float *out) {
-  fourRows<true>(job, row, out);
+  rowsPass<true>(job, row, out);
 }
 #else
 extern "C" void integerGemvLoop(const MatmulInt8Job &job, const uint8_t *row,
                                 float *out) {
-  fourRows<false>(job, row, out);
+  rowsPass<false>(job, row, out);
 }
 #endif
 #endif

@@ -1,17 +1,20 @@
 //===- cpu-decode.cpp - decode on this CPU against its memory bandwidth ---===//
 //
-// Decodes tokens of a bundle on the simulator device (hardware numerics, the
-// board's CPU path: docs/kv260.md) at each thread count given and, in the
-// same run, copies a buffer far larger than any cache with as many threads.
+// Decodes tokens of a bundle on the simulator device (integer numerics by
+// default, the board's CPU path: docs/kv260.md) at each thread count given
+// and, in the same run, copies a buffer far larger than any cache with as
+// many threads.
 // For each count it prints the time per decoded token, the weight bytes the
 // token streams (weight records, KV records and masks), their rate, and the
 // ratio of that rate to the machine's memcpy rate at the same thread count.
 //
 //   bench-cpu-decode BUNDLE [--tokens N] [--threads 1,2,...]
-//                    [--memcpy-mib M] [--isa scalar|avx2|neon]
+//                    [--memcpy-mib M] [--isa scalar|avx2|avx512|neon]
+//                    [--numerics integer|hardware|reference]
 //
 // Defaults: 16 tokens after a 4-token prompt, thread counts 1 and every
-// hardware thread, a 512 MiB copy.
+// hardware thread, a 512 MiB copy, integer numerics (--isa picks the float
+// kernel of the other two).
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,10 +69,10 @@ struct DecodeFigures {
   double bytesPerToken = 0;
 };
 
-bool decode(const exec::Model &model, unsigned threads, sim::MatmulIsa isa,
-            int tokens, DecodeFigures *out, std::string *error) {
-  auto device = std::make_unique<device::SimDevice>(sim::Numerics::Hardware,
-                                                    model.target());
+bool decode(const exec::Model &model, sim::Numerics numerics, unsigned threads,
+            sim::MatmulIsa isa, int tokens, DecodeFigures *out,
+            std::string *error) {
+  auto device = std::make_unique<device::SimDevice>(numerics, model.target());
   device->simulator().setThreads(threads);
   if (!device->simulator().setMatmulIsa(isa)) {
     *error = std::string("this CPU cannot run the ") + sim::matmulIsaName(isa) +
@@ -116,7 +119,8 @@ std::vector<unsigned> parseCounts(const std::string &text) {
 int usage() {
   std::fprintf(stderr, "usage: bench-cpu-decode BUNDLE [--tokens N] "
                        "[--threads 1,2,...] [--memcpy-mib M] "
-                       "[--isa scalar|avx2|neon]\n");
+                       "[--isa scalar|avx2|avx512|neon] "
+                       "[--numerics integer|hardware|reference]\n");
   return 2;
 }
 
@@ -131,6 +135,7 @@ int main(int argc, char **argv) {
   if (all > 1)
     counts.push_back(all);
   sim::MatmulIsa isa = sim::bestMatmulIsa();
+  sim::Numerics numerics = sim::Numerics::Integer;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--tokens" && i + 1 < argc)
@@ -141,6 +146,9 @@ int main(int argc, char **argv) {
       memcpyMiB = size_t(std::atol(argv[++i]));
     else if (a == "--isa" && i + 1 < argc) {
       if (!sim::parseMatmulIsa(argv[++i], &isa))
+        return usage();
+    } else if (a == "--numerics" && i + 1 < argc) {
+      if (!sim::parseNumerics(argv[++i], &numerics))
         return usage();
     } else if (!a.empty() && a[0] != '-' && bundlePath.empty())
       bundlePath = a;
@@ -158,14 +166,18 @@ int main(int argc, char **argv) {
   }
   std::vector<uint8_t> src(memcpyMiB << 20, 1), dst(memcpyMiB << 20, 0);
   std::printf("bench-cpu-decode: %s, %d tokens after a 4-token prompt, "
-              "hardware numerics, %s kernel; memcpy of %zu MiB\n",
-              bundlePath.c_str(), tokens, sim::matmulIsaName(isa), memcpyMiB);
+              "%s numerics, %s kernel; memcpy of %zu MiB\n",
+              bundlePath.c_str(), tokens, sim::numericsName(numerics),
+              numerics == sim::Numerics::Integer
+                  ? sim::int8IsaName(sim::bestInt8Isa())
+                  : sim::matmulIsaName(isa),
+              memcpyMiB);
   std::printf("| threads | ms/token | tok/s | MiB streamed/token | GB/s "
               "streamed | memcpy GB/s | streamed/memcpy |\n");
   std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
   for (unsigned threads : counts) {
     DecodeFigures f;
-    if (!decode(*model, threads, isa, tokens, &f, &error)) {
+    if (!decode(*model, numerics, threads, isa, tokens, &f, &error)) {
       std::fprintf(stderr, "bench-cpu-decode: %s\n", error.c_str());
       return 1;
     }

@@ -20,12 +20,9 @@ namespace {
 
 std::unique_ptr<Device> openSim(const OptionValues &options,
                                 machine::Target target, std::string *) {
-  const std::string numerics = options.text("numerics");
-  auto sim = std::make_unique<SimDevice>(
-      numerics == "reference" ? sim::Numerics::Reference
-      : numerics == "integer" ? sim::Numerics::Integer
-                              : sim::Numerics::Hardware,
-      target);
+  sim::Numerics numerics = sim::Numerics::Hardware;
+  sim::parseNumerics(options.text("numerics"), &numerics); // a listed choice
+  auto sim = std::make_unique<SimDevice>(numerics, target);
   sim->simulator().setThreads(unsigned(options.count("threads")));
   return sim;
 }

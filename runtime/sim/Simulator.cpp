@@ -122,6 +122,28 @@ WorkerPool *Simulator::poolFor(size_t m, size_t n, size_t k) {
   return pool_.get();
 }
 
+const char *numericsName(Numerics numerics) {
+  switch (numerics) {
+  case Numerics::Reference:
+    return "reference";
+  case Numerics::Integer:
+    return "integer";
+  case Numerics::Hardware:
+    break;
+  }
+  return "hardware";
+}
+
+bool parseNumerics(const std::string &name, Numerics *numerics) {
+  for (Numerics each :
+       {Numerics::Reference, Numerics::Hardware, Numerics::Integer})
+    if (name == numericsName(each)) {
+      *numerics = each;
+      return true;
+    }
+  return false;
+}
+
 bool Simulator::setInt8Isa(Int8Isa isa) {
   if (!int8IsaAvailable(isa))
     return false;
@@ -439,13 +461,15 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
 
   if (integer) {
     const size_t codesStride = padTo(kPadded, kInt8RowAlign),
-                 scalesStride = codesStride / kMatmulBlock;
-    scratchCodes_.assign(m * codesStride, 0);
-    scratchBlockScales_.assign(m * scalesStride, 0.0f);
+                 blocks = codesStride / kInt8Block;
+    scratchCodes_.resize(m * codesStride);
+    scratchBlockScales_.resize(m * blocks);
+    scratchCodeSums_.resize(m * blocks * kInt8Partials);
     for (size_t r = 0; r < m; ++r)
-      quantizeActivationsInt8(&scratchIn_[r * kPadded], kPadded,
+      quantizeActivationsInt8(&scratchIn_[r * kPadded], kPadded, codesStride,
                               &scratchCodes_[r * codesStride],
-                              &scratchBlockScales_[r * scalesStride]);
+                              &scratchBlockScales_[r * blocks],
+                              &scratchCodeSums_[r * blocks * kInt8Partials]);
     MatmulInt8Job job{record + scaleBytes,
                       rowStride,
                       int4,
@@ -455,6 +479,7 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
                       n,
                       scratchCodes_.data(),
                       scratchBlockScales_.data(),
+                      scratchCodeSums_.data(),
                       scales,
                       scratchOut_.data()};
     splitFeatures(n, uint64_t(m) * n * kPadded, poolFor(m, n, kPadded),

@@ -44,6 +44,10 @@ class WorkerPool;
 /// exp, gelu, sin and cos are hw/numerics/Elementary.h's, not libm's.
 enum class Numerics { Reference, Hardware, Integer };
 
+/// "reference", "hardware", "integer"; parseNumerics is its inverse.
+const char *numericsName(Numerics numerics);
+bool parseNumerics(const std::string &name, Numerics *numerics);
+
 class Simulator {
 public:
   /// `target` chooses what the fields of a word mean (hw/machine/
@@ -209,6 +213,7 @@ private:
   std::vector<float> scratchIn_, scratchOut_, scratchScale_;
   std::vector<int8_t> scratchCodes_;
   std::vector<float> scratchBlockScales_;
+  std::vector<int32_t> scratchCodeSums_;
 
   float emax_;
   bool emaxArmed_ = false, emaxUsed_ = false;
