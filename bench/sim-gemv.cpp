@@ -6,13 +6,13 @@
 // Prints GB/s of weight bytes for each and the ratio gemv/memcpy: how close
 // the simulator's GEMV gets to the machine's own memory bandwidth.
 //
-//   bench-sim-gemv [--reps R] [--threads T] [--isa scalar|avx2|neon]
+//   bench-sim-gemv [--reps R] [--threads T] [--isa KERNEL]
 //                  [--hardware | --integer]
 //
 // --threads 0 (the default) uses every hardware thread, as the simulator
-// does; --isa picks the GEMV kernel (default: the fastest this CPU runs);
-// --integer times Integer numerics (INT8 activations, its own kernels,
-// the fastest this CPU runs).
+// does; --isa picks the GEMV kernel (default: the fastest this CPU runs:
+// scalar, avx2, avx512 or neon; with --integer, which times Integer
+// numerics, scalar, avx2, avx512-vnni, neon or neon-dotprod).
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +51,8 @@ int main(int argc, char **argv) {
   unsigned reps = 10, threads = 0;
   bool hardware = false, integer = false;
   sim::MatmulIsa isa = sim::bestMatmulIsa();
+  sim::Int8Isa int8Isa = sim::bestInt8Isa();
+  std::string isaName;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc)
@@ -61,18 +63,21 @@ int main(int argc, char **argv) {
       hardware = true;
     else if (a == "--integer")
       integer = true;
-    else if (a == "--isa" && i + 1 < argc) {
-      if (!sim::parseMatmulIsa(argv[++i], &isa)) {
-        std::fprintf(stderr,
-                     "bench-sim-gemv: --isa %s: not scalar, avx2 or neon\n",
-                     argv[i]);
-        return 2;
-      }
-    } else {
+    else if (a == "--isa" && i + 1 < argc)
+      isaName = argv[++i];
+    else {
       std::fprintf(stderr, "usage: bench-sim-gemv [--reps R] [--threads T] "
-                           "[--isa scalar|avx2|neon] [--hardware | --integer]\n");
+                           "[--isa KERNEL] [--hardware | --integer]\n");
       return 2;
     }
+  }
+  if (!isaName.empty() &&
+      !(integer ? sim::parseInt8Isa(isaName, &int8Isa)
+                : sim::parseMatmulIsa(isaName, &isa))) {
+    std::fprintf(stderr, "bench-sim-gemv: --isa %s: not %s\n", isaName.c_str(),
+                 integer ? sim::int8IsaNames()
+                         : "scalar, avx2, avx512 or neon");
+    return 2;
   }
   if (reps == 0)
     reps = 1;
@@ -95,9 +100,9 @@ int main(int argc, char **argv) {
                      : hardware ? sim::Numerics::Hardware
                                 : sim::Numerics::Reference);
   sim.setThreads(threads);
-  if (!sim.setMatmulIsa(isa)) {
+  if (!sim.setMatmulIsa(isa) || !sim.setInt8Isa(int8Isa)) {
     std::fprintf(stderr, "bench-sim-gemv: this CPU cannot run the %s kernel\n",
-                 sim::matmulIsaName(isa));
+                 integer ? sim::int8IsaName(int8Isa) : sim::matmulIsaName(isa));
     return 1;
   }
   std::vector<float> x(kK);

@@ -145,7 +145,8 @@ bool runGenerateMode(const exec::Model &model, exec::Session &session,
           << session.capacity() << " positions\n";
     err << options.tool << ": prompt "
         << formatRate(int64_t(prompt.size()), result.prefillSeconds)
-        << ", then " << formatRate(decoded, result.decodeSeconds) << "\n";
+        << ", then " << formatRate(decoded, result.decodeSeconds) << " ("
+        << sim::numericsName(session.device().numerics()) << " numerics)\n";
     if (gen.draftTokens > 0)
       err << options.tool << ": " << draftSummary(result.draft) << "\n";
   }
@@ -159,7 +160,7 @@ bool runGenerateMode(const exec::Model &model, exec::Session &session,
 
   const bool referenceNumerics =
       session.device().numerics() == sim::Numerics::Reference;
-  const char *numerics = referenceNumerics ? "reference" : "hardware";
+  const char *numerics = sim::numericsName(session.device().numerics());
   nlohmann::json figures;
   if (!options.referenceDir.empty()) {
     ReferenceComparison cmp;

@@ -130,9 +130,19 @@ pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
       lastError = "unknown device " + std::to_string(rawDevice);
       return nullptr;
     });
+  if (rawNumerics != PCCXRT_NUMERICS_HARDWARE &&
+      rawNumerics != PCCXRT_NUMERICS_REFERENCE &&
+      rawNumerics != PCCXRT_NUMERICS_INTEGER)
+    return guarded(nullptr, (pccxrt_model *)nullptr, [&]() -> pccxrt_model * {
+      lastError = "unknown numerics " + std::to_string(rawNumerics) +
+                  " (PCCXRT_NUMERICS_HARDWARE, _REFERENCE or _INTEGER)";
+      return nullptr;
+    });
   return pccxrt_open_device(path, name,
                             rawNumerics == PCCXRT_NUMERICS_REFERENCE
                                 ? "numerics=reference"
+                            : rawNumerics == PCCXRT_NUMERICS_INTEGER
+                                ? "numerics=integer"
                                 : "numerics=hardware");
 }
 

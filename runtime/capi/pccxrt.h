@@ -27,8 +27,13 @@ typedef enum {
 } pccxrt_device;
 
 typedef enum {
-  PCCXRT_NUMERICS_HARDWARE = 0,  /* BF16 L2, the compiled KV-cache dtype */
+  /* The NPU's datapath bit for bit: BF16 L2, the compiled KV-cache dtype */
+  PCCXRT_NUMERICS_HARDWARE = 0,
   PCCXRT_NUMERICS_REFERENCE = 1, /* fp32 everywhere (simulator only) */
+  /* Hardware numerics with INT8 activations in the weight matrices: the
+   * simulator's fast path, and its default (pccxrt_open_device without a
+   * numerics option) */
+  PCCXRT_NUMERICS_INTEGER = 2,
 } pccxrt_numerics;
 
 typedef struct {
@@ -41,7 +46,8 @@ typedef struct {
 
 /* Opens a bundle on `device` with `numerics`; NULL on failure (see
  * pccxrt_last_error(NULL)). The same as pccxrt_open_device with the
- * device's name and "numerics=hardware" or "numerics=reference". */
+ * device's name and "numerics=hardware", "numerics=reference" or
+ * "numerics=integer". */
 pccxrt_model *pccxrt_open(const char *path, pccxrt_device device,
                           pccxrt_numerics numerics);
 

@@ -32,17 +32,20 @@ std::unique_ptr<Device> openSim(const OptionValues &options,
 const DeviceSpec &simDevice() {
   static const DeviceSpec spec = {
       "sim",
-      "the functional simulator: runs bundles of every target, bit for bit "
-      "what the board computes in hardware numerics",
+      "the functional simulator: runs bundles of every target on this "
+      "CPU, by default in its fast integer numerics; bit for bit what the "
+      "board computes in hardware numerics",
       {OptionSpec::choice(
-           "numerics", "hardware", "MODE",
-           "reference (fp32 everywhere, exact fp32 keys and values), "
-           "hardware (BF16 in L2, keys and values as the bundle stores "
-           "them: INT8 KV records, or the host cache dtype of --attention "
-           "host) or integer (hardware, with the weight matrices "
-           "multiplied by INT8 activations in exact integer sums: the "
-           "CPU's fast path, docs/isa-semantics.md)",
-           {"hardware", "reference", "integer"}),
+           "numerics", "integer", "MODE",
+           "integer (the CPU's fast path: hardware numerics with the "
+           "weight matrices multiplied by INT8 activations in exact "
+           "integer sums, the same bits on every CPU), hardware (the "
+           "NPU's datapath bit for bit: BF16 in L2, keys and values as the "
+           "bundle stores them: INT8 KV records, or the host cache dtype "
+           "of --attention host; what verification runs) or reference "
+           "(fp32 everywhere, exact fp32 keys and values); "
+           "docs/isa-semantics.md",
+           {"integer", "hardware", "reference"}),
        OptionSpec::count("threads", "0", "N",
                          "threads that share each GEMV/GEMM, 0 for one per "
                          "hardware thread; results are the same bit for bit "

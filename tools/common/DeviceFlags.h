@@ -32,6 +32,18 @@ constexpr const char *kHostThreadsHelp =
     "                           rows), 0 for one per hardware thread (default 0);\n"
     "                           results are the same bit for bit at every count\n";
 
+/// Runs the simulator in `numerics` unless the command line names them:
+/// comparisons with the float reference verify the NPU's datapath
+/// (hardware numerics), whatever the simulator's default.
+inline void defaultSimNumerics(DeviceChoice *choice, const char *numerics) {
+  if (choice->name != "sim")
+    return;
+  for (const auto &option : choice->options)
+    if (option.first == "numerics")
+      return;
+  choice->options.insert(choice->options.begin(), {"numerics", numerics});
+}
+
 /// Declares --device, --device-option and every registered device's
 /// options on `cl`, filling `choice`.
 inline void declareDeviceOptions(CommandLine &cl, DeviceChoice *choice) {

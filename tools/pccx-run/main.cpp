@@ -153,8 +153,9 @@ OUTPUT:
                            positions included), in order; prints the count
   --compare-reference DIR  run the float reference on checkpoint DIR beside
                            it, with the bundle's weights, and print the
-                           agreement figures (and the cost of quantization against
-                           the original weights)
+                           agreement figures (and the cost of quantization
+                           against the original weights); the simulator then
+                           runs hardware numerics unless --numerics is given
   --json                   one JSON object on stdout at the end (token ids,
                            row count, numerics, device, timing, figures);
                            with --chat, one per turn (fed and reply token
@@ -272,6 +273,8 @@ static int run(int argc, char **argv) {
   std::string why = pccx::app::checkSamplingOptions(gen.sampling);
   if (!why.empty())
     return fail(why);
+  if (!referenceDir.empty())
+    pccx::tools::defaultSimNumerics(&device, "hardware");
   std::string error;
   if (!pccx::device::checkDeviceOptions(device.name, device.options, &error))
     return fail(error);

@@ -268,7 +268,9 @@ static int run(int argc, char **argv) {
   });
   std::cout << "pccx-serve: listening on http://" << options.host << ":" << port
             << " (model " << options.modelName << ", context "
-            << session.capacity() << " tokens, " << device.name << ")"
+            << session.capacity() << " tokens, " << device.name << ", "
+            << pccx::sim::numericsName(session.device().numerics())
+            << " numerics)"
             << std::endl;
   if (options.host != "127.0.0.1" && options.host != "localhost" &&
       options.host != "::1" && options.apiKey.empty())

@@ -123,21 +123,40 @@ TEST(CApi, OpenDeviceByName) {
   EXPECT_EQ(a, b);
   pccxrt_close(byEnum);
   pccxrt_close(byName);
-  // Hardware numerics are the default.
+  // Integer numerics (the simulator's fast path) are the default; the
+  // enum names each mode.
   pccxrt_model *plain = pccxrt_open_device(tinyBundle().c_str(), "sim", NULL);
+  pccxrt_model *integer = pccxrt_open(tinyBundle().c_str(), PCCXRT_DEVICE_SIM,
+                                      PCCXRT_NUMERICS_INTEGER);
+  pccxrt_model *hardware = pccxrt_open(
+      tinyBundle().c_str(), PCCXRT_DEVICE_SIM, PCCXRT_NUMERICS_HARDWARE);
   ASSERT_NE(plain, nullptr) << pccxrt_last_error(nullptr);
-  std::vector<float> c(3 * 512);
+  ASSERT_NE(integer, nullptr) << pccxrt_last_error(nullptr);
+  ASSERT_NE(hardware, nullptr) << pccxrt_last_error(nullptr);
+  std::vector<float> c(3 * 512), d(3 * 512), e(3 * 512);
   ASSERT_EQ(pccxrt_consume(plain, prompt.data(), 3, 0, c.data()), 0);
+  ASSERT_EQ(pccxrt_consume(integer, prompt.data(), 3, 0, d.data()), 0);
+  ASSERT_EQ(pccxrt_consume(hardware, prompt.data(), 3, 0, e.data()), 0);
   EXPECT_NE(a, c);
+  EXPECT_EQ(c, d);
+  EXPECT_NE(c, e);
   pccxrt_close(plain);
+  pccxrt_close(integer);
+  pccxrt_close(hardware);
+  EXPECT_EQ(pccxrt_open(tinyBundle().c_str(), PCCXRT_DEVICE_SIM,
+                        pccxrt_numerics(9)),
+            nullptr);
+  EXPECT_STREQ(pccxrt_last_error(nullptr),
+               "unknown numerics 9 (PCCXRT_NUMERICS_HARDWARE, _REFERENCE or "
+               "_INTEGER)");
 
   const struct {
     const char *device, *options, *error;
   } refused[] = {
       {"sim", "speed=9", "sim: unknown option 'speed' (its options: numerics "
                          "or threads)"},
-      {"sim", "numerics=fast", "sim: option 'numerics' must be hardware, "
-                               "reference or integer, not 'fast'"},
+      {"sim", "numerics=fast", "sim: option 'numerics' must be integer, "
+                               "hardware or reference, not 'fast'"},
       {"sim", "threads", "device option 'threads' is not KEY=VALUE"},
       {"kv260", "numerics=reference",
        "kv260: the board computes in hardware numerics; 'reference' numerics "

@@ -66,8 +66,8 @@ TEST(DeviceRegistry, UnknownOptionIsNamedWithTheDevicesOptions) {
 TEST(DeviceRegistry, BadValuesAreNamedWithWhatIsAccepted) {
   std::string error;
   EXPECT_FALSE(checkDeviceOptions("sim", {{"numerics", "fast"}}, &error));
-  EXPECT_EQ(error, "sim: option 'numerics' must be hardware, reference or "
-                   "integer, not 'fast'");
+  EXPECT_EQ(error, "sim: option 'numerics' must be integer, hardware or "
+                   "reference, not 'fast'");
   for (const char *bad :
        {"lots", "-1", "1025", "", "2x", "99999999999999999999"}) {
     EXPECT_FALSE(checkDeviceOptions("sim", {{"threads", bad}}, &error)) << bad;
@@ -94,7 +94,8 @@ TEST(DeviceRegistry, OptionsReachTheDeviceWithDefaultsFilledIn) {
   auto sim = openDevice("sim", {}, machine::kDefaultTarget, &error);
   ASSERT_NE(sim, nullptr) << error;
   EXPECT_STREQ(sim->name(), "sim");
-  EXPECT_EQ(sim->numerics(), sim::Numerics::Hardware);
+  // The simulator's default is its fast integer numerics.
+  EXPECT_EQ(sim->numerics(), sim::Numerics::Integer);
   // A later assignment of an option wins.
   auto ref = openDevice(
       "sim",
