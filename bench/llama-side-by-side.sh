@@ -42,6 +42,11 @@ if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
   echo "llama-side-by-side: skipped: node and npm are not installed (apt-get install nodejs npm)"
   exit 0
 fi
+PYTHON="${PYTHON:-python3}"
+if ! "$PYTHON" -c 'import numpy' 2> /dev/null; then
+  echo "llama-side-by-side: skipped: the GGUF converter needs numpy ($PYTHON; apt-get install python3-numpy, or set PYTHON)"
+  exit 0
+fi
 for f in setup.sh hf_to_gguf_gemma3n.py llama-decode.mjs; do
   if [ ! -f "$PEER/$f" ]; then
     echo "llama-side-by-side: skipped: $PEER has no $f (PEER_DIR is the llama.cpp peer kit)"
@@ -51,7 +56,7 @@ done
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
 # node_modules=... gguf_py=... libggml=...
-eval "$(sh "$PEER/setup.sh" "$WORK/llama" | tail -1)"
+eval "$(sh "$PEER/setup.sh" "$WORK/llama" 2> "$WORK/llama-setup.log" | tail -1)"
 DRIVER="$WORK/llama/llama-decode.mjs"
 LOG="$WORK/side-by-side.log"
 : > "$LOG"
@@ -63,7 +68,7 @@ for layers in $(echo "$LAYERS" | tr ',' ' '); do
   gguf="$WORK/e2b-$layers-q4_0.gguf"
   if [ ! -f "$gguf" ]; then
     echo "converting $WORK/e2b-$layers to $gguf ..." >&2
-    python3 "$PEER/hf_to_gguf_gemma3n.py" "$WORK/e2b-$layers" "$gguf.tmp" \
+    "$PYTHON" "$PEER/hf_to_gguf_gemma3n.py" "$WORK/e2b-$layers" "$gguf.tmp" \
       --gguf-py "$gguf_py" --libggml "$libggml" --mix pure > /dev/null
     mv "$gguf.tmp" "$gguf"
   fi

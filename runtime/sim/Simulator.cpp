@@ -625,6 +625,32 @@ bool Simulator::execMemcpy(const Instruction &inst, std::string &msg) {
   return true;
 }
 
+namespace {
+
+/// The SFU's GELU (tanh form), evaluated in double and rounded once.
+float geluOf(double d) {
+  const double kGeluC = 0.79788456080286535588; // sqrt(2/pi)
+  return float(0.5 * d * (1.0 + hw::tanh(kGeluC * (d + 0.044715 * d * d * d))));
+}
+
+/// geluOf of every BF16 value, by bit pattern (built once: a decode step
+/// of E2B applies GELU to a quarter million BF16 values).
+const std::vector<float> &geluOfBf16() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(1u << 16);
+    for (uint32_t h = 0; h < t.size(); ++h) {
+      const uint32_t bits = h << 16;
+      float x;
+      std::memcpy(&x, &bits, 4);
+      t[h] = geluOf(x);
+    }
+    return t;
+  }();
+  return table;
+}
+
+} // namespace
+
 bool Simulator::execCvo(const Instruction &inst, std::string &msg) {
   uint32_t func = inst.get(Field::Cvo_cvo_func);
   uint32_t flags = inst.get(Field::Cvo_flags);
@@ -687,7 +713,6 @@ bool Simulator::execCvo(const Instruction &inst, std::string &msg) {
     // Compute every result before storing any, so src and dst may overlap.
     std::vector<float> &y = scratchOut_;
     y.resize(length);
-    const double kGeluC = 0.79788456080286535588; // sqrt(2/pi)
     float s = scalar_;
     for (size_t i = 0; i < length; ++i) {
       float x = arg(i);
@@ -700,10 +725,14 @@ bool Simulator::execCvo(const Instruction &inst, std::string &msg) {
       case isa::Cvo_cvo_func_sqrt:
         r = std::sqrt(x);
         break;
-      case isa::Cvo_cvo_func_gelu:
-        r = float(0.5 * d *
-                  (1.0 + hw::tanh(kGeluC * (d + 0.044715 * d * d * d))));
+      case isa::Cvo_cvo_func_gelu: {
+        // A BF16 argument (what L2 holds outside Reference numerics) is
+        // looked up: the table holds the same function's results.
+        uint32_t bits;
+        std::memcpy(&bits, &x, 4);
+        r = (bits & 0xffffu) == 0 ? geluOfBf16()[bits >> 16] : geluOf(d);
         break;
+      }
       case isa::Cvo_cvo_func_sin:
         r = float(hw::sin(d));
         break;
