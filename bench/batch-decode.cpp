@@ -1,13 +1,14 @@
 //===- batch-decode.cpp - aggregate decode speed by sequences per step ----===//
 //
 // Decodes B sequences together (Session::step over B slots: one pass over
-// the weights per step) for each B given, on the simulator device in
-// hardware numerics, and prints per B the time per step, the aggregate and
+// the weights per step) for each B given, on the simulator device
+// (integer numerics by default), and prints per B the time per step, the aggregate and
 // per-sequence tokens/s, the weight bytes a step streams, and the aggregate
 // against B = 1 measured in the same run. The bundle needs a decode_batch
 // program of at least the largest B (pccx-compile --decode-batch).
 //
 //   bench-batch-decode BUNDLE [--batch 1,2,4,8] [--steps N] [--threads T]
+//                      [--numerics integer|hardware|reference]
 //
 // Defaults: B = 1, 2, 4, 8; 8 steps after a 4-token prompt per sequence
 // and a warm-up step; every hardware thread.
@@ -39,10 +40,10 @@ struct StepFigures {
   double secondsPerStep = 0, bytesPerStep = 0;
 };
 
-bool measure(const exec::Model &model, int batch, int steps, unsigned threads,
-             StepFigures *out, std::string *error) {
-  auto device = std::make_unique<device::SimDevice>(sim::Numerics::Hardware,
-                                                    model.target());
+bool measure(const exec::Model &model, sim::Numerics numerics, int batch,
+             int steps, unsigned threads, StepFigures *out,
+             std::string *error) {
+  auto device = std::make_unique<device::SimDevice>(numerics, model.target());
   device->simulator().setThreads(threads);
   exec::Session session(model, std::move(device));
   if (!session.reserveSlots(batch, error))
@@ -93,7 +94,8 @@ std::vector<int> parseList(const std::string &text) {
 
 int usage() {
   std::fprintf(stderr, "usage: bench-batch-decode BUNDLE [--batch 1,2,4,8] "
-                       "[--steps N] [--threads T]\n");
+                       "[--steps N] [--threads T] "
+                       "[--numerics integer|hardware|reference]\n");
   return 2;
 }
 
@@ -104,6 +106,7 @@ int main(int argc, char **argv) {
   std::vector<int> batches = {1, 2, 4, 8};
   int steps = 8;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  sim::Numerics numerics = sim::Numerics::Integer;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--batch" && i + 1 < argc)
@@ -112,7 +115,10 @@ int main(int argc, char **argv) {
       steps = std::atoi(argv[++i]);
     else if (a == "--threads" && i + 1 < argc)
       threads = unsigned(std::max(1, std::atoi(argv[++i])));
-    else if (!a.empty() && a[0] != '-' && bundlePath.empty())
+    else if (a == "--numerics" && i + 1 < argc) {
+      if (!sim::parseNumerics(argv[++i], &numerics))
+        return usage();
+    } else if (!a.empty() && a[0] != '-' && bundlePath.empty())
       bundlePath = a;
     else
       return usage();
@@ -135,9 +141,10 @@ int main(int argc, char **argv) {
       return 1;
     }
   std::printf("bench-batch-decode: %s, batch program of %lld rows, %d steps "
-              "after a 4-token prompt per sequence, hardware numerics, %u "
+              "after a 4-token prompt per sequence, %s numerics, %u "
               "thread%s\n",
-              bundlePath.c_str(), (long long)rows, steps, threads,
+              bundlePath.c_str(), (long long)rows, steps,
+              sim::numericsName(numerics), threads,
               threads == 1 ? "" : "s");
   std::printf("| sequences | ms/step | aggregate tok/s | tok/s per sequence "
               "| MiB streamed/step | aggregate vs 1 |\n");
@@ -145,7 +152,7 @@ int main(int argc, char **argv) {
   double single = 0;
   for (int b : batches) {
     StepFigures f;
-    if (!measure(*model, b, steps, threads, &f, &error)) {
+    if (!measure(*model, numerics, b, steps, threads, &f, &error)) {
       std::fprintf(stderr, "bench-batch-decode: %s\n", error.c_str());
       return 1;
     }

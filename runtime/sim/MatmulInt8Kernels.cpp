@@ -490,8 +490,101 @@ PCCX_VNNI_INLINE void gemvVnni(const MatmulInt8Job &job, const int8_t *acts,
     gemvRowsVnni<Int4, 1>(job, acts, n);
 }
 
+/// Activation rows per GEMM pass: their partials stay in registers.
+constexpr size_t kVnniGemmRows = 4;
+
+/// Weight rows [n, n + N) against activation rows [r0, r0 + M): each
+/// block's weights are decoded once for the M rows, and each block of
+/// activations is loaded once for the N rows (a zmm load a cycle is the
+/// limit on Zen 4 otherwise). N * M partials stay in registers.
+template <bool Int4, size_t N, size_t M>
+PCCX_VNNI_INLINE void gemmRowsVnni(const MatmulInt8Job &job,
+                                   const int8_t *acts, size_t n, size_t r0) {
+  constexpr size_t blockBytes =
+      (Int4 ? kGroupBytes4 : kGroup) * kGroupsPerBlock;
+  const size_t blocks = blocksOf(job), full = fullBlocksOf(job);
+  const uint8_t *row = job.rows + n * job.rowStride;
+  __m512 p[N][M];
+  for (size_t i = 0; i < N; ++i)
+    for (size_t r = 0; r < M; ++r)
+      p[i][r] = _mm512_setzero_ps();
+  for (size_t b = 0; b < blocks; ++b) {
+    __m512i u[N][2];
+    for (size_t i = 0; i < N; ++i) {
+      const uint8_t *rowI = row + i * job.rowStride;
+      if (b < full) {
+        const uint8_t *w = rowI + blockBytes * b;
+        for (size_t line = 0; line < blockBytes; line += 64)
+          _mm_prefetch(reinterpret_cast<const char *>(w) +
+                           kPrefetchAheadBytes + line,
+                       _MM_HINT_T0);
+        u[i][0] = fullHalfBlockVnni<Int4>(w);
+        u[i][1] = fullHalfBlockVnni<Int4>(w + blockBytes / 2);
+      } else {
+        blockWeightsVnni(job, rowI, b, u[i]);
+      }
+    }
+    for (size_t r = 0; r < M; ++r) {
+      const int8_t *a = acts + ((r0 + r) * blocks + b) * kActivationBlockBytes;
+      const __m512i start = _mm512_loadu_si512(a),
+                    q0 = _mm512_loadu_si512(a + 64),
+                    q1 = _mm512_loadu_si512(a + 128);
+      const __m512 s = _mm512_set1_ps(job.blockScales[(r0 + r) * blocks + b]);
+      for (size_t i = 0; i < N; ++i) {
+        const __m512i acc = _mm512_dpbusd_epi32(
+            _mm512_dpbusd_epi32(start, u[i][0], q0), u[i][1], q1);
+        p[i][r] = _mm512_add_ps(p[i][r],
+                                _mm512_mul_ps(_mm512_cvtepi32_ps(acc), s));
+      }
+    }
+  }
+  for (size_t i = 0; i < N; ++i)
+    for (size_t r = 0; r < M; ++r)
+      job.out[(r0 + r) * job.n + n + i] = finishVnni(job, p[i][r], n + i);
+}
+
+/// Weight rows [n, n1) against activation rows [r0, r0 + M), N at a time.
+template <bool Int4, size_t N, size_t M>
+PCCX_VNNI_INLINE void gemmChunkVnni(const MatmulInt8Job &job,
+                                    const int8_t *acts, size_t n, size_t n1,
+                                    size_t r0) {
+  if (n + N <= n1)
+    gemmRowsVnni<Int4, N, M>(job, acts, n, r0);
+  else
+    for (; n < n1; ++n)
+      gemmRowsVnni<Int4, 1, M>(job, acts, n, r0);
+}
+
+/// Four weight rows per pass (the rest one by one) against chunks of up to
+/// four activation rows: 16 partials in registers, and the chunks of a
+/// pass reuse its weights from L1.
+constexpr size_t kVnniGemmWeightRows = 4;
+
+template <bool Int4>
+PCCX_VNNI_INLINE void gemmVnni(const MatmulInt8Job &job, const int8_t *acts,
+                               size_t n0, size_t n1) {
+  constexpr size_t N = kVnniGemmWeightRows;
+  for (size_t n = n0; n < n1; n += N)
+    for (size_t r0 = 0; r0 < job.m; r0 += kVnniGemmRows) {
+      const size_t end = std::min(n1, n + N);
+      switch (std::min(kVnniGemmRows, job.m - r0)) {
+      case 1:
+        gemmChunkVnni<Int4, N, 1>(job, acts, n, end, r0);
+        break;
+      case 2:
+        gemmChunkVnni<Int4, N, 2>(job, acts, n, end, r0);
+        break;
+      case 3:
+        gemmChunkVnni<Int4, N, 3>(job, acts, n, end, r0);
+        break;
+      default:
+        gemmChunkVnni<Int4, N, kVnniGemmRows>(job, acts, n, end, r0);
+        break;
+      }
+    }
+}
+
 PCCX_VNNI void featuresVnni(const MatmulInt8Job &job, size_t n0, size_t n1) {
-  const size_t blocks = blocksOf(job);
   std::vector<int8_t> acts;
   activationBlocksVnni(job, acts);
   if (job.m == 1) {
@@ -499,36 +592,13 @@ PCCX_VNNI void featuresVnni(const MatmulInt8Job &job, size_t n0, size_t n1) {
       gemvVnni<true>(job, acts.data(), n0, n1);
     else
       gemvVnni<false>(job, acts.data(), n0, n1);
-    return;
-  }
-  // GEMM: each block's weights are decoded once for every activation row.
-  const size_t blockBytes =
-      (job.int4 ? kGroupBytes4 : kGroup) * kGroupsPerBlock;
-  std::vector<float> part(16 * job.m);
-  for (size_t n = n0; n < n1; ++n) {
-    const uint8_t *row = job.rows + n * job.rowStride;
-    std::fill(part.begin(), part.end(), 0.0f);
-    for (size_t b = 0; b < blocks; ++b) {
-      __m512i u[2];
-      blockWeightsVnni(job, row, b, u);
-      for (size_t line = 0; line < blockBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(row) + blockBytes * b +
-                         kPrefetchBytes + line,
-                     _MM_HINT_T0);
-      for (size_t r = 0; r < job.m; ++r) {
-        float *at = &part[16 * r];
-        _mm512_storeu_ps(
-            at, foldBlockVnni(
-                    _mm512_loadu_ps(at),
-                    &acts[(r * blocks + b) * kActivationBlockBytes], u,
-                    _mm512_set1_ps(job.blockScales[r * blocks + b])));
-      }
-    }
-    for (size_t r = 0; r < job.m; ++r)
-      job.out[r * job.n + n] =
-          finishVnni(job, _mm512_loadu_ps(&part[16 * r]), n);
+  } else if (job.int4) {
+    gemmVnni<true>(job, acts.data(), n0, n1);
+  } else {
+    gemmVnni<false>(job, acts.data(), n0, n1);
   }
 }
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
