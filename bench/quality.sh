@@ -30,7 +30,9 @@ int4-search-gptq-datafree|--int4-scales search --int4-rounding gptq|hardware
 int4-search-gptq|--int4-scales search --int4-rounding gptq --calibration $MODEL/calibration.txt|reference
 int4-search-gptq|--int4-scales search --int4-rounding gptq --calibration $MODEL/calibration.txt|hardware
 int4-absmax-gptq|--int4-scales absmax --int4-rounding gptq --calibration $MODEL/calibration.txt|hardware
-int8|--int8-weights .*|hardware"
+int8|--int8-weights .*|hardware
+int4-search|--int4-scales search|integer
+int8|--int8-weights .*|integer"
 
 echo "$CONFIGS" | while IFS='|' read -r name options numerics; do
   bundle="$WORK/$name.pccx"
@@ -78,4 +80,53 @@ for name, options, numerics, r, ref, secs, size in rows:
              ref["ppl_change_percent"], ref["ln_ppl_ratio_stderr"] * 100,
              ref["mean_kl"], ref["top1_agreement"],
              ref["top1_agreement_stderr"], size / 1e6, secs))
+EOF
+
+# The CPU's integer numerics (the simulator's default) against the NPU's
+# hardware numerics on the same bundles: the perplexity change, from the
+# runs above, and the top-1 agreement of the two at every position of the
+# held-out text, fed as prompts of at most 300 characters each (a bundle
+# holds 128 positions).
+python3 - "$WORK" "$BIN" "$TEXT" <<'EOF'
+import json, os, struct, subprocess, sys
+work, bin_dir, text = sys.argv[1:4]
+words = open(text, encoding="utf-8").read().split()
+chunks, cur = [], ""
+for line in words:
+    if cur and len(cur) + len(line) > 300:
+        chunks.append(cur)
+        cur = ""
+    cur = (cur + " " + line).strip()
+if cur:
+    chunks.append(cur)
+
+def logits(bundle, numerics, prompt):
+    """The logits rows of every prompt position."""
+    out = os.path.join(work, "agree.f32")
+    run = subprocess.run([os.path.join(bin_dir, "pccx-run"), bundle, "--prompt", prompt,
+                          "--max-new-tokens", "0", "--numerics", numerics,
+                          "--dump-logits", out, "--json"], check=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    rows = json.loads(run.stdout.strip().splitlines()[-1])["logits_rows"]
+    data = open(out, "rb").read()
+    values = struct.unpack("<%df" % (len(data) // 4), data)
+    vocab = len(values) // rows
+    return [values[r * vocab:(r + 1) * vocab] for r in range(rows)]
+
+print()
+print("integer numerics against hardware numerics (the same bundle; top-1 over every position of %d prompts of held-out text)" % len(chunks))
+print()
+print("| weights | ppl, hardware | ppl, integer | change | top-1 agreement |")
+print("|---|---:|---:|---:|---:|")
+for name in ("int4-search", "int8"):
+    bundle = os.path.join(work, name + ".pccx")
+    hw = json.load(open(os.path.join(work, name + ".hardware.json")))["ppl"]
+    it = json.load(open(os.path.join(work, name + ".integer.json")))["ppl"]
+    same = rows = 0
+    for prompt in chunks:
+        for ra, rb in zip(logits(bundle, "hardware", prompt), logits(bundle, "integer", prompt)):
+            same += ra.index(max(ra)) == rb.index(max(rb))
+            rows += 1
+    print("| %s | %.3f | %.3f | %+.3f %% | %.4f (%d of %d) |"
+          % (name, hw, it, 100 * (it / hw - 1), same / rows, same, rows))
 EOF

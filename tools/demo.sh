@@ -26,12 +26,15 @@ echo "first words of the decode program:"
 PROMPT="And it came to pass, when"
 CHAT_1="In the beginning God created the heaven and the earth."
 CHAT_2="Tell me of Moses."
-step "3. Run a prompt on the simulator (hardware numerics: BF16 L2, INT8 KV cache records in device memory)"
+step "3. Run a prompt on the simulator: the NPU's datapath (hardware numerics: BF16 L2, INT8 KV records) against the float reference, then the CPU's fast path (integer numerics, the default)"
 echo "prompt: $PROMPT"
-printf 'greedy: '
+printf 'greedy, hardware numerics: '
 "$BIN/pccx-run" "$OUT/demo.pccx" --prompt "$PROMPT" --max-new-tokens 40 \
   --stop-tokens "" --compare-reference "$MODEL"
-printf 'sampled: '
+printf 'greedy, integer numerics: '
+"$BIN/pccx-run" "$OUT/demo.pccx" --prompt "$PROMPT" --max-new-tokens 40 \
+  --stop-tokens ""
+printf 'sampled, integer numerics: '
 "$BIN/pccx-run" "$OUT/demo.pccx" --prompt "$PROMPT" --max-new-tokens 40 \
   --stop-tokens "" --temperature 0.7 --top-p 0.9 --repetition-penalty 1.1 \
   --seed 1
