@@ -4,14 +4,17 @@
 # divergence and top-1 agreement, on the demo model's held-out text
 # (docs/demo-model.md), printed as one table.
 #
-# Usage: bench/quality.sh BUILD_DIR [WORK_DIR] [MAX_WINDOWS]
+# Usage: bench/quality.sh BUILD_DIR [WORK_DIR] [MAX_WINDOWS] [ONLY]
 #   WORK_DIR  bundles and JSON results (default: bench-quality-out); results
 #             already there are reused, delete it to measure again
-#   MAX_WINDOWS  score only the first N windows (default: all 160)
+#   MAX_WINDOWS  score only the first N windows (default: all 160; 0: all)
+#   ONLY      an extended regular expression: only the configurations whose
+#             "name|numerics" matches (default: all)
 set -euf # no globbing: the options hold regular expressions
 BIN="$1/bin"
 WORK="${2:-bench-quality-out}"
 MAXW="${3:-0}"
+ONLY="${4:-.}"
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
 MODEL="$SRC/tools/demo-model"
 TEXT="$MODEL/heldout.txt"
@@ -33,6 +36,12 @@ int4-absmax-gptq|--int4-scales absmax --int4-rounding gptq --calibration $MODEL/
 int8|--int8-weights .*|hardware
 int4-search|--int4-scales search|integer
 int8|--int8-weights .*|integer"
+CONFIGS=$(echo "$CONFIGS" | while IFS='|' read -r name options numerics; do
+  if echo "$name|$numerics" | grep -Eq -- "$ONLY"; then
+    echo "$name|$options|$numerics"
+  fi
+done)
+[ -n "$CONFIGS" ] || { echo "quality.sh: no configuration matches '$ONLY'" >&2; exit 2; }
 
 echo "$CONFIGS" | while IFS='|' read -r name options numerics; do
   bundle="$WORK/$name.pccx"
@@ -119,6 +128,9 @@ print()
 print("| weights | ppl, hardware | ppl, integer | change | top-1 agreement |")
 print("|---|---:|---:|---:|---:|")
 for name in ("int4-search", "int8"):
+    if not all(os.path.exists(os.path.join(work, "%s.%s.json" % (name, n)))
+               for n in ("hardware", "integer")):
+        continue
     bundle = os.path.join(work, name + ".pccx")
     hw = json.load(open(os.path.join(work, name + ".hardware.json")))["ppl"]
     it = json.load(open(os.path.join(work, name + ".integer.json")))["ppl"]

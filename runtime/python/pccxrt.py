@@ -176,8 +176,9 @@ class Model:
     def __init__(self, path, device="sim", **options):
         """Opens the bundle at `path` on the registered device `device`
         (see devices()) with that device's options as keywords, e.g.
-        numerics="reference", threads=4; the runtime refuses an unknown
-        device, option or value, naming it."""
+        numerics="hardware" (the NPU's datapath bit for bit; the simulator
+        runs its fast integer numerics by default), threads=4; the runtime
+        refuses an unknown device, option or value, naming it."""
         self._lock = threading.RLock()
         self._handle = None
         if not isinstance(device, str) or "\0" in device:

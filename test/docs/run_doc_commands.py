@@ -65,12 +65,14 @@ SKIPPED = {
     "apt-get install python3-torch python3-sentencepiece bible-kjv libopenblas0-serial": "installs packages (root, network)",
     "/usr/bin/python3 tools/train-demo-model/train.py --pccx-bin build/bin": "trains the demo model (about 20 minutes, python3-torch)",
     # bench/README.md
-    "bench/quality.sh BUILD_DIR [WORK_DIR] [MAX_WINDOWS]": SYNOPSIS + "; " + "about 15 minutes",
-    "bench/cpu-decode.sh BUILD_DIR WORK_DIR [LAYERS] [--tokens N] [--threads 1,2] [--isa scalar|avx2|neon]": SYNOPSIS + "; " + BENCH,
+    "bench/quality.sh BUILD_DIR [WORK_DIR] [MAX_WINDOWS] [ONLY]": SYNOPSIS + "; " + "about 15 minutes",
+    "bench/cpu-decode.sh BUILD_DIR WORK_DIR [LAYERS] [--tokens N] [--threads 1,2] [--numerics integer|hardware] [--isa KERNEL]": SYNOPSIS + "; " + BENCH,
+    "bench/llama-side-by-side.sh BUILD_DIR WORK_DIR PEER_DIR [--layers 10,30] [--threads 1,N] [--rounds R] [--tokens T] [--numerics integer[,hardware]]":
+        SYNOPSIS + "; " + BENCH + ", beside llama.cpp (node, npm and the peer kit)",
     "bench/compile-full.sh BUILD_DIR e2b|e4b WORK_DIR [--compile-only]": SYNOPSIS + "; " + BENCH,
     "bench/prof-full.sh BUILD_DIR e2b|e4b WORK_DIR [pccx-prof options]": SYNOPSIS + "; " + BENCH,
     "make fuzz-build && bench/fuzz.sh SECONDS_PER_TARGET [build-fuzz]": SYNOPSIS + "; builds the clang fuzz tree (make fuzz-smoke runs it)",
-    "bench/batch-decode.sh BUILD_DIR WORK_DIR [LAYERS] [--batch 1,2,4,8] [--steps N] [--threads T]": SYNOPSIS + "; " + BENCH,
+    "bench/batch-decode.sh BUILD_DIR WORK_DIR [LAYERS] [--batch 1,2,4,8] [--steps N] [--threads T] [--numerics integer|hardware]": SYNOPSIS + "; " + BENCH,
     "bench/serve-parallel.py --build build --work WORK [--clients 4] [--max-tokens 16] [--requests 2]": SYNOPSIS + "; " + BENCH,
     "bench/speculative.sh BUILD_DIR WORK_DIR [DRAFT_TOKENS]": SYNOPSIS + "; " + BENCH,
     "bench/a53-estimate.sh [WORK_DIR]": SYNOPSIS + "; needs the aarch64 cross compiler and llvm-19, "
@@ -104,7 +106,7 @@ INSTANCES = {
         "--threads 1 --max-body-bytes 4096 --max-tokens-limit 64 --max-queue 2 --parallel 1 --connection-threads 2 "
         "--request-timeout 5 --idle-timeout 2 --host-threads 2 --context-shift --draft ngram --draft-tokens 3 --markers-in-text "
         "--quiet --api-key-file key.txt --cors-origin '*'",
-    "build/bin/bench-sim-gemv [--reps R] [--threads T] [--isa scalar|avx2|neon] [--hardware | --integer]":
+    "build/bin/bench-sim-gemv [--reps R] [--threads T] [--isa KERNEL] [--hardware | --integer]":
         "build/bin/bench-sim-gemv --reps 1 --threads 1 --integer",
     "build/bin/bench-sampler [--vocab V] [--reps R]": "build/bin/bench-sampler --vocab 4096 --reps 2",
     "bench/serve-load.py [--build build] [--bundle FILE.pccx] [--timeout 300]":
