@@ -321,7 +321,10 @@ LogicalResult ProgramLowering::run() {
       // head (hw/numerics/KvRecords.h).
       info.layout = kind.getValue() == "k" ? "keys" : "values";
       info.heads = config_.num_key_value_heads;
-      info.window = sliding ? config_.sliding_window : 0;
+      // A window at least as long as the cache sees every position it
+      // holds: full attention, so it is stored as the cache's length (the
+      // runtime refuses a window longer than the slots).
+      info.window = sliding ? std::min(config_.sliding_window, slots) : 0;
     }
     caches_[name] = info;
     Place p;
