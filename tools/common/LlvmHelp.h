@@ -18,7 +18,10 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <initializer_list>
+#include <string>
+#include <vector>
 
 namespace pccx::tools {
 
@@ -55,6 +58,51 @@ inline void setVersionPrinter(const char *tool) {
     os << versionLine(name) << "  built with LLVM " << LLVM_VERSION_STRING
        << "\n";
   });
+}
+
+/// llvm::cl::ParseCommandLineOptions, whose complaints become one line, as
+/// the runtime tools' (tools/common/CommandLine.h): an unknown option names
+/// the closest registered option or pass ("did you mean"), anything else is
+/// LLVM's first complaint without its follow-ups (the binary's path, "Try:
+/// --help"). Exits with status 2 then.
+inline void parseCommandLine(int argc, char **argv, const char *tool,
+                             llvm::StringRef overview) {
+  // Unknown options first, before LLVM reads one as a group of one-letter
+  // flags and complains about those.
+  const auto &options = llvm::cl::getRegisteredOptions();
+  std::vector<std::string> names;
+  for (auto &entry : options)
+    if (entry.first().size() > 1)
+      names.push_back("--" + entry.first().str());
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (arg == "--")
+      break;
+    if (!arg.starts_with("-") || arg == "-")
+      continue;
+    llvm::StringRef name = arg.ltrim('-').split('=').first;
+    if (options.count(name))
+      continue;
+    const std::string closest = closestOption("--" + name.str(), names);
+    llvm::errs() << tool << ": error: unknown option '" << arg.split('=').first
+                 << "'"
+                 << (closest.empty() ? "" : "; did you mean '" + closest + "'?")
+                 << " (see --help)\n";
+    std::exit(2);
+  }
+  std::string complaints;
+  llvm::raw_string_ostream errs(complaints);
+  if (llvm::cl::ParseCommandLineOptions(argc, argv, overview, &errs))
+    return;
+  errs.flush();
+  // Some complaints (an option's value) LLVM prints itself, as one line.
+  if (complaints.empty())
+    std::exit(2);
+  llvm::StringRef first = llvm::StringRef(complaints).split('\n').first;
+  first.consume_front(std::string(tool) + ": ");
+  first.consume_front(std::string(argv[0]) + ": ");
+  llvm::errs() << tool << ": error: " << first.trim() << " (see --help)\n";
+  std::exit(2);
 }
 
 } // namespace pccx::tools

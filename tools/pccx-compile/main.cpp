@@ -290,8 +290,8 @@ int main(int argc, char **argv) {
       {&category}, {"mlir-print-ir-after-all", "mlir-timing",
                     "mlir-print-debuginfo"});
   pccx::tools::setVersionPrinter("pccx-compile");
-  cl::ParseCommandLineOptions(
-      argc, argv,
+  pccx::tools::parseCommandLine(
+      argc, argv, "pccx-compile",
       "pccx-compile: compiles a Hugging Face Gemma 3n checkpoint directory "
       "(config.json + safetensors) for the pccx v002 NPU\n");
   pccx::CompileOptions options;
