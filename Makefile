@@ -12,7 +12,7 @@ DEB_PACKAGES := cmake ninja-build g++ python3 \
 	libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools \
 	nlohmann-json3-dev libgtest-dev libxxhash-dev \
 	libsentencepiece-dev sentencepiece chromium \
-	pkg-config libcpp-httplib-dev libedit-dev curl nodejs npm python3-numpy
+	pkg-config libcpp-httplib-dev libedit-dev curl nodejs npm python3-numpy python3-venv python3-setuptools
 
 # Only for the fuzz and sanitizer targets (not needed by `make test`):
 # Debian's clang with its libFuzzer and sanitizer runtimes.
@@ -20,7 +20,7 @@ FUZZ_DEB_PACKAGES := clang-19 libclang-rt-19-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build runtime-only aarch64 aarch64-deps test demo clean \
+.PHONY: all deps configure build install runtime-only aarch64 aarch64-deps test demo clean \
 	fuzz-deps fuzz-build fuzz-replay fuzz-smoke test-sanitize FORCE
 
 all: build
@@ -69,6 +69,13 @@ configure: deps $(BUILD_DIR)/build.ninja
 
 build: configure
 	ninja -C $(BUILD_DIR) -j $(JOBS)
+
+# Installs the tools (PREFIX/bin), libpccxrt with its header (PREFIX/lib,
+# PREFIX/include) and the Python module (PREFIX/lib/python3/dist-packages);
+# DESTDIR stages it elsewhere, as packagers expect.
+PREFIX ?= /usr/local
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD_DIR) --prefix "$(PREFIX)"
 
 # The board's build (docs/kv260.md): the runtime and its tools without MLIR.
 RUNTIME_BUILD_DIR ?= $(BUILD_DIR)-runtime

@@ -11,8 +11,9 @@ API (runtime/capi/pccxrt.h). Logits come back as numpy float32 arrays.
         print(model.detokenize(model.generate(ids, max_new_tokens=16)))
 
 The library is found at $PCCXRT_LIBRARY when set, else as build/lib/
-libpccxrt.so of the source tree this file sits in, else by the dynamic
-linker's search path (libpccxrt.so).
+libpccxrt.so of the source tree this file sits in, else as PREFIX/lib/
+libpccxrt.so when this file is installed in PREFIX/lib/python3/dist-packages
+(make install), else by the dynamic linker's search path (libpccxrt.so).
 """
 
 import ctypes
@@ -36,8 +37,11 @@ def library_path():
     if env:
         return env
     here = os.path.dirname(os.path.abspath(__file__))
-    built = os.path.join(here, "..", "..", "build", "lib", "libpccxrt.so")
-    return os.path.normpath(built) if os.path.exists(built) else "libpccxrt.so"
+    for candidate in (os.path.join(here, "..", "..", "build", "lib", "libpccxrt.so"),
+                      os.path.join(here, "..", "..", "libpccxrt.so")):
+        if os.path.exists(candidate):
+            return os.path.normpath(candidate)
+    return "libpccxrt.so"
 
 
 class _Sampling(ctypes.Structure):
@@ -360,22 +364,33 @@ class Model:
         return token.value
 
     @_locked
-    def generate(self, prompt, max_new_tokens=32, stop_tokens=None, on_token=None, **sampling):
+    def generate(self, prompt, max_new_tokens=32, stop_tokens=None, on_token=None,
+                 on_text=None, **sampling):
         """Consumes `prompt` (text or token ids) and samples up to
         max_new_tokens ids, stopping after one of stop_tokens (default: the
         EOS ids); returns the generated ids (a stop id included). Calls
-        on_token(id) as each one is chosen. Sampling keywords as in sample()."""
+        on_token(id) as each one is chosen, and on_text(text) with the text
+        the reply gained (whole UTF-8 characters: a character split over
+        tokens comes with its last token). Sampling keywords as in sample()."""
         ids = self.tokenize(prompt) if isinstance(prompt, str) else _ids(prompt)[0].tolist()
         stops = set(self.eos_tokens if stop_tokens is None else stop_tokens)
         last = self.consume(ids, logits="last")
-        seen, generated = list(ids), []
+        seen, generated, shown = list(ids), [], ""
         for n in range(max_new_tokens):
             token = self.sample(last, seen, **sampling)
             generated.append(token)
             seen.append(token)
             if on_token:
                 on_token(token)
-            if token in stops or n + 1 == max_new_tokens or self.position >= self.capacity:
+            done = token in stops or n + 1 == max_new_tokens or self.position >= self.capacity
+            if on_text:
+                text = self.detokenize(generated)
+                # U+FFFD at the end: a character whose bytes are not all out.
+                if text.startswith(shown) and (done or not text.endswith("\ufffd")):
+                    if len(text) > len(shown):
+                        on_text(text[len(shown):])
+                    shown = text
+            if done:
                 break
             last = self.consume([token], logits="last")
         return generated

@@ -29,13 +29,16 @@ with pccxrt.Model(bundle, numerics="reference") as model:
 
     # Greedy generation equals pccx-run's.
     model.reset()
-    streamed = []
-    generated = model.generate(ids, max_new_tokens=10, stop_tokens=[], on_token=streamed.append)
+    streamed, texts = [], []
+    generated = model.generate(ids, max_new_tokens=10, stop_tokens=[], on_token=streamed.append,
+                               on_text=texts.append)
     run = subprocess.run(["pccx-run", bundle, "--tokens", text_ids, "--numerics", "reference",
                           "--max-new-tokens", "10", "--stop-tokens", ""],
                          check=True, capture_output=True, text=True, timeout=60)
     print("generate equals pccx-run:", generated == [int(t) for t in run.stdout.strip().split(",")],
           "streamed:", streamed == generated, "position", model.position)
+    print("streamed text:", all(isinstance(t, str) for t in texts),
+          "".join(texts) == model.detokenize(generated))
 
     # Sampling is reproducible with a seed.
     model.reset()
