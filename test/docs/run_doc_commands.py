@@ -50,6 +50,11 @@ BENCH = "a benchmark of minutes (full-size or E2B-shaped checkpoints)"
 SKIPPED = {
     # README.md
     "make test": "builds the tree and runs every test, this one included",
+    "python3 -m venv ~/hf && ~/hf/bin/pip install huggingface_hub":
+        "installs the Hugging Face client from PyPI (network)",
+    "pccx-compile gemma-3n-E2B-it -o gemma-3n-E2B-it.pccx":
+        "needs the gated Gemma 3n checkpoint downloaded (network, a Hugging Face account, 11 GB)",
+    "pccx-run gemma-3n-E2B-it.pccx --chat": "needs the bundle of the real checkpoint above",
     # docs/kv260.md
     "make aarch64": "the cross build of the board's runtime (minutes); make test runs it",
     "apt-get install cmake ninja-build g++ nlohmann-json3-dev libxxhash-dev libsentencepiece-dev":
