@@ -71,9 +71,15 @@ struct VerifyLegalityPass : pccx::impl::VerifyLegalityBase<VerifyLegalityPass> {
       // carry such words for bring-up; a compiled module may not.
       std::string missing = pccx::machine::refusedByCompiler(*inst, target);
       if (!missing.empty()) {
+        // What to do: the default target, which the CPU path runs.
         op->emitOpError() << "cannot run on target "
                           << pccx::machine::targetProfile(target).name
-                          << ": " << missing;
+                          << ": " << missing << "; compile for target "
+                          << pccx::machine::targetProfile(
+                                 pccx::machine::kDefaultTarget)
+                                 .name
+                          << " (the default), which the CPU path runs "
+                             "(docs/isa-semantics.md §13)";
         return WalkResult::interrupt();
       }
       return WalkResult::advance();

@@ -303,6 +303,8 @@ int main(int argc, char **argv) {
   pccx::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // A refusal is its own line at the op's location, without the op's IR.
+  context.printOpOnDiagnostic(false);
   mlir::ScopedDiagnosticHandler diagnostics(&context, printDiagnostic);
   // Progress on a terminal only: logs and pipes stay clean.
   const bool bundleOut = emit == Emit::Bundle;

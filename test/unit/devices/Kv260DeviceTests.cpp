@@ -751,14 +751,17 @@ TEST(Kv260Device, OnlyBundlesForTheRtlTargetAreOpened) {
   std::string error;
   EXPECT_EQ(openDevice("kv260", {}, machine::Target::V002, &error), nullptr);
   EXPECT_TRUE(contains(error, "kv260: the overlay runs the v002 RTL's "
-                              "conventions; this bundle is for target v002: "
-                              "compile it with --target v002-rtl"))
+                              "conventions; this bundle is for target v002. "
+                              "Gemma 3n runs on the board's CPU today"))
       << error;
+  EXPECT_TRUE(contains(error, "without --device kv260")) << error;
   EXPECT_EQ(openDevice("kv260", {{"uio-name", "pccx-absent-device"}},
                        machine::Target::V002Rtl, &error),
             nullptr);
-  // Past the target check: the board itself is what is missing here.
-  EXPECT_FALSE(contains(error, "target")) << error;
+  // Past the target check: the board itself is what is missing here, and
+  // the refusal names the CPU path.
+  EXPECT_FALSE(contains(error, "this bundle is for target")) << error;
+  EXPECT_TRUE(contains(error, "without --device kv260")) << error;
 }
 
 //===-- Instructions
