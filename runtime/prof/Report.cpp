@@ -1,6 +1,8 @@
 //===- Report.cpp - pccx-prof's outputs -----------------------------------===//
 
 #include "runtime/prof/Report.h"
+#include "hw/isa/Isa.h"
+#include "hw/machine/Target.h"
 #include "hw/support/OutputFile.h"
 
 #include "hw/support/Format.h"
@@ -79,6 +81,47 @@ BatchFigures batchFigures(const ProfileRun &run, size_t i) {
   return f;
 }
 
+namespace {
+
+/// Whether the overlay as built (the v002 RTL) runs the decode program, and
+/// the board's CPU estimate from the bytes a decode token streams.
+TodayStatement todayStatement(const exec::Model &model, const Params &params,
+                              uint64_t weightBytesPerToken) {
+  TodayStatement t;
+  std::string refused;
+  for (uint64_t word : model.decode()->words) {
+    isa::Instruction inst;
+    std::string why;
+    if (!isa::decode(word, inst, &why))
+      continue;
+    refused = machine::refusedByCompiler(inst, machine::Target::V002Rtl);
+    if (!refused.empty())
+      break;
+  }
+  if (model.target() != machine::Target::V002Rtl)
+    t.why = std::string("the overlay as built runs the v002 RTL's "
+                        "conventions and this bundle is for target ") +
+            machine::targetProfile(model.target()).name +
+            (refused.empty() ? "" : " (" + refused + ")") +
+            "; these NPU figures model the documented design";
+  else if (!refused.empty())
+    t.why = "the overlay as built cannot run it: " + refused;
+  else
+    t.why = "the overlay as built runs the v002 RTL's conventions, as this "
+            "bundle does";
+  t.overlayRunsIt = model.target() == machine::Target::V002Rtl &&
+                    refused.empty();
+  const double cpu = params.host_cores * params.host_cpu_mhz * 1e6 *
+                     kA53IntegerGemvBytesPerCycle,
+               ddr = params.ddr_effective_mb_per_s * 1e6;
+  if (weightBytesPerToken > 0)
+    t.cpuTokensPerSecond =
+        std::min(cpu, ddr) / double(weightBytesPerToken);
+  return t;
+}
+
+} // namespace
+
 bool profileModel(const exec::Model &model,
                   const std::vector<int64_t> &positions, const Params &params,
                   ProfileRun *out, std::string *error, int64_t batchRows) {
@@ -97,6 +140,9 @@ bool profileModel(const exec::Model &model,
     addSampling(out->decode.back(), 1, model.vocabSize(), out->sampling,
                 params);
   }
+  out->today = todayStatement(
+      model, params,
+      out->decode.empty() ? 0 : out->decode.front().counts.weightBytes);
   out->hasPrefill = model.prefill() != nullptr;
   const exec::Program *withoutLogits = model.prefillWithoutLogits();
   if (out->hasPrefill &&
@@ -280,6 +326,30 @@ void appendStep(std::string &s, const char *title, const StepProfile &step,
 
 } // namespace
 
+namespace {
+
+/// The statement of renderText and renderHtml (plain text).
+std::string todayText(const ProfileRun &run) {
+  const TodayStatement &t = run.today;
+  std::string s = formatString(
+      "today: %s: %s.\n", t.overlayRunsIt ? "the overlay can run this bundle"
+                                         : "no overlay runs this bundle",
+      t.why.c_str());
+  if (t.cpuTokensPerSecond > 0)
+    s += formatString(
+        "  the board's CPU runs it (pccx-run without --device kv260): at most "
+        "about %.2f tokens/s at position %lld on %.0f x Cortex-A53 at "
+        "%.0f MHz (integer numerics: the weights a token streams at the "
+        "GEMV loop's rate from static analysis, bench/a53-estimate.sh; host "
+        "work comes on top; an estimate)\n",
+        t.cpuTokensPerSecond,
+        (long long)(run.decode.empty() ? 0 : run.decode.front().position),
+        run.params.host_cores, run.params.host_cpu_mhz);
+  return s;
+}
+
+} // namespace
+
 std::string renderText(const ProfileRun &run) {
   const Params &p = run.params;
   std::string s = formatString(
@@ -290,6 +360,7 @@ std::string renderText(const ProfileRun &run) {
       p.axi_clock_mhz, p.host_cores, p.host_cpu_mhz, p.ddr_effective_mb_per_s);
   s += formatString("sampler: %s (host:sampler, per generated token)\n",
                     samplingCostName(run.sampling));
+  s += todayText(run);
   s += "\ndecode:\n  position    ms/token       tok/s  weight MB/token  "
        "ceiling fraction\n";
   for (const StepProfile &d : run.decode)
@@ -393,6 +464,11 @@ json renderJson(const ProfileRun &run) {
     params[i.name] = run.params.*(i.field);
   json out = {{"bundle", run.bundle},
               {"machine", run.machine},
+              {"today",
+               {{"overlay_runs_it", run.today.overlayRunsIt},
+                {"why", run.today.why},
+                {"board_cpu_tokens_per_second_estimate",
+                 run.today.cpuTokensPerSecond}}},
               {"sampling", samplingCostName(run.sampling)},
               {"decode", decode},
               {"prefill", prefill},
@@ -942,6 +1018,7 @@ std::string renderHtml(const ProfileRun &run) {
                     escapeHtml(run.machine).c_str(), p.core_clock_mhz,
                     p.axi_clock_mhz, p.host_cores, p.host_cpu_mhz,
                     p.ddr_effective_mb_per_s);
+  s += "<p class=\"today\"><b>" + escapeHtml(todayText(run)) + "</b></p>\n";
   s += "<h2>Figures</h2>\n<table><tr><th>step</th><th>ms</th><th>tok/s</th>"
        "<th>weight MB/step</th><th>ceiling fraction</th></tr>\n";
   for (const StepProfile &d : run.decode)

@@ -29,8 +29,23 @@ const char *samplingCostName(SamplingCost cost);
 /// The host work of choosing one token from `vocab` logits.
 HostWork samplingWork(SamplingCost cost, int64_t vocab);
 
+/// Whether the overlay as built can run a bundle today, and what the
+/// board's CPU would do instead.
+struct TodayStatement {
+  bool overlayRunsIt = false;
+  std::string why;   ///< why not (or that it can)
+  /// Decode tokens/s of the CPU path on the board's cores (an estimate).
+  double cpuTokensPerSecond = 0;
+};
+
+/// The integer GEMV's bytes per A53 cycle and core: bench/a53-estimate.sh's
+/// llvm-mca figure for its NEON loop (26.9 cycles per 16 bytes), an
+/// estimate.
+constexpr double kA53IntegerGemvBytesPerCycle = 16.0 / 26.9;
+
 struct ProfileRun {
   std::string bundle;
+  TodayStatement today;
   SamplingCost sampling = SamplingCost::Sampled;
   std::string machine = "v002";    ///< hw/machine/MachineProfiles.def
   std::vector<StepProfile> decode; ///< one per position
