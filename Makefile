@@ -7,12 +7,15 @@ BUILD_DIR ?= build
 LLVM_PREFIX ?= /usr/lib/llvm-19
 JOBS ?= $(shell nproc)
 
-# Debian 12 packages the build and the tests need (README lists why).
+# Debian 12 packages the build needs, and those only the tests use (README
+# lists why): `make demo` installs the first, `make test` both.
 DEB_PACKAGES := cmake ninja-build g++ python3 \
 	libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools \
 	nlohmann-json3-dev libgtest-dev libxxhash-dev \
-	libsentencepiece-dev sentencepiece chromium \
-	pkg-config libcpp-httplib-dev libedit-dev curl nodejs npm python3-numpy python3-venv python3-setuptools
+	libsentencepiece-dev sentencepiece \
+	pkg-config libcpp-httplib-dev libedit-dev
+TEST_DEB_PACKAGES := chromium curl nodejs npm python3-numpy python3-venv \
+	python3-setuptools
 
 # Only for the fuzz and sanitizer targets (not needed by `make test`):
 # Debian's clang with its libFuzzer and sanitizer runtimes.
@@ -20,13 +23,16 @@ FUZZ_DEB_PACKAGES := clang-19 libclang-rt-19-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build install runtime-only aarch64 aarch64-deps test demo clean \
+.PHONY: all deps test-deps configure build install runtime-only aarch64 aarch64-deps test demo clean \
 	fuzz-deps fuzz-build fuzz-replay fuzz-smoke test-sanitize FORCE
 
 all: build
 
 deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEB_PACKAGES)"
+
+test-deps:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(TEST_DEB_PACKAGES)"
 
 fuzz-deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(FUZZ_DEB_PACKAGES)"
@@ -110,7 +116,7 @@ aarch64: deps aarch64-deps $(AARCH64_BUILD_DIR)/build.ninja
 
 # One run, one summary line: this machine's suites and, beside them, the
 # aarch64 build's under qemu-user.
-test: build aarch64
+test: test-deps build aarch64
 	PCCX_EXTRA_SUITES="$(abspath $(AARCH64_BUILD_DIR))/test/unit $(abspath $(AARCH64_BUILD_DIR))/test" \
 	  ninja -C $(BUILD_DIR) -j $(JOBS) check-pccx
 
@@ -163,7 +169,7 @@ $(SANITIZE_BUILD_DIR)/build.ninja: FORCE
 # with ASan, as their inline copies in the project's code are, but not in the
 # uninstrumented libMLIR that shares them; the vptr check is suppressed for
 # the same libraries (test/ubsan.supp).
-test-sanitize: deps fuzz-deps $(SANITIZE_BUILD_DIR)/build.ninja
+test-sanitize: deps test-deps fuzz-deps $(SANITIZE_BUILD_DIR)/build.ninja
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:allow_user_poisoning=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$(CURDIR)/test/ubsan.supp \
 	PCCX_REUSE_PROGRAMS=6 \
