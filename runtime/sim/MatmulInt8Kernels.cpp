@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/sim/MatmulInt8Kernels.h"
+#include "runtime/sim/EnumNames.h"
 
 #include <algorithm>
 #include <cmath>
@@ -788,10 +789,6 @@ bool cpuHasDotProd() {
 }
 #endif // PCCX_INT8_HAVE_NEON
 
-constexpr Int8Isa kEveryIsa[] = {Int8Isa::Scalar, Int8Isa::Avx2,
-                                 Int8Isa::Avx512Vnni, Int8Isa::Neon,
-                                 Int8Isa::NeonDot};
-
 } // namespace
 
 bool int8IsaAvailable(Int8Isa isa) {
@@ -862,12 +859,10 @@ const char *int8IsaNames() {
 }
 
 bool parseInt8Isa(const std::string &name, Int8Isa *isa) {
-  for (Int8Isa each : kEveryIsa)
-    if (name == int8IsaName(each)) {
-      *isa = each;
-      return true;
-    }
-  return false;
+  return parseEnumName(name,
+                       {Int8Isa::Scalar, Int8Isa::Avx2, Int8Isa::Avx512Vnni,
+                        Int8Isa::Neon, Int8Isa::NeonDot},
+                       int8IsaName, isa);
 }
 
 void quantizeActivationsInt8(const float *x, size_t k, size_t stride,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/sim/MatmulKernels.h"
+#include "runtime/sim/EnumNames.h"
 
 #include <vector>
 
@@ -594,13 +595,10 @@ const char *matmulIsaName(MatmulIsa isa) {
 }
 
 bool parseMatmulIsa(const std::string &name, MatmulIsa *isa) {
-  for (MatmulIsa each : {MatmulIsa::Scalar, MatmulIsa::Avx2,
-                         MatmulIsa::Avx512, MatmulIsa::Neon})
-    if (name == matmulIsaName(each)) {
-      *isa = each;
-      return true;
-    }
-  return false;
+  return parseEnumName(name,
+                       {MatmulIsa::Scalar, MatmulIsa::Avx2, MatmulIsa::Avx512,
+                        MatmulIsa::Neon},
+                       matmulIsaName, isa);
 }
 
 void matmulFeatures(const MatmulJob &job, size_t n0, size_t n1, MatmulIsa isa) {

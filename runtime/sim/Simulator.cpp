@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/sim/Simulator.h"
+#include "runtime/sim/EnumNames.h"
 
 #include "runtime/sim/MatmulKernels.h"
 #include "runtime/sim/WorkerPool.h"
@@ -135,13 +136,9 @@ const char *numericsName(Numerics numerics) {
 }
 
 bool parseNumerics(const std::string &name, Numerics *numerics) {
-  for (Numerics each :
-       {Numerics::Reference, Numerics::Hardware, Numerics::Integer})
-    if (name == numericsName(each)) {
-      *numerics = each;
-      return true;
-    }
-  return false;
+  return parseEnumName(
+      name, {Numerics::Reference, Numerics::Hardware, Numerics::Integer},
+      numericsName, numerics);
 }
 
 bool Simulator::setInt8Isa(Int8Isa isa) {
