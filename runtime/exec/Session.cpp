@@ -31,7 +31,8 @@ struct Session::Sequence {
 
 Session::Session(const Model &model, std::unique_ptr<Device> device)
     : model_(model), device_(std::move(device)),
-      fp32Caches_(device_->numerics() == sim::Numerics::Reference) {
+      fp32Caches_(device_->numerics() == sim::Numerics::Reference),
+      contextSize_(model.maxSeqLen()) {
   if (model_.decode())
     decodeWords_ = model_.decode()->words;
   if (model_.prefill())
@@ -92,11 +93,14 @@ std::unique_ptr<Session::Sequence> Session::newSequence() {
   auto s = std::make_unique<Sequence>();
   for (const CacheSpec &spec : model_.caches())
     // Record caches get their device memory before the first step.
-    s->caches.push_back(spec.records()
-                            ? host::KvCache()
-                            : host::KvCache(spec.slots, spec.width,
-                                            fp32Caches_ ? host::KvDtype::F32
-                                                        : spec.dtype));
+    // A host cache longer than the context never wraps: it is held at the
+    // context's length (slot = position mod slots is the same).
+    s->caches.push_back(
+        spec.records() ? host::KvCache()
+                       : host::KvCache(std::min(spec.slots, contextSize_),
+                                       spec.width,
+                                       fp32Caches_ ? host::KvDtype::F32
+                                                   : spec.dtype));
   s->cacheBuffer.assign(model_.caches().size(), 0);
   for (const RingSpec &ring : rings_)
     s->held.emplace_back(size_t(ring.slots), int64_t(-1));
@@ -294,13 +298,37 @@ void Session::setMasks(const std::vector<RowBinding> &rows) {
 
 bool Session::checkRoom(int slot, int64_t count, std::string *error) const {
   const int64_t at = position(slot);
-  if (count > model_.maxSeqLen() - at) {
+  if (count > capacity() - at) {
     *error = "positions " + std::to_string(at) + ".." +
              std::to_string(at + count - 1) + " exceed the KV cache of " +
-             std::to_string(model_.maxSeqLen()) +
-             " positions (compile with a larger --max-seq-len)";
+             std::to_string(capacity()) + " positions (" +
+             (capacity() < model_.maxSeqLen()
+                  ? "the context size asked for; the bundle holds " +
+                        std::to_string(model_.maxSeqLen())
+                  : std::string("compile with a larger --max-seq-len")) +
+             ")";
     return false;
   }
+  return true;
+}
+
+bool Session::setContextSize(int64_t n, std::string *error) {
+  if (n < 1 || n > model_.maxSeqLen()) {
+    *error = "the context size must be 1 to " +
+             std::to_string(model_.maxSeqLen()) +
+             " positions (the bundle was compiled with --max-seq-len " +
+             std::to_string(model_.maxSeqLen()) + "), not " +
+             std::to_string(n);
+    return false;
+  }
+  for (const auto &s : sequences_)
+    if (!s->tokens.empty() || s->recordsReady) {
+      *error = "the context size is set before the first token";
+      return false;
+    }
+  contextSize_ = n;
+  for (auto &s : sequences_)
+    s = newSequence();
   return true;
 }
 

@@ -59,8 +59,15 @@ public:
   ~Session();
 
   int64_t position() const { return position(0); }
-  /// Positions the KV caches hold.
-  int64_t capacity() const { return model_.maxSeqLen(); }
+  /// Positions the KV caches hold: the bundle's max_seq_len, or fewer
+  /// (setContextSize).
+  int64_t capacity() const { return contextSize_; }
+  /// Holds at most `n` positions (1 .. max_seq_len; llama.cpp's -c): the
+  /// host KV caches shrink to n slots, where the bundle's were longer (a
+  /// cache no sequence fills past n positions never wraps). KV records keep
+  /// their compiled length: the programs address them. Only before any
+  /// slot holds a token.
+  bool setContextSize(int64_t n, std::string *error);
   /// Forgets every cached position of every slot.
   void reset();
   /// Consumes `tokens` at the next positions of slot 0 and appends one row
@@ -165,6 +172,7 @@ private:
   const Model &model_;
   std::unique_ptr<Device> device_;
   bool fp32Caches_;
+  int64_t contextSize_; ///< capacity(): max_seq_len unless set lower
   std::vector<std::unique_ptr<Sequence>> sequences_;
   /// The KV caches shorter than the context (sliding layers' rings), one
   /// entry per distinct slot count: positions a step at p reads back to

@@ -51,6 +51,11 @@ CHAT:
   --chat-file FILE         read the turns from FILE (implies --chat)
   --system TEXT            system prompt (put before the first turn, as
                            Gemma's template does)
+  --ctx-size N             hold at most N positions (default: the bundle's
+                           --max-seq-len): less host memory for the KV
+                           caches; generation and chat stop, or shift, at
+                           N (llama.cpp's -c; --ctx is --perplexity's
+                           window)
   --context-shift          when a turn would not fit the context (with
                            room for min(--max-new-tokens, context/4) reply
                            tokens), drop the oldest exchanges after the
@@ -176,7 +181,8 @@ static int run(int argc, char **argv) {
        contextShift = false;
   std::string chatFile, systemPrompt, historyPath, batchTokens, batchPromptsPath,
       draftMethod = "none";
-  int64_t parallel = 0, draftTokens = 3;
+  int64_t parallel = 0, draftTokens = 3, ctxSize = 0;
+  bool hasCtxSize = false;
   pccx::app::GenerateOptions gen;
   pccx::app::PerplexityOptions ppl;
   ppl.ctx = ppl.stride = -1; // defaults depend on the bundle
@@ -192,6 +198,7 @@ static int run(int argc, char **argv) {
   cl.flag("--chat", &chat);
   cl.text("--chat-file", &chatFile, &chat);
   cl.flag("--context-shift", &contextShift);
+  cl.count("--ctx-size", &ctxSize, &hasCtxSize);
   cl.text("--system", &systemPrompt);
   cl.flag("--show-special", &showSpecial);
   cl.value("--history", [&](const std::string &path) {
@@ -335,6 +342,8 @@ static int run(int argc, char **argv) {
     return fail(error);
   pccx::exec::Session session(*model, std::move(dev));
   session.setHostThreads(unsigned(device.hostThreads));
+  if (hasCtxSize && !session.setContextSize(ctxSize, &error))
+    return fail("--ctx-size: " + error);
   if (gen.draftTokens > 0 && std::min(session.batchRows(),
                                       model->prefillRows()) < 2)
     return fail(bundlePath + " has no multi-row decode program to verify "

@@ -78,6 +78,9 @@ LIMITS:
                            between the others' steps, and each slot keeps
                            its KV cache for the next request that shares a
                            prefix with its tokens (docs/serving.md)
+  --ctx-size N             hold at most N positions (default: the bundle's
+                           --max-seq-len): less host memory for the KV
+                           caches, requests limited to N (llama.cpp's -c)
   --context-shift          a chat request whose messages and max_tokens do
                            not fit the context loses its oldest exchanges
                            after the first user message (and the system
@@ -168,6 +171,9 @@ static int run(int argc, char **argv) {
   cl.flag("--quiet", [&] { options.logRequests = false; });
   cl.range("--parallel", 1, 256, [&](int64_t n) { options.parallel = int(n); });
   cl.flag("--context-shift", &options.contextShift);
+  int64_t ctxSize = 0;
+  bool hasCtxSize = false;
+  cl.count("--ctx-size", &ctxSize, &hasCtxSize);
   cl.value("--draft", [&](const std::string &method) {
     draftMethod = method;
     if (method != "ngram" && method != "none")
@@ -224,6 +230,8 @@ static int run(int argc, char **argv) {
     return cl.fail(error);
   pccx::exec::Session session(*model, std::move(dev));
   session.setHostThreads(unsigned(device.hostThreads));
+  if (hasCtxSize && !session.setContextSize(ctxSize, &error))
+    return cl.fail("--ctx-size: " + error);
   if (draftMethod == "ngram") {
     if (options.parallel > 1)
       return cl.fail("--draft applies with --parallel 1 (drafts are verified "
