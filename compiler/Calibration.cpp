@@ -74,7 +74,7 @@ bool calibrationWindows(const reference::ReferenceCheckpoint &checkpoint,
                         std::string *error) {
   *positions = std::min<int64_t>(128, options.maxSeqLen);
   return tokenizeCalibrationText(
-      options.calibration, tokenizerModel(options, checkpointDir),
+      options.calibration, tokenizerModel(options, checkpointDir.str()),
       int32_t(checkpoint.config.bos_token_id.value_or(-1)), *positions,
       maxWindows, windows, error);
 }

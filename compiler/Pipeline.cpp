@@ -18,10 +18,10 @@ void buildModelPipeline(OpPassManager &pm, const CompileOptions &o) {
   if (o.fuseLaurel)
     pm.addPass(createFuseLaurel());
   QuantizeWeightsOptions quant;
-  quant.report = o.quantReport;
-  quant.int8Tensors = o.int8Weights;
-  quant.int4Scales = hw::scaleRuleName(o.int4Scales);
-  quant.int4Rounding = hw::roundingName(o.int4Rounding);
+  quant.quantReport = o.quantReport;
+  quant.int8Weights = o.int8Weights;
+  quant.int4Scales = o.int4Scales;
+  quant.int4Rounding = o.int4Rounding;
   quant.int4StreamProjections = o.int4StreamProjections;
   pm.addPass(createQuantizeWeights(quant));
   pm.addPass(createPlaceAltUpStreams());
@@ -31,8 +31,8 @@ void buildLoweringPipeline(OpPassManager &pm, const CompileOptions &o) {
   ConvertGemma3nToPccxOptions convert;
   convert.prefillRows = o.prefillRows;
   convert.decodeBatch = o.decodeBatch;
-  convert.attention = attentionName(o.attention);
-  convert.target = machine::targetProfile(o.target).name;
+  convert.attention = o.attention;
+  convert.target = o.target;
   pm.addPass(createConvertGemma3nToPccx(convert));
   pm.addPass(createPlaceHostBuffers());
   pm.addPass(createAllocateConstants());
@@ -47,59 +47,41 @@ void buildCompilePipeline(OpPassManager &pm, const CompileOptions &o) {
 }
 
 namespace {
-/// The compile options the pipelines read, as pass-pipeline options.
-struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
-  Option<int64_t> prefillRows{*this, "prefill-rows",
-                              llvm::cl::desc("Tokens per prefill step"),
-                              llvm::cl::init(16)};
-  Option<int64_t> decodeBatch{
-      *this, "decode-batch",
-      llvm::cl::desc("Sequences per batched decode step (above 1: a "
-                     "decode_batch program)"),
-      llvm::cl::init(1)};
-  Option<std::string> attention{
-      *this, "attention",
-      llvm::cl::desc("Where attention runs: npu (default) or host"),
-      llvm::cl::init("npu")};
-  Option<std::string> target{
-      *this, "target",
-      llvm::cl::desc("Target profile recorded as pccx.target: v002 "
-                     "(default) or v002-rtl"),
-      llvm::cl::init("v002")};
-  Option<bool> quantReport{
-      *this, "quant-report",
-      llvm::cl::desc("Report per-tensor INT4 quantization error"),
-      llvm::cl::init(false)};
-  Option<std::string> int8Tensors{
-      *this, "int8-tensors",
-      llvm::cl::desc("Keep the tensors whose name matches this regular "
-                     "expression in INT8")};
-  Option<std::string> int4Scales{
-      *this, "int4-scales",
-      llvm::cl::desc("INT4 scale rule: search (default) or absmax"),
-      llvm::cl::init("search")};
-  Option<std::string> int4Rounding{
-      *this, "int4-rounding",
-      llvm::cl::desc("INT4 rounding: nearest (default) or gptq (needs "
-                     "calibration statistics when emitted)"),
-      llvm::cl::init("nearest")};
-  Option<bool> int4StreamProjections{
-      *this, "int4-stream-projections",
-      llvm::cl::desc("The AltUp stream and per-layer projections in INT4 "
-                     "instead of INT8"),
-      llvm::cl::init(false)};
+using namespace option_form;
 
-  /// The options typed; the other compile options keep their defaults.
+// The rows the pipelines read (Stage Model or Lowering) become pipeline
+// options; the others keep their defaults.
+#define PCCX_PIPELINE_ROW_Import(...)
+#define PCCX_PIPELINE_ROW_Calibration(...)
+#define PCCX_PIPELINE_ROW_Emit(...)
+#define PCCX_PIPELINE_ROW_Model(Member, Type, Flag, Form, Help)                 \
+  Option<Codec<Type, Form>::Cl> Member{                                        \
+      *this, Flag, llvm::cl::desc(Help),                                       \
+      llvm::cl::init(Codec<Type, Form>::initial(compile_defaults::Member))};
+#define PCCX_PIPELINE_ROW_Lowering PCCX_PIPELINE_ROW_Model
+
+/// The compile options the pipelines read, as pass-pipeline options, with
+/// pccx-compile's spelling and checks.
+struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
+#define PCCX_COMPILE_OPTION(Member, Type, Default, Flag, Form, Key, Record,     \
+                            Stage, ValueDesc, Help)                             \
+  PCCX_PIPELINE_ROW_##Stage(Member, Type, Flag, Form, Help)
+#include "hw/abi/CompileOptions.def"
+
+  /// The options typed and validated.
   bool get(CompileOptions *o, std::string *error) const {
-    o->prefillRows = prefillRows;
-    o->decodeBatch = decodeBatch;
-    o->quantReport = quantReport;
-    o->int8Weights = int8Tensors;
-    o->int4StreamProjections = int4StreamProjections;
-    return parseAttention(attention, &o->attention, error) &&
-           parseTarget(target, &o->target, error) &&
-           parseInt4Scales(int4Scales, &o->int4Scales, error) &&
-           parseInt4Rounding(int4Rounding, &o->int4Rounding, error);
+#define PCCX_PIPELINE_READ(Member, Type, Flag, Form, Help)                      \
+  if (!Codec<Type, Form>::read(Flag, Member, &o->Member, error))               \
+    return false;
+#undef PCCX_PIPELINE_ROW_Model
+#undef PCCX_PIPELINE_ROW_Lowering
+#define PCCX_PIPELINE_ROW_Model PCCX_PIPELINE_READ
+#define PCCX_PIPELINE_ROW_Lowering PCCX_PIPELINE_READ
+#define PCCX_COMPILE_OPTION(Member, Type, Default, Flag, Form, Key, Record,     \
+                            Stage, ValueDesc, Help)                             \
+  PCCX_PIPELINE_ROW_##Stage(Member, Type, Flag, Form, Help)
+#include "hw/abi/CompileOptions.def"
+    return o->validate(error);
   }
 };
 

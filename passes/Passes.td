@@ -47,26 +47,32 @@ def QuantizeWeights : Pass<"gemma3n-quantize-int4", "mlir::ModuleOp"> {
     projection, embedding tables; the AltUp stream projections and the
     per-layer projections) in gemma3n.quantize, after any folding already
     applied to it: INT4, or INT8 for the tensors whose checkpoint name
-    (without the multimodal prefix) matches the `int8-tensors` regular
+    (without the multimodal prefix) matches the `int8-weights` regular
     expression in full. The AltUp stream projections and the per-layer
-    projections are INT8 unless `int4-stream-projections` is set. With `report`, the relative quantization
+    projections are INT8 unless `int4-stream-projections` is set. With
+    `quant-report`, the relative quantization
     error of each tensor, ||W - Q(W)|| / ||W|| over its effective values,
     is computed from the checkpoint and emitted as a remark on the weight.
   }];
   let options = [
-    Option<"report", "report", "bool", /*default=*/"false",
+    Option<"quantReport", "quant-report", "bool",
+           "::pccx::compile_defaults::quantReport",
            "Emit the per-tensor relative quantization error as remarks">,
-    Option<"int8Tensors", "int8-tensors", "std::string", /*default=*/"\"\"",
+    Option<"int8Weights", "int8-weights", "std::string",
+           "::pccx::compile_defaults::int8Weights",
            "Keep the tensors whose name matches this regular expression in "
            "INT8">,
-    Option<"int4Scales", "int4-scales", "std::string", /*default=*/"\"search\"",
-           "INT4 scale rule: absmax or search (hw/numerics/Quantize.h)">,
-    Option<"int4Rounding", "int4-rounding", "std::string",
-           /*default=*/"\"nearest\"",
+    Option<"int4Scales", "int4-scales", "::pccx::hw::ScaleRule",
+           "::pccx::compile_defaults::int4Scales",
+           "INT4 scale rule: search or absmax (hw/numerics/Quantize.h)",
+           "::pccx::ChoiceValues<::pccx::hw::ScaleRule>()">,
+    Option<"int4Rounding", "int4-rounding", "::pccx::hw::Rounding",
+           "::pccx::compile_defaults::int4Rounding",
            "INT4 rounding: nearest, or gptq (the emitter then needs "
-           "calibration statistics, hw/numerics/Gptq.h)">,
+           "calibration statistics, hw/numerics/Gptq.h)",
+           "::pccx::ChoiceValues<::pccx::hw::Rounding>()">,
     Option<"int4StreamProjections", "int4-stream-projections", "bool",
-           /*default=*/"false",
+           "::pccx::compile_defaults::int4StreamProjections",
            "Quantize the AltUp stream projections and the per-layer "
            "projections to INT4 instead of INT8">,
   ];
@@ -121,19 +127,26 @@ def ConvertGemma3nToPccx
     row), so one pass over the weights decodes R tokens.
   }];
   let options = [
-    Option<"prefillRows", "prefill-rows", "int64_t", /*default=*/"16",
+    Option<"prefillRows", "prefill-rows", "int64_t",
+           "::pccx::compile_defaults::prefillRows",
            "Tokens per prefill step (GEMM rows)">,
-    Option<"decodeBatch", "decode-batch", "int64_t", /*default=*/"1",
+    Option<"decodeBatch", "decode-batch", "int64_t",
+           "::pccx::compile_defaults::decodeBatch",
            "Sequences per batched decode step; above 1 adds decode_batch_<R> "
            "programs of R independent rows (R = B and the powers of two "
            "below it)">,
-    Option<"attention", "attention", "std::string", /*default=*/"\"npu\"",
+    Option<"attention", "attention", "::pccx::Attention",
+           "::pccx::compile_defaults::attention",
            "Where attention runs: npu (Q.K and P.V as GEMV/GEMM over KV "
            "caches kept as INT8 weight records in device memory) or host "
-           "(dot products on the CPU over fp16/f32/int8 host caches)">,
-    Option<"target", "target", "std::string", /*default=*/"\"v002\"",
+           "(dot products on the CPU over fp16/f32/int8 host caches)",
+           "::pccx::ChoiceValues<::pccx::Attention>()">,
+    Option<"target", "target", "::pccx::machine::Target",
+           "::pccx::compile_defaults::target",
            "Target profile (hw/machine/Targets.def) recorded on the module "
-           "as pccx.target: v002 or v002-rtl">,
+           "as pccx.target, whose capacities the lowering and the machine "
+           "passes then ask: v002 or v002-rtl",
+           "::pccx::ChoiceValues<::pccx::machine::Target>()">,
   ];
   let dependentDialects = ["pccx::dialect::PccxDialect"];
 }

@@ -34,30 +34,24 @@ bool emitOptionsFromModule(ModuleOp module, EmitOptions *options,
   nlohmann::json recorded = attrToJson(dict);
   // Inputs of the bundle, not options: the tokenizer file to embed and the
   // checkpoint's chat template (stored under their own keys).
-  if (auto tok = dict.getAs<StringAttr>("tokenizer")) {
+  if (auto tok = dict.getAs<StringAttr>(kModuleTokenizerKey)) {
     options->tokenizerPath = tok.str();
-    recorded.erase("tokenizer");
+    recorded.erase(kModuleTokenizerKey);
   }
-  if (auto chat = dict.getAs<StringAttr>("chat_template")) {
+  if (auto chat = dict.getAs<StringAttr>(kModuleChatTemplateKey)) {
     options->chatTemplate = chat.str();
-    recorded.erase("chat_template");
+    recorded.erase(kModuleChatTemplateKey);
   }
-  auto kv = dict.getAs<StringAttr>("kv_dtype");
-  std::string why;
-  if (!kv || !parseKvDtype(kv.getValue(), &options->kvDtype, &why)) {
-    *error = std::string(kCompileOptionsAttr) +
-             ": 'kv_dtype' must be \"f16\", \"f32\" or \"int8\"";
+  auto kv = dict.getAs<StringAttr>(compile_option_key::kvDtype);
+  if (!kv || !parseChoice(kv.getValue().str(), &options->kvDtype)) {
+    *error = std::string(kCompileOptionsAttr) + ": '" +
+             compile_option_key::kvDtype + "' must be " +
+             choiceList(KvDtype()) + "";
     return false;
   }
-  // Modules saved before target profiles record none: v002.
-  if (auto target = dict.getAs<StringAttr>("target")) {
-    if (!parseTarget(target.getValue(), &options->target, &why)) {
-      *error = std::string(kCompileOptionsAttr) + ": 'target' \"" +
-               target.str() + "\" is not a known target (" +
-               machine::targetNames() + ")";
-      return false;
-    }
-  }
+  // The target is the module's pccx.target; modules saved before it was
+  // held there alone may still record it here, and the emitter rewrites it.
+  recorded.erase(compile_option_key::target);
   options->compileOptions = recorded;
   return true;
 }

@@ -33,26 +33,15 @@ bool emitBundle(ModuleOp module, const std::string &path,
   WeightEvaluator evaluator(*checkpoint.checkpoint);
   evaluator.setInputGrams(options.inputGrams);
 
-  // The lowering recorded its target on the module; modules lowered before
-  // targets were recorded carry none and follow the options.
-  machine::Target target = options.target;
-  if (auto recorded =
-          module->getAttrOfType<dialect::TargetAttr>(dialect::kTargetAttrName)) {
-    if (recorded.getTarget() != options.target) {
-      *error = std::string("the module was lowered for target ") +
-               recorded.getProfile().name + " (" + dialect::kTargetAttrName.str() +
-               ") but its compile options name target " +
-               machine::targetProfile(options.target).name;
-      return false;
-    }
-    target = recorded.getTarget();
-  }
+  // The target the lowering recorded (v002 on modules without one).
+  const machine::Target target = dialect::targetOf(module);
 
   bundle::ModelManifest manifest;
   manifest.producer = "pccx-compile";
   manifest.target = target;
   manifest.config = checkpoint.config.toJsonValue();
   manifest.compileOptions = options.compileOptions;
+  manifest.compileOptions[compile_option_key::target] = choiceName(target);
 
   // Programs, and the weight records they use in first-use order.
   WeightPlan weights(evaluator);

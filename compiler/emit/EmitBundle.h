@@ -25,11 +25,10 @@
 namespace pccx {
 
 struct EmitOptions {
-  /// Stored in the manifest ("compile_options"): compileOptionsRecord().
+  /// Stored in the manifest ("compile_options"): compileOptionsRecord()
+  /// without the target, which the emitter takes from the module
+  /// (pccx.target): the words follow it, and what it cannot run is refused.
   nlohmann::json compileOptions = nlohmann::json::object();
-  /// The target profile the words follow; recorded in the manifest, and
-  /// what it cannot run is refused.
-  machine::Target target = machine::kDefaultTarget;
   /// Storage of the host KV caches (attention on the host).
   KvDtype kvDtype = KvDtype::F16;
   /// Optional tokenizer model file to embed.
@@ -52,7 +51,7 @@ struct EmitOptions {
 
 /// The emit options a module records in kCompileOptionsAttr
 /// (recordCompileOptions): the manifest's compile options, and the
-/// kv_dtype, target, tokenizer and chat template they name.
+/// kv_dtype, tokenizer and chat template they name.
 bool emitOptionsFromModule(mlir::ModuleOp module, EmitOptions *options,
                            std::string *error);
 

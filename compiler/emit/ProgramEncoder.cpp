@@ -192,7 +192,7 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights, KvDtype kvDtype,
       cache.name = e.getName().str();
       cache.slots = cast<IntegerAttr>(dims[0]).getInt();
       cache.width = cast<IntegerAttr>(dims[1]).getInt();
-      cache.dtype = kvDtypeName(kvDtype);
+      cache.dtype = choiceName(kvDtype);
       // [slots, width, layout, kv heads, window]: records in device memory.
       if (dims.size() == 5) {
         cache.dtype = "int8";

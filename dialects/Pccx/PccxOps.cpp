@@ -118,10 +118,13 @@ LogicalResult verifyField(Operation *op, isa::Field field) {
   std::string err = isa::checkField(field, uint64_t(v));
   if (!err.empty())
     return op->emitOpError() << err;
-  if (info.kind == isa::FieldKind::L2Addr && uint64_t(v) >= machine::l2_words)
-    return fieldError("L2 word " + std::to_string(v) +
-                      " does not exist (the L2 has " +
-                      std::to_string(machine::l2_words) + " words)");
+  if (info.kind == isa::FieldKind::L2Addr) {
+    const uint64_t l2Words = machine::targetProfile(targetOf(op)).l2Words;
+    if (uint64_t(v) >= l2Words)
+      return fieldError("L2 word " + std::to_string(v) +
+                        " does not exist (the L2 has " +
+                        std::to_string(l2Words) + " words)");
+  }
   return success();
 }
 
@@ -271,11 +274,11 @@ LogicalResult ProgramOp::verify() {
 LogicalResult BufferOp::verify() {
   if (std::optional<uint64_t> address = getAddress()) {
     uint64_t end;
-    if (!checkedAdd(*address, uint64_t(getWords()), &end) ||
-        end > machine::l2_words)
+    const uint64_t l2Words =
+        machine::targetProfile(targetOf(getOperation())).l2Words;
+    if (!checkedAdd(*address, uint64_t(getWords()), &end) || end > l2Words)
       return emitOpError() << "occupies words [" << *address << ", " << end
-                           << ") but the L2 has " << machine::l2_words
-                           << " words";
+                           << ") but the L2 has " << l2Words << " words";
   }
   return success();
 }
@@ -446,13 +449,15 @@ LogicalResult HostBufferOp::verify() {
   if (allocAt < 0 || freeAt <= allocAt)
     return emitOpError() << "lifetime [" << allocAt << ", " << freeAt
                          << ") must have 0 <= alloc < free";
+  const uint64_t windowWords =
+      machine::targetProfile(targetOf(getOperation())).hostWindowWords;
   if (std::optional<uint64_t> address = getAddress())
     if (uint64_t end; !checkedAdd(*address, uint64_t(getWords()), &end) ||
-                      end > machine::host_window_words)
+                      end > windowWords)
       return emitOpError() << "occupies words [" << *address << ", "
                            << *address + uint64_t(getWords())
-                           << ") but the host window has "
-                           << machine::host_window_words << " words";
+                           << ") but the host window has " << windowWords
+                           << " words";
   return success();
 }
 

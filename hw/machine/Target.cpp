@@ -2,6 +2,8 @@
 
 #include "hw/machine/Target.h"
 
+#include "hw/machine/MachineModel.h"
+
 #include "hw/support/Format.h"
 #include "hw/support/Names.h"
 
@@ -10,9 +12,11 @@ namespace pccx::machine {
 namespace {
 const TargetProfile kProfiles[] = {
 #define PCCX_TARGET(Id, Name, Swapped, ShapeProduct, L2ToL2, Aux, Elements,    \
-                    MaxLength, GemvWb, Gemm, Cvo, Summary)                     \
-  {Target::Id, Name,      Swapped, ShapeProduct, L2ToL2, Aux,                  \
-   Elements,   MaxLength, GemvWb,  Gemm,         Cvo,    Summary},
+                    MaxLength, GemvWb, Gemm, Cvo, L2Words, ConstEntries,       \
+                    WindowWords, Summary)                                      \
+  {Target::Id, Name,    Swapped,      ShapeProduct, L2ToL2,                    \
+   Aux,        Elements, MaxLength,   GemvWb,       Gemm,                      \
+   Cvo,        L2Words, ConstEntries, WindowWords,  Summary},
 #include "Targets.def"
 };
 

@@ -34,6 +34,9 @@ struct TargetProfile {
   bool gemvWriteback;
   bool gemmComputes;
   bool cvoComputes;
+  uint32_t l2Words;
+  uint32_t constCacheEntries;
+  uint32_t hostWindowWords;
   const char *summary;
 };
 

@@ -37,31 +37,21 @@ struct QuantizeWeightsPass
     auto prefixAttr = module->getAttrOfType<StringAttr>(pccx::kPrefixAttr);
     std::string prefix = prefixAttr ? prefixAttr.str() : "";
     // Anchored: the expression names whole tensors.
-    llvm::Regex int8("^(" + int8Tensors + ")$");
+    llvm::Regex int8("^(" + int8Weights + ")$");
     std::string regexError;
-    if (!int8Tensors.empty() && !int8.isValid(regexError)) {
-      module.emitError() << "int8-tensors: invalid regular expression '"
-                         << int8Tensors << "': " << regexError;
+    if (!int8Weights.empty() && !int8.isValid(regexError)) {
+      module.emitError() << "int8-weights: invalid regular expression '"
+                         << int8Weights << "': " << regexError;
       return signalPassFailure();
     }
-    pccx::hw::ScaleRule int4Rule;
-    if (!pccx::hw::parseScaleRule(int4Scales, &int4Rule)) {
-      module.emitError() << "int4-scales: unknown scale rule '" << int4Scales
-                         << "' (known: absmax, search)";
-      return signalPassFailure();
-    }
-    pccx::hw::Rounding int4Round;
-    if (!pccx::hw::parseRounding(int4Rounding, &int4Round)) {
-      module.emitError() << "int4-rounding: unknown rounding '" << int4Rounding
-                         << "' (known: nearest, gptq)";
-      return signalPassFailure();
-    }
-    if (report && int4Round != pccx::hw::Rounding::Nearest) {
+    const pccx::hw::ScaleRule int4Rule = int4Scales;
+    const pccx::hw::Rounding int4Round = int4Rounding;
+    if (quantReport && int4Round != pccx::hw::Rounding::Nearest) {
       // GPTQ codes depend on calibration statistics the pass does not have.
-      module.emitError() << "report: the quantization report measures "
+      module.emitError() << "quant-report: the quantization report measures "
                             "nearest rounding; it cannot be combined with "
                             "int4-rounding="
-                         << int4Rounding;
+                         << pccx::choiceName(int4Round);
       return signalPassFailure();
     }
 
@@ -95,7 +85,7 @@ struct QuantizeWeightsPass
           cast<RankedTensorType>(value.getType()).getShape(), b.getF32Type());
       pccx::hw::QuantScheme scheme{pccx::hw::WeightFormat::Int4, int4Rule,
                                    int4Round};
-      if (int8ByDefault || (!int8Tensors.empty() && int8.match(name)))
+      if (int8ByDefault || (!int8Weights.empty() && int8.match(name)))
         scheme = {pccx::hw::WeightFormat::Int8, pccx::hw::ScaleRule::AbsMax};
       auto q =
           b.create<QuantizeOp>(value.getLoc(), type, value,
@@ -104,7 +94,7 @@ struct QuantizeWeightsPass
         operand->set(q);
       created.push_back(q);
     }
-    if (report && failed(emitReport(module, created)))
+    if (quantReport && failed(emitReport(module, created)))
       signalPassFailure();
   }
 

@@ -40,18 +40,8 @@ struct ConvertGemma3nToPccxPass
                          << int64_t(decodeBatch);
       return signalPassFailure();
     }
-    if (attention != "npu" && attention != "host") {
-      module.emitError() << "attention must be npu or host, got '"
-                         << attention << "'";
-      return signalPassFailure();
-    }
-    pccx::machine::Target targetId;
-    if (!pccx::machine::lookupTarget(target, targetId)) {
-      module.emitError() << "target must be one of "
-                         << pccx::machine::targetNames() << ", got '"
-                         << target << "'";
-      return signalPassFailure();
-    }
+    // The lowering and the machine passes ask the target (pccx.target).
+    pccx::dialect::setTarget(module, target);
     pccx::import::Gemma3nTextConfig config;
     std::string error;
     if (!pccx::moduleConfig(module, &config, &error)) {
@@ -67,7 +57,7 @@ struct ConvertGemma3nToPccxPass
         functions.push_back(fn);
     for (func::FuncOp fn : functions) {
       ProgramLowering lowering(module, fn, config, prefillRows, maxStepRows,
-                               attention == "npu", hostTensors, gathers);
+                               attention == pccx::Attention::Npu, hostTensors, gathers);
       if (failed(lowering.run()))
         return signalPassFailure();
     }
@@ -87,7 +77,7 @@ struct ConvertGemma3nToPccxPass
       if (!kind || kind.getValue() != "prefill")
         continue;
       ProgramLowering lowering(module, fn, config, prefillRows, maxStepRows,
-                               attention == "npu", hostTensors, gathers,
+                               attention == pccx::Attention::Npu, hostTensors, gathers,
                                /*batchRows=*/0, /*withoutLogits=*/true);
       if (failed(lowering.run()))
         return signalPassFailure();
@@ -98,7 +88,7 @@ struct ConvertGemma3nToPccxPass
         if (!kind || kind.getValue() != "prefill")
           continue;
         ProgramLowering lowering(module, fn, config, prefillRows,
-                                 maxStepRows, attention == "npu", hostTensors,
+                                 maxStepRows, attention == pccx::Attention::Npu, hostTensors,
                                  gathers, rows);
         if (failed(lowering.run()))
           return signalPassFailure();
@@ -111,7 +101,6 @@ struct ConvertGemma3nToPccxPass
       tables.push_back(b.getNamedAttr(name, recipe));
     module->setAttr("pccx.host_tensors", b.getDictionaryAttr(tensors));
     module->setAttr("pccx.gather_tables", b.getDictionaryAttr(tables));
-    pccx::dialect::setTarget(module, targetId);
     for (func::FuncOp fn : functions)
       fn.erase();
   }

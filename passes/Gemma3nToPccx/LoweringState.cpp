@@ -223,21 +223,24 @@ FailureOr<std::string> ProgramLowering::gatherTable(Value weight) {
 LogicalResult ProgramLowering::cvo(StringRef func, const Place &src,
                                    const std::string &dst,
                                    ArrayRef<NamedAttribute> extra) {
-  // One CVO per row: rows are word aligned, and the 16-bit length field
-  // caps a single vector.
-  if (src.elems > 65535)
-    return emitError(loc()) << "vector of " << src.elems
-                            << " elements exceeds the 16-bit CVO length";
-  for (int64_t r = 0; r < src.rows; ++r) {
-    pd::CvoOp op = cvoOp(func, src.l2, dst, src.elems);
-    if (r) {
+  // One CVO per row (rows are word aligned), and a row longer than the
+  // target's longest vector in word-aligned pieces: an element-wise
+  // function computes each piece alone.
+  const int64_t maxLength =
+      pccx::machine::targetProfile(pd::targetOf(module_)).cvoMaxLength;
+  const int64_t piece = std::max<int64_t>(8, maxLength / 8 * 8);
+  for (int64_t r = 0; r < src.rows; ++r)
+    for (int64_t first = 0; first < src.elems; first += piece) {
+      pd::CvoOp op =
+          cvoOp(func, src.l2, dst, std::min(piece, src.elems - first));
       // Symbolic address plus a word offset, resolved by L2 allocation.
-      op.setSrcAddrOffsetAttr(b_.getI64IntegerAttr(r * wordsFor(src.elems)));
-      op.setDstAddrOffsetAttr(b_.getI64IntegerAttr(r * wordsFor(src.elems)));
+      if (int64_t offset = r * wordsFor(src.elems) + first / 8) {
+        op.setSrcAddrOffsetAttr(b_.getI64IntegerAttr(offset));
+        op.setDstAddrOffsetAttr(b_.getI64IntegerAttr(offset));
+      }
+      for (NamedAttribute e : extra)
+        op->setAttr(e.getName(), e.getValue());
     }
-    for (NamedAttribute e : extra)
-      op->setAttr(e.getName(), e.getValue());
-  }
   return success();
 }
 

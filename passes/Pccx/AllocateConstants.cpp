@@ -34,8 +34,9 @@ struct Bank {
     std::optional<std::array<int64_t, 3>> value; ///< none: free or patched
     uint64_t lastUse = 0;
   };
-  std::vector<Entry> entries =
-      std::vector<Entry>(pccx::machine::const_cache_entries);
+  /// A bank of the target's size (TargetProfile::constCacheEntries).
+  explicit Bank(size_t size) : entries(size) {}
+  std::vector<Entry> entries;
 
   /// The entry holding `value`, or the one to overwrite (free first, then
   /// least recently used); `hit` tells which.
@@ -65,7 +66,10 @@ struct AllocateConstantsPass
   }
 
   LogicalResult allocate(pd::ProgramOp program) {
-    Bank fmap, weight;
+    // Banks of the module's target.
+    const size_t bankEntries =
+        pccx::machine::targetProfile(pd::targetOf(program)).constCacheEntries;
+    Bank fmap(bankEntries), weight(bankEntries);
     uint64_t clock = 0;
     OpBuilder b(program.getContext());
     for (auto segment : program.getBody().getOps<pd::SegmentOp>()) {

@@ -66,7 +66,10 @@ struct AllocateL2Pass : pccx::impl::AllocateL2Base<AllocateL2Pass> {
                      [&](const std::string &a, const std::string &b) {
                        return live[a].first < live[b].first;
                      });
-    pccx::FirstFitAllocator l2{int64_t(pccx::machine::l2_words)};
+    // The L2 of the module's target.
+    const int64_t l2Words =
+        pccx::machine::targetProfile(pd::targetOf(program)).l2Words;
+    pccx::FirstFitAllocator l2{l2Words};
     std::multimap<int64_t, std::string> active; // last use -> buffer
     std::map<std::string, int64_t> address;
     for (const std::string &name : order) {
@@ -85,8 +88,7 @@ struct AllocateL2Pass : pccx::impl::AllocateL2Base<AllocateL2Pass> {
         return buffers[name].emitOpError()
                << "needs " << words << " L2 words while " << active.size()
                << " live buffers hold " << liveWords << " of the "
-               << pccx::machine::l2_words
-               << " words; the program does not fit the L2 (lower "
+               << l2Words << " words; the program does not fit the L2 (lower "
                   "--max-seq-len or the prefill rows)";
       }
       address[name] = at;

@@ -61,7 +61,10 @@ struct PlaceHostBuffersPass
                << events[i - 1].buffer.getSymName()
                << "; every event must have its own ordinal";
 
-    pccx::FirstFitAllocator window{int64_t(pccx::machine::host_window_words)};
+    // The host window of the module's target.
+    const int64_t windowWords =
+        pccx::machine::targetProfile(pd::targetOf(program)).hostWindowWords;
+    pccx::FirstFitAllocator window{windowWords};
     std::map<std::string, int64_t> address, live;
     Builder b(program.getContext());
     for (Event &e : events) {
@@ -80,7 +83,7 @@ struct PlaceHostBuffersPass
         return e.buffer.emitOpError()
                << "needs " << words << " host-window words while "
                << live.size() << " live buffers hold " << liveWords
-               << " of the " << pccx::machine::host_window_words
+               << " of the " << windowWords
                << " words; the program does not fit the host window (lower "
                   "the prefill rows)";
       }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/bundle/Objdump.h"
+#include "hw/abi/CompileOptions.h"
 
 #include "hw/machine/MachineModel.h"
 #include "hw/numerics/KvRecords.h"
@@ -105,19 +106,19 @@ void printModelCard(const Bundle &b, std::ostream &out) {
   line("vocabulary", show(config, "vocab_size") + " tokens (bos " +
                          show(config, "bos_token_id") + ", eos " +
                          show(config, "eos_token_id") + ")");
-  line("context", show(options, "max_seq_len") +
+  line("context", show(options, compile_option_key::maxSeqLen) +
                       " positions (KV cache, --max-seq-len); the checkpoint "
                       "allows " +
                       show(config, "max_position_embeddings"));
   std::string opts;
   for (auto it = options.begin(); it != options.end(); ++it)
-    if (it.key() != "compiler_version")
+    if (it.key() != compile_option_key::compilerVersion)
       opts += (opts.empty() ? "" : " ") + it.key() + "=" +
               (it->is_string() ? it->get<std::string>() : it->dump());
   line("compile options", opts.empty() ? "-" : opts);
   line("compiler",
        (m.producer.empty() ? "-" : m.producer) + " " +
-           show(options, "compiler_version"));
+           show(options, compile_option_key::compilerVersion));
   line("target",
        "pccx ISA " + isaVersionName(b.isaVersion()) + ", target " +
            machine::targetProfile(m.target).name + ", bundle format " +

@@ -2,6 +2,8 @@
 
 #include "runtime/bundle/ModelManifest.h"
 
+#include "hw/abi/CompileOptions.h"
+
 #include "hw/numerics/Quantize.h"
 #include "hw/support/CheckedMath.h"
 #include "hw/support/InputFile.h"
@@ -317,9 +319,10 @@ static bool readCaches(Reader &rd, const json &j, ModelManifest &m) {
       return false;
     if (rd.member(spec, "dtype") && !rd.string(spec, "dtype", where, &c.dtype))
       return false;
-    if (c.dtype != "f32" && c.dtype != "f16" && c.dtype != "int8")
-      return rd.fail(where,
-                     "dtype '" + c.dtype + "' is not one of f32, f16, int8");
+    KvDtype dtype;
+    if (!parseChoice(c.dtype, &dtype))
+      return rd.fail(where, "dtype '" + c.dtype + "' is not " +
+                                choiceList(KvDtype()));
     if (rd.member(spec, "layout")) {
       if (!rd.string(spec, "layout", where, &c.layout))
         return false;
@@ -633,15 +636,16 @@ static bool readModelManifestUnguarded(const Bundle &bundle, ModelManifest *out,
   if (!options || !options->is_object())
     return rd.fail("'compile_options'", "missing or not an object");
   m.compileOptions = *options;
-  if (!rd.integer(*options, "max_seq_len", "compile_options", &m.maxSeqLen,
+  if (!rd.integer(*options, compile_option_key::maxSeqLen, "compile_options",
+                  &m.maxSeqLen,
                   1, int64_t(1) << 31))
     return false;
   // Rows of one sequence a step may write (the sliding rings' spare slots);
   // the batch scheduler's prompt chunks are a multiple of it. The compiler's
   // range (--prefill-rows), which may exceed the context.
-  if (rd.member(*options, "prefill_rows") &&
-      !rd.integer(*options, "prefill_rows", "compile_options", &m.prefillRows,
-                  1, kMaxPrefillRows))
+  if (rd.member(*options, compile_option_key::prefillRows) &&
+      !rd.integer(*options, compile_option_key::prefillRows, "compile_options",
+                  &m.prefillRows, 1, kMaxPrefillRows))
     return false;
 
   const Sizes size{sectionSize(bundle, "weights"),

@@ -161,7 +161,11 @@ bool checkCacheSlots(const bundle::ModelManifest &manifest, std::string *why) {
         layer < layerTypes->size() &&
         (*layerTypes)[layer] == "sliding_attention";
     int64_t expected = manifest.maxSeqLen;
-    std::string rule = "compile_options.max_seq_len (" +
+    const std::string maxSeqLenKey =
+        std::string("compile_options.") + compile_option_key::maxSeqLen;
+    const std::string prefillRowsKey =
+        std::string("compile_options.") + compile_option_key::prefillRows;
+    std::string rule = maxSeqLenKey + " (" +
                        std::to_string(manifest.maxSeqLen) + ")";
     if (sliding) {
       int64_t window = 0;
@@ -169,8 +173,8 @@ bool checkCacheSlots(const bundle::ModelManifest &manifest, std::string *why) {
       if (!jsonInteger(manifest.config, "sliding_window", &window) ||
           window < 1 || rows < 1) {
         *why = "KV cache '" + c.name + "' belongs to a sliding layer, but "
-               "config.sliding_window or compile_options.prefill_rows is "
-               "missing or not a positive integer";
+               "config.sliding_window or " + prefillRowsKey +
+               " is missing or not a positive integer";
         return false;
       }
       // Compared only when both are below max_seq_len (at most 2^31, the
@@ -178,7 +182,7 @@ bool checkCacheSlots(const bundle::ModelManifest &manifest, std::string *why) {
       if (window < expected && rows < expected &&
           window + rows - 1 < expected) {
         expected = window + rows - 1;
-        rule = "config.sliding_window + compile_options.prefill_rows - 1 (" +
+        rule = "config.sliding_window + " + prefillRowsKey + " - 1 (" +
                std::to_string(expected) + "), less than " + rule;
       }
     }
@@ -230,10 +234,12 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
     spec.name = c.name;
     spec.slots = c.slots;
     spec.width = c.width;
-    host::parseKvDtype(c.dtype, &spec.dtype);
+    KvDtype dtype = KvDtype::F32;
+    parseChoice(c.dtype, &dtype);
+    spec.dtype = host::hostStorage(dtype);
     if (!c.layout.empty()) {
-      spec.dtype = c.layout == "keys" ? host::KvDtype::KeyRecords
-                                      : host::KvDtype::ValueRecords;
+      spec.dtype = c.layout == "keys" ? host::KvStorage::KeyRecords
+                                      : host::KvStorage::ValueRecords;
       spec.heads = c.heads;
       spec.window = c.window;
     }
@@ -285,9 +291,9 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
     if (c.records())
       bytes += uint64_t(c.heads) *
                uint64_t(hw::cacheRecordBytes(
-                   c.dtype == host::KvDtype::KeyRecords, c.slots,
+                   c.dtype == host::KvStorage::KeyRecords, c.slots,
                    c.width / c.heads));
-    if (c.dtype == host::KvDtype::KeyRecords &&
+    if (c.dtype == host::KvStorage::KeyRecords &&
         !checkedMulAdd(maxRows, uint64_t(hw::maskRecordBytes(c.slots)), bytes,
                        &bytes))
       bytes = UINT64_MAX;
@@ -296,7 +302,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
   // A mask record per row is shared; the rest is per sequence.
   m->sequenceBytes_ = sessionBytes;
   for (const CacheSpec &c : m->caches_)
-    if (c.dtype == host::KvDtype::KeyRecords && sessionBytes != UINT64_MAX)
+    if (c.dtype == host::KvStorage::KeyRecords && sessionBytes != UINT64_MAX)
       m->sequenceBytes_ -= maxRows * uint64_t(hw::maskRecordBytes(c.slots));
   uint64_t logitBytes = 0;
   if (!checkedMul(maxRows * 4, uint64_t(m->vocab_), &logitBytes) ||

@@ -93,12 +93,12 @@ struct Program {
 struct CacheSpec {
   std::string name;
   int64_t slots = 0, width = 0;
-  host::KvDtype dtype = host::KvDtype::F16; ///< absent in the manifest: f16
+  host::KvStorage dtype = host::KvStorage::F16; ///< absent in the manifest: f16
   /// KeyRecords/ValueRecords caches: kv heads and the attention window.
   int64_t heads = 1, window = 0;
   bool records() const {
-    return dtype == host::KvDtype::KeyRecords ||
-           dtype == host::KvDtype::ValueRecords;
+    return dtype == host::KvStorage::KeyRecords ||
+           dtype == host::KvStorage::ValueRecords;
   }
 };
 

@@ -99,7 +99,7 @@ std::unique_ptr<Session::Sequence> Session::newSequence() {
         spec.records() ? host::KvCache()
                        : host::KvCache(std::min(spec.slots, contextSize_),
                                        spec.width,
-                                       fp32Caches_ ? host::KvDtype::F32
+                                       fp32Caches_ ? host::KvStorage::F32
                                                    : spec.dtype));
   s->cacheBuffer.assign(model_.caches().size(), 0);
   for (const RingSpec &ring : rings_)
@@ -233,7 +233,7 @@ bool Session::prepareRecords(Sequence &seq, std::string *error) {
     if (!spec.records())
       continue;
     const int64_t bytes =
-        hw::cacheRecordBytes(spec.dtype == host::KvDtype::KeyRecords,
+        hw::cacheRecordBytes(spec.dtype == host::KvStorage::KeyRecords,
                              spec.slots, spec.width / spec.heads);
     const device::StreamableBuffer memory =
         device_->allocateStreamable(size_t(bytes * spec.heads), error);
@@ -263,7 +263,7 @@ bool Session::prepareMasks(std::string *error) {
   maskOf_.assign(model_.caches().size(), -1);
   for (size_t i = 0; i < model_.caches().size(); ++i) {
     const CacheSpec &spec = model_.caches()[i];
-    if (spec.dtype != host::KvDtype::KeyRecords)
+    if (spec.dtype != host::KvStorage::KeyRecords)
       continue;
     for (size_t m = 0; m < masks_.size(); ++m)
       if (masks_[m].slots == spec.slots && masks_[m].window == spec.window)

@@ -898,39 +898,39 @@ void GatherTable::readRow(int64_t row, float *out) const {
                 scales[row], out);
 }
 
-bool parseKvDtype(const std::string &text, KvDtype *out) {
-  if (text == "f32")
-    *out = KvDtype::F32;
-  else if (text == "f16")
-    *out = KvDtype::F16;
-  else if (text == "int8")
-    *out = KvDtype::Int8;
-  else
-    return false;
-  return true;
+KvStorage hostStorage(KvDtype dtype) {
+  switch (dtype) {
+  case KvDtype::F16:
+    return KvStorage::F16;
+  case KvDtype::F32:
+    return KvStorage::F32;
+  case KvDtype::Int8:
+    return KvStorage::Int8;
+  }
+  return KvStorage::F32;
 }
 
-KvCache::KvCache(int64_t slots, int64_t width, KvDtype dtype)
+KvCache::KvCache(int64_t slots, int64_t width, KvStorage dtype)
     : slots_(slots), width_(width), dtype_(dtype) {
   const size_t n = size_t(slots * width);
   switch (dtype) {
-  case KvDtype::F32:
+  case KvStorage::F32:
     full_.assign(n, 0.0f);
     break;
-  case KvDtype::F16:
+  case KvStorage::F16:
     half_.assign(n, 0);
     break;
-  case KvDtype::Int8:
+  case KvStorage::Int8:
     codes_.assign(n, 0);
     full_.assign(size_t(slots), 0.0f);
     break;
-  case KvDtype::KeyRecords:
-  case KvDtype::ValueRecords:
+  case KvStorage::KeyRecords:
+  case KvStorage::ValueRecords:
     break; // the other constructor
   }
 }
 
-KvCache::KvCache(int64_t slots, int64_t width, int64_t heads, KvDtype layout,
+KvCache::KvCache(int64_t slots, int64_t width, int64_t heads, KvStorage layout,
                  uint8_t *memory)
     : slots_(slots), width_(width), heads_(heads), dtype_(layout),
       memory_(memory) {
@@ -938,7 +938,7 @@ KvCache::KvCache(int64_t slots, int64_t width, int64_t heads, KvDtype layout,
 }
 
 int64_t KvCache::recordBytes() const {
-  return hw::cacheRecordBytes(dtype_ == KvDtype::KeyRecords, slots_,
+  return hw::cacheRecordBytes(dtype_ == KvStorage::KeyRecords, slots_,
                               width_ / heads_);
 }
 
@@ -957,7 +957,7 @@ void KvCache::clear() {
   const int64_t headDim = width_ / heads_;
   for (int64_t g = 0; g < heads_; ++g) {
     uint8_t *r = memory_ + g * recordBytes();
-    if (dtype_ == KvDtype::KeyRecords)
+    if (dtype_ == KvStorage::KeyRecords)
       hw::initKeyRecord(r, slots_, headDim);
     else
       hw::initValueRecord(r, slots_, headDim);
@@ -968,7 +968,7 @@ void KvCache::write(int64_t position, const float *row) {
   const int64_t slot = position % slots_, base = slot * width_;
   const int64_t headDim = width_ / heads_;
   switch (dtype_) {
-  case KvDtype::KeyRecords:
+  case KvStorage::KeyRecords:
     for (int64_t g = 0; g < heads_; ++g) {
       hw::writeKeySlot(memory_ + g * recordBytes(), slots_, headDim, slot,
                        row + g * headDim);
@@ -977,7 +977,7 @@ void KvCache::write(int64_t position, const float *row) {
                   exact_.begin() + (g * slots_ + slot) * headDim);
     }
     break;
-  case KvDtype::ValueRecords:
+  case KvStorage::ValueRecords:
     for (int64_t g = 0; g < heads_; ++g) {
       hw::writeValueSlot(memory_ + g * recordBytes(), slots_, headDim, slot,
                          row + g * headDim);
@@ -986,14 +986,14 @@ void KvCache::write(int64_t position, const float *row) {
           exact_[size_t((g * headDim + d) * slots_ + slot)] = row[g * headDim + d];
     }
     break;
-  case KvDtype::F32:
+  case KvStorage::F32:
     std::copy(row, row + width_, full_.begin() + base);
     break;
-  case KvDtype::F16:
+  case KvStorage::F16:
     for (int64_t e = 0; e < width_; ++e)
       half_[size_t(base + e)] = hw::floatToF16(row[e]);
     break;
-  case KvDtype::Int8:
+  case KvStorage::Int8:
     full_[size_t(slot)] =
         hw::quantizeRowInt8(row, size_t(width_), codes_.data() + base);
     break;
@@ -1006,7 +1006,7 @@ float KvCache::at(int64_t position, int64_t column) const {
   const int64_t headDim = width_ / heads_, head = column / headDim,
                 d = column % headDim;
   switch (dtype_) {
-  case KvDtype::KeyRecords: {
+  case KvStorage::KeyRecords: {
     const uint8_t *r = record(head);
     float scale;
     std::memcpy(&scale, r + 4 * slot, 4);
@@ -1014,17 +1014,17 @@ float KvCache::at(int64_t position, int64_t column) const {
     return float(int8_t(r[hw::recordScaleBytes(slots_) + slot * stride + d])) *
            scale;
   }
-  case KvDtype::ValueRecords: {
+  case KvStorage::ValueRecords: {
     const int64_t stride = hw::recordRowStride(hw::WeightFormat::Int8, slots_);
     return float(int8_t(
                record(head)[hw::recordScaleBytes(headDim) + d * stride + slot])) *
            hw::valueRecordScale(headDim);
   }
-  case KvDtype::F16:
+  case KvStorage::F16:
     return hw::f16ToFloat(half_[i]);
-  case KvDtype::Int8:
+  case KvStorage::Int8:
     return float(codes_[i]) * full_[size_t(slot)];
-  case KvDtype::F32:
+  case KvStorage::F32:
     break;
   }
   return full_[i];

@@ -26,6 +26,7 @@
 #ifndef PCCX_RUNTIME_HOST_HOSTKERNELS_H
 #define PCCX_RUNTIME_HOST_HOSTKERNELS_H
 
+#include "hw/abi/CompileOptions.h"
 #include "hw/abi/HostAbi.h"
 #include "hw/numerics/Quantize.h"
 
@@ -61,8 +62,9 @@ struct GatherTable {
   void readRow(int64_t row, float *out) const;
 };
 
-/// How a KV cache stores its values.
-enum class KvDtype {
+/// How a KV cache stores its values: a host cache of one KvDtype
+/// (hw/abi/CompileOptions.h), or NPU weight records.
+enum class KvStorage {
   F32,
   F16,  ///< IEEE binary16, rounded to nearest even
   Int8, ///< one fp32 scale per row (hw::quantizeRowInt8)
@@ -72,23 +74,23 @@ enum class KvDtype {
   KeyRecords,
   ValueRecords,
 };
-/// "f32", "f16", "int8"; false for anything else.
-bool parseKvDtype(const std::string &text, KvDtype *out);
+/// The storage of a host cache of `dtype`.
+KvStorage hostStorage(KvDtype dtype);
 
 /// A KV cache: `slots` rows of `width` values, used as a ring (position p
 /// in slot p mod slots).
 class KvCache {
 public:
   KvCache() = default;
-  KvCache(int64_t slots, int64_t width, KvDtype dtype);
+  KvCache(int64_t slots, int64_t width, KvStorage dtype);
   KvCache(int64_t slots, int64_t width, bool fp16)
-      : KvCache(slots, width, fp16 ? KvDtype::F16 : KvDtype::F32) {}
+      : KvCache(slots, width, fp16 ? KvStorage::F16 : KvStorage::F32) {}
   /// A cache kept as KeyRecords or ValueRecords of `heads` kv heads in
   /// `memory` (heads * recordBytes() bytes, outliving the cache); cleared.
-  KvCache(int64_t slots, int64_t width, int64_t heads, KvDtype layout,
+  KvCache(int64_t slots, int64_t width, int64_t heads, KvStorage layout,
           uint8_t *memory);
   bool records() const {
-    return dtype_ == KvDtype::KeyRecords || dtype_ == KvDtype::ValueRecords;
+    return dtype_ == KvStorage::KeyRecords || dtype_ == KvStorage::ValueRecords;
   }
   int64_t heads() const { return heads_; }
   /// Bytes of one kv head's record (records only).
@@ -108,8 +110,8 @@ public:
   }
   int64_t slots() const { return slots_; }
   int64_t width() const { return width_; }
-  KvDtype dtype() const { return dtype_; }
-  bool fp16() const { return dtype_ == KvDtype::F16; }
+  KvStorage dtype() const { return dtype_; }
+  bool fp16() const { return dtype_ == KvStorage::F16; }
   void write(int64_t position, const float *row);
   void read(int64_t position, float *row) const;
   /// One element: row `position`, column `column`.
@@ -117,7 +119,7 @@ public:
 
 private:
   int64_t slots_ = 0, width_ = 0, heads_ = 1;
-  KvDtype dtype_ = KvDtype::F32;
+  KvStorage dtype_ = KvStorage::F32;
   uint8_t *memory_ = nullptr; ///< records: device memory
   std::vector<float> exact_;  ///< records with keepExact()
   std::vector<uint16_t> half_;

@@ -40,13 +40,13 @@ abi::HostRegion regionArg(const host::BoundCall &call, abi::HostParam param) {
 double elements(const abi::HostRegion &r) { return double(r.elems * r.rows); }
 
 /// Bytes per stored element of a KV cache.
-double cacheElementBytes(host::KvDtype dtype) {
-  return dtype == host::KvDtype::F32 ? 4 : dtype == host::KvDtype::F16 ? 2 : 1;
+double cacheElementBytes(host::KvStorage dtype) {
+  return dtype == host::KvStorage::F32 ? 4 : dtype == host::KvStorage::F16 ? 2 : 1;
 }
 
 /// Operations to turn one stored cache element into a float (KvCache::at).
-double cacheElementOps(host::KvDtype dtype) {
-  return dtype == host::KvDtype::F32 ? 0 : 2;
+double cacheElementOps(host::KvStorage dtype) {
+  return dtype == host::KvStorage::F32 ? 0 : 2;
 }
 
 const exec::CacheSpec *cacheArg(const host::BoundCall &call,
@@ -218,12 +218,12 @@ void costCacheWrite(const CostInput &in, HostWork &w) {
   using K = abi::param::CacheWrite;
   abi::HostRegion rows = regionArg(in.call, K::Rows);
   const exec::CacheSpec *c = cacheArg(in.call, in.context, K::Cache);
-  host::KvDtype dt = c ? c->dtype : host::KvDtype::F32;
+  host::KvStorage dt = c ? c->dtype : host::KvStorage::F32;
   // INT8 storage (host int8 caches and the NPU's KV records) quantizes:
   // a max pass, a divide and a round per element.
-  const bool int8 = dt == host::KvDtype::Int8 ||
-                    dt == host::KvDtype::KeyRecords ||
-                    dt == host::KvDtype::ValueRecords;
+  const bool int8 = dt == host::KvStorage::Int8 ||
+                    dt == host::KvStorage::KeyRecords ||
+                    dt == host::KvStorage::ValueRecords;
   w.flops += (int8 ? 3 : cacheElementOps(dt)) * elements(rows);
   // The NPU's KV records lie in the DMA buffer, mapped uncached.
   if (c && c->records())
@@ -241,7 +241,7 @@ void costAttention(const CostInput &in, HostWork &w) {
   };
   const exec::CacheSpec *c =
       cacheArg(in.call, in.context, pick(Scores::KCache, Values::VCache));
-  host::KvDtype dt = c ? c->dtype : host::KvDtype::F32;
+  host::KvStorage dt = c ? c->dtype : host::KvStorage::F32;
   double d =
       double(integerArg(in.call, pick(Scores::HeadDim, Values::HeadDim), 1));
   int64_t heads = integerArg(in.call, pick(Scores::Heads, Values::Heads), 1);
@@ -887,7 +887,7 @@ bool Replay::run() {
   if (ctx_.caches) {
     std::set<std::pair<int64_t, int64_t>> maskSets;
     for (const exec::CacheSpec &c : *ctx_.caches)
-      if (c.dtype == host::KvDtype::KeyRecords)
+      if (c.dtype == host::KvStorage::KeyRecords)
         maskSets.insert({c.slots, c.window});
     double bytes = 0;
     for (const auto &[slots, window] : maskSets)

@@ -184,7 +184,7 @@ TEST_F(ModelManifestTest, RefusesEntriesOutsideTheirSections) {
             std::string::npos);
   EXPECT_NE(errorOf([](json &j) {
               j["caches"]["kv.0.k"]["dtype"] = "bf16";
-            }).find("dtype 'bf16' is not one of f32, f16, int8"),
+            }).find("dtype 'bf16' is not f16, f32 or int8"),
             std::string::npos);
   EXPECT_NE(errorOf([](json &j) {
               j["segments"][0]["host_ops"][0]["sync"] = "yes";

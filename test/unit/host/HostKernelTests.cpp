@@ -241,7 +241,7 @@ TEST(HostKernels, FillAndStridedRegions) {
 
 TEST(HostKernels, KvCacheRingAndStorage) {
   const float row[2] = {1.0f / 3.0f, -70000.0f};
-  KvCache f16(4, 2, KvDtype::F16);
+  KvCache f16(4, 2, KvStorage::F16);
   f16.write(1, row);
   EXPECT_EQ(f16.at(1, 0), hw::f16ToFloat(hw::floatToF16(1.0f / 3.0f)));
   EXPECT_TRUE(std::isinf(f16.at(1, 1))); // past fp16 range
@@ -251,7 +251,7 @@ TEST(HostKernels, KvCacheRingAndStorage) {
   EXPECT_EQ(f16.at(1, 0), 2.0f);
   EXPECT_EQ(f16.at(5, 1), 4.0f);
 
-  KvCache i8(3, 4, KvDtype::Int8);
+  KvCache i8(3, 4, KvStorage::Int8);
   const float v[4] = {1.0f, -0.5f, 0.25f, 0.0f};
   i8.write(2, v);
   // scale 1/127: codes 127, -64 (63.5 rounds away), 32 (31.75), 0.
@@ -260,19 +260,19 @@ TEST(HostKernels, KvCacheRingAndStorage) {
   EXPECT_FLOAT_EQ(i8.at(2, 2), 32.0f / 127.0f);
   EXPECT_EQ(i8.at(2, 3), 0.0f);
 
-  KvCache f32(2, 2, KvDtype::F32);
+  KvCache f32(2, 2, KvStorage::F32);
   f32.write(0, row);
   EXPECT_EQ(f32.at(0, 1), -70000.0f);
 
   KvDtype d;
-  EXPECT_TRUE(parseKvDtype("int8", &d));
-  EXPECT_EQ(d, KvDtype::Int8);
-  EXPECT_FALSE(parseKvDtype("bf16", &d));
+  EXPECT_TRUE(parseChoice("int8", &d));
+  EXPECT_EQ(hostStorage(d), KvStorage::Int8);
+  EXPECT_FALSE(parseChoice("bf16", &d));
 }
 
 TEST(HostKernels, CacheWriteAtTheStepPositions) {
   Host h;
-  h.addCache("kv", KvCache(8, 3, KvDtype::F32));
+  h.addCache("kv", KvCache(8, 3, KvStorage::F32));
   h.ctx.position = 6;
   h.ctx.tokens = {0, 0};
   const float rows[2][3] = {{1, 2, 3}, {4, 5, 6}};
@@ -286,7 +286,7 @@ TEST(HostKernels, CacheWriteAtTheStepPositions) {
 
 TEST(HostKernels, CacheWriteWrapsAnFp16Ring) {
   Host h;
-  h.addCache("k", KvCache(4, 3, KvDtype::F16));
+  h.addCache("k", KvCache(4, 3, KvStorage::F16));
   const float old[3] = {9, 9, 9};
   h.cache("k").write(0, old);
   // Positions 3 and 4 of a 4-slot ring: slots 3 and 0.
@@ -529,7 +529,7 @@ TEST(HostKernels, HugeHeadCountsAreRefusedBeforeUse) {
   // heads * head_dim = INT64_MAX * 16 would overflow computing a row width.
   Host h;
   h.tensors["q_norm"] = {1, 16, h.window.data()};
-  h.addCache("k", KvCache(8, 16, KvDtype::F32));
+  h.addCache("k", KvCache(8, 16, KvStorage::F32));
   const int64_t big = std::numeric_limits<int64_t>::max();
   EXPECT_FALSE(h.run("attention_scores", {{"q", {0, 16, 1, 2}},
                                           {"q_norm", "q_norm"},

@@ -217,7 +217,7 @@ TEST(HostWork, AttentionCostFollowsTheSpan) {
   out.present = true;
   out.region = {0, 2048, 1, 256};
   std::vector<exec::CacheSpec> caches(1);
-  caches[0].dtype = host::KvDtype::F32;
+  caches[0].dtype = host::KvStorage::F32;
   call.args[pccx::abi::lookupParam(call.kernel, "v_cache")->slot].present =
       true;
   call.args[pccx::abi::lookupParam(call.kernel, "v_cache")->slot].cache = 0;
