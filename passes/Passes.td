@@ -19,7 +19,7 @@ def ResolveKvSharing : Pass<"gemma3n-resolve-kv-sharing", "mlir::ModuleOp"> {
     kv_shared_layer_index). Such a layer's K/V projection and cache writes
     are removed, and so are its cache arguments and results: only layers
     that own a cache keep one. Marks the module `gemma3n.kv_sharing =
-    "resolved"`; running it again changes nothing.
+    #gemma3n.kv_sharing_resolved`; running it again changes nothing.
   }];
   let dependentDialects = ["pccx::gemma3n::Gemma3nDialect"];
 }

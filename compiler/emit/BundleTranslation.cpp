@@ -8,7 +8,7 @@
 
 #include "compiler/emit/EmitBundle.h"
 
-#include "compiler/emit/AttrJson.h"
+#include "dialects/Gemma3n/JsonAttr.h"
 #include "dialects/Gemma3n/model/WeightEvaluator.h"
 #include "dialects/Gemma3n/Gemma3nOps.h"
 #include "dialects/Pccx/PccxOps.h"
@@ -31,7 +31,9 @@ bool emitOptionsFromModule(ModuleOp module, EmitOptions *options,
              "' dictionary (lower it with pccx-compile --emit=pccx)";
     return false;
   }
-  nlohmann::json recorded = attrToJson(dict);
+  nlohmann::json recorded;
+  if (!attrToJson(dict, recorded, error))
+    return false;
   // Inputs of the bundle, not options: the tokenizer file to embed and the
   // checkpoint's chat template (stored under their own keys).
   if (auto tok = dict.getAs<StringAttr>(kModuleTokenizerKey)) {

@@ -2,7 +2,6 @@
 
 #include "compiler/emit/ConstantLayout.h"
 
-#include "compiler/emit/AttrJson.h"
 #include "hw/numerics/Quantize.h"
 #include "hw/numerics/QuantizeRows.h"
 
@@ -15,23 +14,32 @@ namespace pccx {
 bool ConstantLayout::plan(ModuleOp module, std::string *error) {
   if (auto t = module->getAttrOfType<DictionaryAttr>("pccx.host_tensors"))
     for (NamedAttribute entry : t) {
-      auto recipe = cast<DictionaryAttr>(entry.getValue());
+      auto recipe = dyn_cast<dialect::RecipeAttr>(entry.getValue());
+      if (!recipe) {
+        *error = "host tensor " + entry.getName().str() + " is not a #pccx.recipe";
+        return false;
+      }
       bundle::HostTensorEntry e;
       e.name = entry.getName().str();
       if (!evaluator_.shape(recipe, &e.rows, &e.cols, error))
         return false;
       e.offset = hostBytes_;
-      bundle::parseWeightRecipe(attrToJson(recipe), &e.recipe);
+      bundle::parseWeightRecipe(recipe.toJson(), &e.recipe);
       hostBytes_ += hw::pad16(uint64_t(e.rows * e.cols) * 4);
       hostTensors_.push_back(std::move(e));
       hostRecipes_.push_back(recipe);
     }
   if (auto t = module->getAttrOfType<DictionaryAttr>("pccx.gather_tables"))
     for (NamedAttribute entry : t) {
-      auto recipe = cast<DictionaryAttr>(entry.getValue());
+      auto recipe = dyn_cast<dialect::RecipeAttr>(entry.getValue());
+      if (!recipe) {
+        *error = "gather table " + entry.getName().str() +
+                 " is not a #pccx.recipe";
+        return false;
+      }
       Gather g{recipe, false, hw::WeightFormat::Int4};
-      g.quantized = recipeFormat(recipe, &g.format);
-      if (!g.quantized && recipe.getAs<DictionaryAttr>("quantize")) {
+      g.quantized = recipe.weightFormat(&g.format);
+      if (!g.quantized && recipe.getQuantize()) {
         *error = "gather table " + entry.getName().str() +
                  " is quantized with an unknown scheme";
         return false;
@@ -42,7 +50,7 @@ bool ConstantLayout::plan(ModuleOp module, std::string *error) {
         return false;
       e.format = g.quantized ? hw::formatName(g.format) : "f32";
       e.offset = gatherBytes_;
-      bundle::parseWeightRecipe(attrToJson(recipe), &e.recipe);
+      bundle::parseWeightRecipe(recipe.toJson(), &e.recipe);
       uint64_t bytes;
       if (g.quantized) {
         uint64_t codes =
@@ -103,12 +111,12 @@ bool ConstantLayout::streamGathers(
       progress(done, t + 1);
       continue;
     }
-    DictionaryAttr inner = g.recipe.getAs<DictionaryAttr>("quantize");
+    dialect::RecipeAttr inner = g.recipe.getQuantize();
     const int64_t rowBytes =
         int64_t(hw::packedRowBytes(g.format, size_t(e.cols)));
     std::vector<float> scales(size_t(e.rows));
     hw::QuantScheme scheme;
-    recipeScheme(g.recipe, &scheme); // checked when planned
+    g.recipe.quantScheme(&scheme); // checked when planned
     // GPTQ rounding goes through the evaluator (it holds the calibration
     // statistics); nearest rounding quantizes on every thread.
     const bool gptq = scheme.rounding == hw::Rounding::Gptq;

@@ -49,13 +49,13 @@ public:
 
 private:
   struct Gather {
-    mlir::DictionaryAttr recipe;
+    dialect::RecipeAttr recipe;
     bool quantized = false;
     hw::WeightFormat format = hw::WeightFormat::Int4;
   };
   const WeightEvaluator &evaluator_;
   std::vector<bundle::HostTensorEntry> hostTensors_;
-  std::vector<mlir::DictionaryAttr> hostRecipes_;
+  std::vector<dialect::RecipeAttr> hostRecipes_;
   std::vector<bundle::GatherEntry> gathers_;
   std::vector<Gather> gatherRecipes_;
   uint64_t hostBytes_ = 0, gatherBytes_ = 0;

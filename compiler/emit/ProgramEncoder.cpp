@@ -2,7 +2,7 @@
 
 #include "compiler/emit/ProgramEncoder.h"
 
-#include "compiler/emit/AttrJson.h"
+#include "compiler/emit/HostParamsJson.h"
 #include "hw/isa/Isa.h"
 
 using namespace mlir;
@@ -22,14 +22,8 @@ bool failAt(Operation *op, const std::string &message, std::string *error) {
 }
 
 /// Short description of a recipe for annotations ("layers.3.mlp.up_proj").
-std::string recipeName(DictionaryAttr recipe) {
-  while (recipe) {
-    if (auto t = recipe.getAs<StringAttr>("tensor"))
-      return t.str();
-    DictionaryAttr inner = recipe.getAs<DictionaryAttr>("quantize");
-    recipe = inner ? inner : recipe.getAs<DictionaryAttr>("scale");
-  }
-  return "?";
+std::string recipeName(pd::RecipeAttr recipe) {
+  return recipe ? recipe.rootTensor().str() : "?";
 }
 
 bundle::PatchPoint patchPoint(pd::PatchAttr p, const std::string &section,
@@ -107,7 +101,7 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights, KvDtype kvDtype,
                                 r.getBuffer().getValue().str() +
                                 "; run pccx-place-host-buffers",
                             error);
-        h.params = kernel.getParams() ? attrToJson(*kernel.getParams())
+        h.params = kernel.getParams() ? hostParamsToJson(*kernel.getParams())
                                       : nlohmann::json::object();
         h.sync = pendingSync;
         pendingSync = false;

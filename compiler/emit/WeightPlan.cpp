@@ -2,7 +2,6 @@
 
 #include "compiler/emit/WeightPlan.h"
 
-#include "compiler/emit/AttrJson.h"
 #include "hw/numerics/QuantizeRows.h"
 
 #include <cstring>
@@ -11,7 +10,7 @@ using namespace mlir;
 
 namespace pccx {
 
-const WeightPlan::Record *WeightPlan::use(DictionaryAttr recipe,
+const WeightPlan::Record *WeightPlan::use(dialect::RecipeAttr recipe,
                                           int64_t firstRow, int64_t rows,
                                           std::string *error) {
   auto key = std::make_tuple(Attribute(recipe), firstRow, rows);
@@ -20,7 +19,7 @@ const WeightPlan::Record *WeightPlan::use(DictionaryAttr recipe,
     return &records_[it->second];
   Record r;
   r.recipe = recipe;
-  if (!recipeFormat(recipe, &r.format)) {
+  if (!recipe || !recipe.weightFormat(&r.format)) {
     *error = "weights are not quantized with a known scheme";
     return nullptr;
   }
@@ -50,7 +49,7 @@ std::vector<bundle::WeightRecordEntry> WeightPlan::table() const {
     e.firstRow = r.firstRow;
     e.rows = r.rows;
     e.cols = r.cols;
-    bundle::parseWeightRecipe(attrToJson(r.recipe), &e.recipe);
+    bundle::parseWeightRecipe(r.recipe.toJson(), &e.recipe);
     out.push_back(std::move(e));
   }
   return out;
@@ -65,9 +64,9 @@ bool WeightPlan::stream(bundle::SectionSink &sink,
   uint64_t done = 0;
   size_t count = 0;
   for (const Record &r : records_) {
-    DictionaryAttr inner = r.recipe.getAs<DictionaryAttr>("quantize");
+    dialect::RecipeAttr inner = r.recipe.getQuantize();
     hw::QuantScheme scheme;
-    recipeScheme(r.recipe, &scheme); // checked when the record was planned
+    r.recipe.quantScheme(&scheme); // checked when the record was planned
     scales.resize(size_t(r.rows));
     const int64_t scaleBytes = hw::recordScaleBytes(r.rows);
     const int64_t stride = hw::recordRowStride(r.format, r.cols);

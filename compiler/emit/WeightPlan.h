@@ -29,7 +29,7 @@ namespace pccx {
 class WeightPlan {
 public:
   struct Record {
-    mlir::DictionaryAttr recipe; ///< {quantize = ..., scheme}
+    dialect::RecipeAttr recipe; ///< quantized
     hw::WeightFormat format = hw::WeightFormat::Int4;
     int64_t firstRow = 0, rows = 0, cols = 0;
     uint64_t offset = 0, bytes = 0;
@@ -45,7 +45,7 @@ public:
   /// The record of rows [firstRow, firstRow + rows) of `recipe`, added at
   /// the end of the section if it is new. Null with `*error` set when the
   /// recipe is not quantized with a known scheme or the rows do not exist.
-  const Record *use(mlir::DictionaryAttr recipe, int64_t firstRow, int64_t rows,
+  const Record *use(dialect::RecipeAttr recipe, int64_t firstRow, int64_t rows,
                     std::string *error);
 
   uint64_t bytes() const { return bytes_; }

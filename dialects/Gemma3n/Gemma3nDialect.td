@@ -16,6 +16,10 @@ def Gemma3n_Dialect : Dialect {
     that name a checkpoint tensor and are never copied into the IR.
   }];
   let cppNamespace = "::pccx::gemma3n";
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
 }
 
 class Gemma3n_Op<string mnemonic, list<Trait> traits = []>

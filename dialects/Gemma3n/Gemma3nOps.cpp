@@ -15,6 +15,7 @@ using namespace pccx::gemma3n;
 #include "dialects/Gemma3n/Gemma3nOpsDialect.cpp.inc"
 
 void Gemma3nDialect::initialize() {
+  registerAttributes();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/Gemma3n/Gemma3nOps.cpp.inc"

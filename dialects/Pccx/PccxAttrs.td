@@ -71,11 +71,52 @@ def Pccx_PatchAttr : Pccx_Attr<"Patch", "patch"> {
 def Pccx_PatchArrayAttr
     : TypedArrayAttrBase<Pccx_PatchAttr, "array of #pccx.patch">;
 
+def Pccx_RecipeAttr : Pccx_Attr<"Recipe", "recipe"> {
+  let summary = "How a stored weight derives from checkpoint tensors";
+  let description = [{
+    A gemma3n weight expression as a self-contained value, so that lowered
+    programs name their weights without the gemma3n ops
+    (dialects/Gemma3n/model/WeightEvaluator.h evaluates it). One of:
+    `#pccx.recipe<tensor = "name">` (a checkpoint tensor),
+    `#pccx.recipe<scale = R, by = R?, factor = f : f32>` (R's columns times
+    the `by` vector and the factor), and
+    `#pccx.recipe<quantize = R, scheme = "int4_per_row_search">` (R as the
+    target stores it; the schemes of hw/numerics/Quantize.h). The bundle
+    manifest records it as the JSON object of the same fields
+    (docs/bundle-format.md); toJson() is that form.
+  }];
+  let parameters = (ins
+    OptionalParameter<"::mlir::StringAttr">:$tensor,
+    OptionalParameter<"::pccx::dialect::RecipeAttr">:$scale,
+    OptionalParameter<"::pccx::dialect::RecipeAttr">:$by,
+    OptionalParameter<"::mlir::FloatAttr">:$factor,
+    OptionalParameter<"::pccx::dialect::RecipeAttr">:$quantize,
+    OptionalParameter<"::mlir::StringAttr">:$scheme);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The three forms.
+    static RecipeAttr getTensor(::mlir::MLIRContext *context,
+                                ::mlir::StringAttr name);
+    static RecipeAttr getScaled(RecipeAttr inner, RecipeAttr by,
+                                ::mlir::FloatAttr factor);
+    static RecipeAttr getQuantized(RecipeAttr inner, ::mlir::StringAttr scheme);
+    /// The scheme of a quantized recipe; false for one that is not.
+    bool quantScheme(::pccx::hw::QuantScheme *scheme) const;
+    /// The storage format of a quantized recipe; false for one that is not.
+    bool weightFormat(::pccx::hw::WeightFormat *format) const;
+    /// The checkpoint tensor at the root.
+    ::mlir::StringAttr rootTensor() const;
+    /// The manifest's JSON form (objects with the same field names).
+    ::nlohmann::json toJson() const;
+  }];
+}
+
 def Pccx_WeightRecordAttr : Pccx_Attr<"WeightRecord", "weights"> {
   let summary = "The weight-stream record a GEMV/GEMM consumes";
   let description = [{
     Rows [first_row, first_row + num_rows) of a quantized weight expression
-    (`recipe`, dialects/Gemma3n/model/WeightEvaluator.h: {quantize = ..., scheme}),
+    (`recipe`, a quantized #pccx.recipe),
     or a record a host kernel produces at run time (`dynamic`, the
     attention scores of host attention), or a record that lives in device
     memory and changes from step to step (`cache`: the key or value record
@@ -86,7 +127,7 @@ def Pccx_WeightRecordAttr : Pccx_Attr<"WeightRecord", "weights"> {
     row `row`'s sequence; without `row` every row shares the cache.
   }];
   let parameters = (ins
-    OptionalParameter<"::mlir::DictionaryAttr">:$recipe,
+    OptionalParameter<"::pccx::dialect::RecipeAttr">:$recipe,
     DefaultValuedParameter<"int64_t", "0">:$first_row,
     DefaultValuedParameter<"int64_t", "0">:$num_rows,
     DefaultValuedParameter<"bool", "false">:$dynamic,

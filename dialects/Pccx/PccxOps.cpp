@@ -12,6 +12,8 @@
 #include "hw/machine/MachineModel.h"
 #include "hw/support/CheckedMath.h"
 
+#include <cmath>
+
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -397,9 +399,85 @@ LogicalResult PatchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// RecipeAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult RecipeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringAttr tensor, RecipeAttr scale,
+                                 RecipeAttr by, FloatAttr factor,
+                                 RecipeAttr quantize, StringAttr scheme) {
+  if (int(bool(tensor)) + int(bool(scale)) + int(bool(quantize)) != 1)
+    return emitError() << "a recipe is exactly one of tensor, scale or "
+                          "quantize";
+  if (!scale && (by || factor))
+    return emitError() << "by and factor belong to a scale recipe";
+  if (scale && !factor)
+    return emitError() << "a scale recipe needs a factor";
+  if (factor && (!factor.getType().isF32() ||
+                 !std::isfinite(factor.getValueAsDouble())))
+    return emitError() << "a recipe's factor must be a finite f32";
+  if (bool(quantize) != bool(scheme))
+    return emitError() << "a quantize recipe has a scheme, and only it";
+  hw::QuantScheme parsed;
+  if (scheme && !hw::parseScheme(scheme.str(), &parsed))
+    return emitError() << "unknown quantization scheme '" << scheme.str()
+                       << "'";
+  return success();
+}
+
+RecipeAttr RecipeAttr::getTensor(MLIRContext *context, StringAttr name) {
+  return get(context, name, {}, {}, {}, {}, {});
+}
+
+RecipeAttr RecipeAttr::getScaled(RecipeAttr inner, RecipeAttr by,
+                                 FloatAttr factor) {
+  return get(inner.getContext(), {}, inner, by, factor, {}, {});
+}
+
+RecipeAttr RecipeAttr::getQuantized(RecipeAttr inner, StringAttr scheme) {
+  return get(inner.getContext(), {}, {}, {}, {}, inner, scheme);
+}
+
+bool RecipeAttr::quantScheme(hw::QuantScheme *scheme) const {
+  return getQuantize() && hw::parseScheme(getScheme().str(), scheme);
+}
+
+bool RecipeAttr::weightFormat(hw::WeightFormat *format) const {
+  hw::QuantScheme scheme;
+  if (!quantScheme(&scheme))
+    return false;
+  *format = scheme.format;
+  return true;
+}
+
+StringAttr RecipeAttr::rootTensor() const {
+  RecipeAttr r = *this;
+  while (!r.getTensor())
+    r = r.getScale() ? r.getScale() : r.getQuantize();
+  return r.getTensor();
+}
+
+nlohmann::json RecipeAttr::toJson() const {
+  nlohmann::json out = nlohmann::json::object();
+  if (getTensor())
+    out["tensor"] = getTensor().str();
+  if (getScale())
+    out["scale"] = getScale().toJson();
+  if (getBy())
+    out["by"] = getBy().toJson();
+  if (getFactor())
+    out["factor"] = getFactor().getValueAsDouble();
+  if (getQuantize())
+    out["quantize"] = getQuantize().toJson();
+  if (getScheme())
+    out["scheme"] = getScheme().str();
+  return out;
+}
+
 LogicalResult
 WeightRecordAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                         DictionaryAttr recipe, int64_t firstRow,
+                         RecipeAttr recipe, int64_t firstRow,
                          int64_t numRows, bool dynamic, StringAttr cache,
                          int64_t part, bool mask, int64_t row) {
   if (row < -1 || row > 0xffff)
@@ -418,10 +496,9 @@ WeightRecordAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "only a cache record has a part";
   if (dynamic)
     return recipe ? emitError() << "a dynamic record has no recipe" : success();
-  if (!recipe || !recipe.get("quantize") ||
-      !llvm::isa_and_nonnull<StringAttr>(recipe.get("scheme")))
+  if (!recipe || !recipe.getQuantize())
     return emitError() << "a weight record needs a quantized recipe "
-                          "({quantize = ..., scheme = ...})";
+                          "(#pccx.recipe<quantize = ..., scheme = ...>)";
   if (firstRow < 0 || numRows <= 0 || numRows > 0xffff)
     return emitError() << "rows [" << firstRow << ", +" << numRows
                        << ") are not a valid record";

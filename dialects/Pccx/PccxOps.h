@@ -14,6 +14,9 @@
 
 #include "hw/isa/Isa.h"
 #include "hw/machine/Target.h"
+#include "hw/numerics/Quantize.h"
+
+#include <nlohmann/json.hpp>
 
 #include "dialects/Pccx/PccxOpsDialect.h.inc"
 

@@ -32,8 +32,8 @@ struct ResolveKvSharingPass
     : pccx::impl::ResolveKvSharingBase<ResolveKvSharingPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto state = module->getAttrOfType<StringAttr>(pccx::kKvSharingAttr);
-    if (state && state.getValue() == "resolved")
+    if (module->hasAttrOfType<pccx::gemma3n::KvSharingResolvedAttr>(
+            pccx::kKvSharingAttr))
       return;
     pccx::import::Gemma3nTextConfig config;
     std::string error;
@@ -46,7 +46,8 @@ struct ResolveKvSharingPass
           failed(resolve(fn, config)))
         return signalPassFailure();
     module->setAttr(pccx::kKvSharingAttr,
-                    StringAttr::get(module.getContext(), "resolved"));
+                    pccx::gemma3n::KvSharingResolvedAttr::get(
+                        module.getContext()));
   }
 
   LogicalResult resolve(func::FuncOp fn,

@@ -237,7 +237,7 @@ LogicalResult ProgramLowering::hostAttention(AttentionOp a) {
     for (int64_t h = 0; h < heads; ++h) {
       pd::GemvOp scoresOp = gemv(scores, one_, /*findemax=*/true);
       scoresOp.setWeightsAttr(pd::WeightRecordAttr::get(
-          b_.getContext(), DictionaryAttr(), 0, 0, /*dynamic=*/true,
+          b_.getContext(), pd::RecipeAttr(), 0, 0, /*dynamic=*/true,
           StringAttr(), 0, false, -1));
       scoresOp.setWeightShapeAttr(triple(capacity, 1, 0));
       scoresOp.setFmapShapeAttr(triple(1, 1, capWords));

@@ -23,8 +23,8 @@ struct ConvertGemma3nToPccxPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto state = module->getAttrOfType<StringAttr>(pccx::kKvSharingAttr);
-    if (!state || state.getValue() != "resolved") {
+    if (!module->hasAttrOfType<pccx::gemma3n::KvSharingResolvedAttr>(
+            pccx::kKvSharingAttr)) {
       module.emitError("KV sharing is not resolved; run "
                        "gemma3n-resolve-kv-sharing before "
                        "convert-gemma3n-to-pccx");
@@ -48,7 +48,7 @@ struct ConvertGemma3nToPccxPass
       module.emitError() << error;
       return signalPassFailure();
     }
-    std::map<std::string, DictionaryAttr> hostTensors, gathers;
+    std::map<std::string, pccx::dialect::RecipeAttr> hostTensors, gathers;
     const int64_t maxStepRows =
         std::max<int64_t>(prefillRows, decodeBatch);
     SmallVector<func::FuncOp> functions;

@@ -40,9 +40,9 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
   if (failed(ensureL2(input)))
     return failure();
   const Place in = place(input);
-  DictionaryAttr recipe = pccx::weightRecipe(weight);
+  pd::RecipeAttr recipe = pccx::weightRecipe(weight);
   pccx::hw::WeightFormat format;
-  if (!pccx::recipeFormat(recipe, &format))
+  if (!recipe || !recipe.weightFormat(&format))
     return emitError(loc()) << "unknown quantization scheme on "
                             << pccx::rootWeight(weight).getName();
   if (failed(in.rows > 1 ? lowerLogitsByTile(in, n, k, recipe, format, cap)
@@ -54,7 +54,7 @@ LogicalResult ProgramLowering::lowerLogits(LMHeadOp head, SoftCapOp cap) {
 }
 
 LogicalResult ProgramLowering::lowerLogitsRow(const Place &in, int64_t n,
-                                              int64_t k, DictionaryAttr recipe,
+                                              int64_t k, pd::RecipeAttr recipe,
                                               pccx::hw::WeightFormat format,
                                               SoftCapOp cap) {
   const int64_t rowWords = wordsFor(n);
@@ -100,7 +100,7 @@ LogicalResult ProgramLowering::capAndEmit(pd::HostRegionAttr logits,
 
 LogicalResult ProgramLowering::lowerLogitsByTile(const Place &in, int64_t n,
                                                 int64_t k,
-                                                DictionaryAttr recipe,
+                                                pd::RecipeAttr recipe,
                                                 pccx::hw::WeightFormat format,
                                                 SoftCapOp cap) {
   const int64_t rows = in.rows;

@@ -191,8 +191,8 @@ ProgramLowering::emitHostKernel(abi::HostKernel kernel, ArrayRef<Value> inputs,
 
 FailureOr<std::string>
 ProgramLowering::tableName(Value weight, const char *what,
-                           std::map<std::string, DictionaryAttr> &table) {
-  DictionaryAttr recipe = pccx::weightRecipe(weight);
+                           std::map<std::string, pd::RecipeAttr> &table) {
+  pd::RecipeAttr recipe = pccx::weightRecipe(weight);
   WeightOp root = pccx::rootWeight(weight);
   if (!recipe || !root)
     return emitError(loc()) << what << " is not a weight expression",

@@ -75,8 +75,8 @@ public:
   ProgramLowering(ModuleOp module, func::FuncOp fn,
                   const pccx::import::Gemma3nTextConfig &config,
                   int64_t prefillRows, int64_t maxStepRows, bool npuAttention,
-                  std::map<std::string, DictionaryAttr> &hostTensors,
-                  std::map<std::string, DictionaryAttr> &gathers,
+                  std::map<std::string, pd::RecipeAttr> &hostTensors,
+                  std::map<std::string, pd::RecipeAttr> &gathers,
                   int64_t batchRows = 0, bool withoutLogits = false)
       : module_(module), fn_(fn), config_(config), b_(module.getContext()),
         npuAttention_(npuAttention), hostTensors_(hostTensors),
@@ -125,7 +125,7 @@ private:
     return pd::ShapeAttr::get(b_.getContext(), a, b, c);
   }
   /// Rows [first, first + count) of quantized `recipe` in the weight stream.
-  pd::WeightRecordAttr record(DictionaryAttr recipe, int64_t first,
+  pd::WeightRecordAttr record(pd::RecipeAttr recipe, int64_t first,
                               int64_t count) {
     return pd::WeightRecordAttr::get(b_.getContext(), recipe, first, count,
                                      false, StringAttr(), 0, false, -1);
@@ -135,7 +135,7 @@ private:
   /// programs): the cache of that step row's sequence.
   pd::WeightRecordAttr cacheRecord(const std::string &cache, int64_t part,
                                    bool mask, int64_t row = -1) {
-    return pd::WeightRecordAttr::get(b_.getContext(), DictionaryAttr(), 0, 0,
+    return pd::WeightRecordAttr::get(b_.getContext(), pd::RecipeAttr(), 0, 0,
                                      false, b_.getStringAttr(cache), part,
                                      mask, row);
   }
@@ -229,7 +229,7 @@ private:
   /// The name under which `table` holds the recipe of `weight` (added if
   /// new); `what` names the operand in the error.
   FailureOr<std::string> tableName(Value weight, const char *what,
-                                   std::map<std::string, DictionaryAttr> &table);
+                                   std::map<std::string, pd::RecipeAttr> &table);
   FailureOr<std::string> hostTensor(Value weight);
   /// hostTensor() of each weight, as an array of names.
   FailureOr<ArrayAttr> hostTensors(ValueRange weights) {
@@ -325,12 +325,12 @@ private:
   /// One row: a GEMV per tile into a one-row window region, soft-capped and
   /// emitted whole.
   LogicalResult lowerLogitsRow(const Place &in, int64_t n, int64_t k,
-                               DictionaryAttr recipe,
+                               pd::RecipeAttr recipe,
                                pccx::hw::WeightFormat format, SoftCapOp cap);
   /// Several rows: tile by tile of vocabulary columns, one GEMM per tile for
   /// every row, so the LM head is streamed once per step.
   LogicalResult lowerLogitsByTile(const Place &in, int64_t n, int64_t k,
-                                  DictionaryAttr recipe,
+                                  pd::RecipeAttr recipe,
                                   pccx::hw::WeightFormat format, SoftCapOp cap);
   /// The soft-cap (when `cap`) of `logits` in place, then "emit_logits"
   /// of its rows from step row `firstRow` (and, when >= 0, from vocabulary
@@ -382,8 +382,8 @@ private:
   std::unordered_map<Value, Place, ValueHash> places_;
   llvm::DenseMap<Value, Operation *> lastUse_;
   llvm::DenseMap<Operation *, SmallVector<Value>> dyingAt_;
-  std::map<std::string, DictionaryAttr> &hostTensors_;
-  std::map<std::string, DictionaryAttr> &gathers_;
+  std::map<std::string, pd::RecipeAttr> &hostTensors_;
+  std::map<std::string, pd::RecipeAttr> &gathers_;
   std::string one_, sum_; ///< L2: the constant 1.0, a REDUCE_SUM target
   /// Every KV cache of the program: slots, width, and for NPU attention its
   /// record layout ("keys"/"values"), kv heads and attention window.

@@ -32,9 +32,9 @@ LogicalResult ProgramLowering::matmul(Value input, Value weight, Value result,
   if (in.elems != k)
     return emitError(loc()) << "internal: input width " << in.elems
                             << " does not match weight " << k;
-  DictionaryAttr recipe = pccx::weightRecipe(weight);
+  pd::RecipeAttr recipe = pccx::weightRecipe(weight);
   pccx::hw::WeightFormat format;
-  if (!pccx::recipeFormat(recipe, &format))
+  if (!recipe || !recipe.weightFormat(&format))
     return emitError(loc()) << "unknown quantization scheme on "
                             << pccx::rootWeight(weight).getName();
   const bool gemm = in.rows > 1;

@@ -324,7 +324,6 @@ OwningOpRef<ModuleOp> importModel(MLIRContext &context,
   llvm::sys::path::remove_dots(dir, /*remove_dot_dot=*/true);
   (*module)->setAttr(kCheckpointAttr, b.getStringAttr(dir));
   (*module)->setAttr(kPrefixAttr, b.getStringAttr(checkpoint.prefix));
-  (*module)->setAttr(kKvSharingAttr, b.getStringAttr("unresolved"));
   FunctionImporter(context, checkpoint, maxSeqLen, /*prefill=*/false)
       .build(*module);
   FunctionImporter(context, checkpoint, maxSeqLen, /*prefill=*/true)

@@ -9,6 +9,8 @@
 #ifndef PCCX_DIALECTS_GEMMA3N_MODEL_MODELINFO_H
 #define PCCX_DIALECTS_GEMMA3N_MODEL_MODELINFO_H
 
+#include "dialects/Gemma3n/Gemma3nOps.h"
+#include "dialects/Gemma3n/JsonAttr.h"
 #include "runtime/import/Gemma3nConfig.h"
 #include "runtime/import/Safetensors.h"
 
@@ -26,8 +28,8 @@ namespace pccx {
 constexpr const char kConfigAttr[] = "gemma3n.config";
 constexpr const char kCheckpointAttr[] = "gemma3n.checkpoint";
 constexpr const char kPrefixAttr[] = "gemma3n.prefix";
-/// "unresolved" after import (every layer caches its own K/V), "resolved"
-/// once the kv-sharing pass has applied the config's sharing.
+/// #gemma3n.kv_sharing_resolved once the kv-sharing pass has applied the
+/// config's sharing; absent after import (every layer caches its own K/V).
 constexpr const char kKvSharingAttr[] = "gemma3n.kv_sharing";
 /// Function attribute: "decode" or "prefill".
 constexpr const char kFunctionKindAttr[] = "gemma3n.kind";
@@ -59,12 +61,7 @@ struct LoadedCheckpoint {
 bool loadCheckpoint(const std::string &dir, LoadedCheckpoint *out,
                     std::string *error);
 
-/// JSON as an attribute: objects become dictionaries, arrays arrays, null a
-/// unit attribute.
-mlir::Attribute jsonToAttr(mlir::Builder &builder, const nlohmann::json &j);
-
-/// The config as a module attribute: a dictionary mirroring config.json
-/// (null as a unit attribute), readable in the IR.
+/// The config as a module attribute (#gemma3n.config).
 mlir::Attribute configToAttr(mlir::Builder &builder,
                              const import::Gemma3nTextConfig &config);
 

@@ -7,12 +7,13 @@
 #include <vector>
 
 using namespace mlir;
+using pccx::dialect::RecipeAttr;
 
 namespace pccx {
 
 bool isWeightExpression(Value value) {
   Operation *op = value.getDefiningOp();
-  return op && isa<gemma3n::WeightOp, gemma3n::ScaleWeightOp,
+  return op && llvm::isa<gemma3n::WeightOp, gemma3n::ScaleWeightOp,
                    gemma3n::QuantizeOp>(op);
 }
 
@@ -30,41 +31,30 @@ gemma3n::WeightOp rootWeight(Value value) {
   return nullptr;
 }
 
-DictionaryAttr weightRecipe(Value value) {
+RecipeAttr weightRecipe(Value value) {
   Operation *op = value.getDefiningOp();
   if (!op)
     return nullptr;
-  Builder b(value.getContext());
   if (auto w = dyn_cast<gemma3n::WeightOp>(op))
-    return b.getDictionaryAttr({b.getNamedAttr("tensor", w.getNameAttr())});
+    return RecipeAttr::getTensor(value.getContext(), w.getNameAttr());
   if (auto s = dyn_cast<gemma3n::ScaleWeightOp>(op)) {
-    DictionaryAttr inner = weightRecipe(s.getWeight());
-    if (!inner)
+    RecipeAttr inner = weightRecipe(s.getWeight());
+    RecipeAttr by = s.getBy() ? weightRecipe(s.getBy()) : RecipeAttr();
+    if (!inner || (s.getBy() && !by))
       return nullptr;
-    SmallVector<NamedAttribute> entries = {
-        b.getNamedAttr("scale", inner),
-        b.getNamedAttr("factor", s.getFactorAttr())};
-    if (s.getBy()) {
-      DictionaryAttr by = weightRecipe(s.getBy());
-      if (!by)
-        return nullptr;
-      entries.push_back(b.getNamedAttr("by", by));
-    }
-    return b.getDictionaryAttr(entries);
+    return RecipeAttr::getScaled(inner, by, s.getFactorAttr());
   }
   if (auto q = dyn_cast<gemma3n::QuantizeOp>(op)) {
-    DictionaryAttr inner = weightRecipe(q.getWeight());
-    if (!inner)
-      return nullptr;
-    return b.getDictionaryAttr({b.getNamedAttr("quantize", inner),
-                                b.getNamedAttr("scheme", q.getSchemeAttr())});
+    RecipeAttr inner = weightRecipe(q.getWeight());
+    return inner ? RecipeAttr::getQuantized(inner, q.getSchemeAttr())
+                 : nullptr;
   }
   return nullptr;
 }
 
-bool WeightEvaluator::shape(DictionaryAttr recipe, int64_t *rows,
+bool WeightEvaluator::shape(RecipeAttr recipe, int64_t *rows,
                             int64_t *columns, std::string *error) const {
-  if (auto name = recipe.getAs<StringAttr>("tensor")) {
+  if (StringAttr name = recipe.getTensor()) {
     const import::TensorView *view = checkpoint_.find(name.str());
     if (!view) {
       *error = checkpoint_.source() + ": no tensor '" + name.str() + "'";
@@ -79,28 +69,12 @@ bool WeightEvaluator::shape(DictionaryAttr recipe, int64_t *rows,
     *columns = view->shape.back();
     return true;
   }
-  for (const char *key : {"scale", "quantize"})
-    if (auto inner = recipe.getAs<DictionaryAttr>(key))
-      return shape(inner, rows, columns, error);
-  *error = "malformed weight recipe";
-  return false;
+  // The verifier guarantees one of the three forms.
+  return shape(recipe.getScale() ? recipe.getScale() : recipe.getQuantize(),
+               rows, columns, error);
 }
 
-bool recipeScheme(DictionaryAttr recipe, hw::QuantScheme *scheme) {
-  auto name = recipe ? recipe.getAs<StringAttr>("scheme") : StringAttr();
-  return recipe && recipe.getAs<DictionaryAttr>("quantize") && name &&
-         hw::parseScheme(name.str(), scheme);
-}
-
-bool recipeFormat(DictionaryAttr recipe, hw::WeightFormat *format) {
-  hw::QuantScheme scheme;
-  if (!recipeScheme(recipe, &scheme))
-    return false;
-  *format = scheme.format;
-  return true;
-}
-
-bool WeightEvaluator::readRows(DictionaryAttr recipe, int64_t row,
+bool WeightEvaluator::readRows(RecipeAttr recipe, int64_t row,
                                int64_t count, float *out,
                                std::string *error) const {
   int64_t rows = 0, cols = 0;
@@ -112,15 +86,15 @@ bool WeightEvaluator::readRows(DictionaryAttr recipe, int64_t row,
              std::to_string(rows) + " rows";
     return false;
   }
-  if (auto name = recipe.getAs<StringAttr>("tensor"))
+  if (StringAttr name = recipe.getTensor())
     return import::convertToFloat(*checkpoint_.find(name.str()),
                                   uint64_t(row * cols), uint64_t(count * cols),
                                   out, error);
-  if (auto inner = recipe.getAs<DictionaryAttr>("scale")) {
+  if (RecipeAttr inner = recipe.getScale()) {
     if (!readRows(inner, row, count, out, error))
       return false;
     std::vector<float> by(size_t(cols), 1.0f);
-    if (auto byRecipe = recipe.getAs<DictionaryAttr>("by")) {
+    if (RecipeAttr byRecipe = recipe.getBy()) {
       int64_t byRows = 0, byCols = 0;
       if (!shape(byRecipe, &byRows, &byCols, error))
         return false;
@@ -133,16 +107,15 @@ bool WeightEvaluator::readRows(DictionaryAttr recipe, int64_t row,
       if (!readRows(byRecipe, 0, 1, by.data(), error))
         return false;
     }
-    auto factorAttr = recipe.getAs<FloatAttr>("factor");
-    float factor = factorAttr ? float(factorAttr.getValueAsDouble()) : 1.0f;
+    const float factor = float(recipe.getFactor().getValueAsDouble());
     for (int64_t r = 0; r < count; ++r)
       for (int64_t c = 0; c < cols; ++c)
         out[r * cols + c] = out[r * cols + c] * by[size_t(c)] * factor;
     return true;
   }
-  if (auto inner = recipe.getAs<DictionaryAttr>("quantize")) {
+  if (RecipeAttr inner = recipe.getQuantize()) {
     hw::QuantScheme scheme;
-    if (!recipeScheme(recipe, &scheme)) {
+    if (!recipe.quantScheme(&scheme)) {
       *error = "weight recipe has an unknown quantization scheme";
       return false;
     }
@@ -166,12 +139,12 @@ bool WeightEvaluator::readRows(DictionaryAttr recipe, int64_t row,
   return false;
 }
 
-bool WeightEvaluator::columnScales(DictionaryAttr recipe,
+bool WeightEvaluator::columnScales(RecipeAttr recipe,
                                    std::vector<double> *scales,
                                    std::string *error) const {
-  if (recipe.getAs<StringAttr>("tensor"))
+  if (recipe.getTensor())
     return true;
-  auto inner = recipe.getAs<DictionaryAttr>("scale");
+  RecipeAttr inner = recipe.getScale();
   if (!inner) {
     *error = "GPTQ rounding of a weight recipe that is neither a tensor nor a "
              "scaled tensor";
@@ -180,33 +153,21 @@ bool WeightEvaluator::columnScales(DictionaryAttr recipe,
   if (!columnScales(inner, scales, error))
     return false;
   std::vector<float> by(scales->size(), 1.0f);
-  if (auto byRecipe = recipe.getAs<DictionaryAttr>("by"))
+  if (RecipeAttr byRecipe = recipe.getBy())
     if (!readRows(byRecipe, 0, 1, by.data(), error))
       return false;
-  auto factorAttr = recipe.getAs<FloatAttr>("factor");
-  const float factor = factorAttr ? float(factorAttr.getValueAsDouble()) : 1;
+  const float factor = float(recipe.getFactor().getValueAsDouble());
   for (size_t c = 0; c < scales->size(); ++c)
     (*scales)[c] *= double(by[c] * factor);
   return true;
 }
 
-const hw::GptqFactor *WeightEvaluator::gptqFactor(DictionaryAttr inner,
+const hw::GptqFactor *WeightEvaluator::gptqFactor(RecipeAttr inner,
                                                   std::string *error) const {
   auto it = factors_.find(inner);
   if (it != factors_.end())
     return it->second.get();
-  DictionaryAttr root = inner;
-  while (!root.getAs<StringAttr>("tensor")) {
-    DictionaryAttr next = root.getAs<DictionaryAttr>("scale");
-    if (!next)
-      next = root.getAs<DictionaryAttr>("quantize");
-    if (!next) {
-      *error = "malformed weight recipe";
-      return nullptr;
-    }
-    root = next;
-  }
-  std::string name = root.getAs<StringAttr>("tensor").str();
+  std::string name = inner.rootTensor().str();
   auto gram = inputGrams_->find(name);
   std::unique_ptr<hw::GptqFactor> factor;
   if (gram != inputGrams_->end()) {
@@ -241,12 +202,12 @@ const hw::GptqFactor *WeightEvaluator::gptqFactor(DictionaryAttr inner,
   return (factors_[inner] = std::move(factor)).get();
 }
 
-bool WeightEvaluator::quantizeRows(DictionaryAttr recipe, const float *values,
+bool WeightEvaluator::quantizeRows(RecipeAttr recipe, const float *values,
                                    int64_t count, int64_t columns,
                                    float *scales, int8_t *codes,
                                    std::string *error) const {
   hw::QuantScheme scheme;
-  if (!recipeScheme(recipe, &scheme)) {
+  if (!recipe.quantScheme(&scheme)) {
     *error = "weight recipe has an unknown quantization scheme";
     return false;
   }
@@ -260,7 +221,7 @@ bool WeightEvaluator::quantizeRows(DictionaryAttr recipe, const float *values,
       return false;
     }
     error->clear();
-    factor = gptqFactor(recipe.getAs<DictionaryAttr>("quantize"), error);
+    factor = gptqFactor(recipe.getQuantize(), error);
     if (!factor && !error->empty())
       return false;
   }

@@ -13,6 +13,7 @@
 
 #include "runtime/import/Safetensors.h"
 #include "dialects/Gemma3n/Gemma3nOps.h"
+#include "dialects/Pccx/PccxOps.h"
 #include "hw/numerics/Gptq.h"
 #include "hw/numerics/Quantize.h"
 
@@ -31,20 +32,10 @@ bool isWeightExpression(mlir::Value value);
 /// weight operand of scale_weight / quantize); null if there is none.
 gemma3n::WeightOp rootWeight(mlir::Value value);
 
-/// A weight expression as a self-contained attribute, so that lowered
-/// programs can name their weights without keeping the gemma3n ops:
-///   {tensor = "<checkpoint tensor>"}
-///   {scale = <recipe>, by = <recipe>?, factor = f32}
-///   {quantize = <recipe>, scheme = "int4_per_row" | "int4_per_row_search"
-///                                  | "int8_per_row"}
-/// Equal expressions give equal (uniqued) attributes.
-mlir::DictionaryAttr weightRecipe(mlir::Value value);
-
-/// The storage format of a quantized recipe ({quantize, scheme}); false for
-/// a recipe that is not quantized or names an unknown scheme.
-bool recipeFormat(mlir::DictionaryAttr recipe, hw::WeightFormat *format);
-/// The same with the scale rule: what quantizes the recipe's rows.
-bool recipeScheme(mlir::DictionaryAttr recipe, hw::QuantScheme *scheme);
+/// A weight expression as a self-contained #pccx.recipe, so that lowered
+/// programs can name their weights without keeping the gemma3n ops. Equal
+/// expressions give equal (uniqued) attributes.
+dialect::RecipeAttr weightRecipe(mlir::Value value);
 
 class WeightEvaluator {
 public:
@@ -65,7 +56,7 @@ public:
   /// recipe's tensor, seen through the recipe's column scaling (a tensor
   /// the calibration never multiplied, e.g. a gather-only table, keeps
   /// nearest rounding).
-  bool quantizeRows(mlir::DictionaryAttr recipe, const float *values,
+  bool quantizeRows(dialect::RecipeAttr recipe, const float *values,
                     int64_t count, int64_t columns, float *scales,
                     int8_t *codes, std::string *error) const;
 
@@ -76,10 +67,10 @@ public:
 
   /// The same for a recipe (weightRecipe()); shapes come from the
   /// checkpoint.
-  bool readRows(mlir::DictionaryAttr recipe, int64_t row, int64_t count,
+  bool readRows(dialect::RecipeAttr recipe, int64_t row, int64_t count,
                 float *out, std::string *error) const;
   /// The [rows, columns] of a recipe (a 1-D tensor is one row).
-  bool shape(mlir::DictionaryAttr recipe, int64_t *rows, int64_t *columns,
+  bool shape(dialect::RecipeAttr recipe, int64_t *rows, int64_t *columns,
              std::string *error) const;
 
   /// Number of rows and columns `readRows` works with.
@@ -89,11 +80,11 @@ public:
 private:
   /// The GPTQ factor of a quantized recipe's inner recipe; null (and no
   /// error) when its tensor has no statistics.
-  const hw::GptqFactor *gptqFactor(mlir::DictionaryAttr inner,
+  const hw::GptqFactor *gptqFactor(dialect::RecipeAttr inner,
                                    std::string *error) const;
   /// The factor each column of `recipe` is multiplied by (its scale_weight
   /// `by` and `factor` terms) relative to its checkpoint tensor.
-  bool columnScales(mlir::DictionaryAttr recipe, std::vector<double> *scales,
+  bool columnScales(dialect::RecipeAttr recipe, std::vector<double> *scales,
                     std::string *error) const;
 
   const import::Checkpoint &checkpoint_;

@@ -1,4 +1,4 @@
-module attributes {gemma3n.config = {num_hidden_layers = 2 : i64, num_kv_shared_layers = 1 : i64, layer_types = ["full_attention", "full_attention"], intermediate_size = 64 : i64, hidden_size = 8 : i64, num_attention_heads = 1 : i64, num_key_value_heads = 1 : i64, head_dim = 8 : i64, activation_sparsity_pattern = [0.0, 0.0]}} {
+module attributes {gemma3n.config = #gemma3n.config<{num_hidden_layers = 2 : i64, num_kv_shared_layers = 1 : i64, layer_types = ["full_attention", "full_attention"], intermediate_size = 64 : i64, hidden_size = 8 : i64, num_attention_heads = 1 : i64, num_key_value_heads = 1 : i64, head_dim = 8 : i64, activation_sparsity_pattern = [0.0, 0.0]}>} {
   func.func @decode_step(%x: tensor<8xf32>, %p: tensor<1xi32>, %k: tensor<4x8xf32>, %v: tensor<4x8xf32>) -> tensor<8xf32> attributes {gemma3n.kind = "decode"} {
     %q = gemma3n.weight "q" : tensor<8x8xbf16>
     %n = gemma3n.weight "n" : tensor<8xbf16>

@@ -1,6 +1,6 @@
-//===- AttrJson.cpp - attributes as manifest JSON -------------------------===//
+//===- HostParamsJson.cpp - host-kernel parameters as JSON ----------------===//
 
-#include "compiler/emit/AttrJson.h"
+#include "compiler/emit/HostParamsJson.h"
 
 #include "dialects/Pccx/PccxOps.h"
 
@@ -11,17 +11,17 @@ using nlohmann::json;
 
 namespace pccx {
 
-json attrToJson(Attribute attr) {
+json hostParamsToJson(Attribute attr) {
   if (auto d = dyn_cast<DictionaryAttr>(attr)) {
     json out = json::object();
     for (NamedAttribute entry : d)
-      out[entry.getName().str()] = attrToJson(entry.getValue());
+      out[entry.getName().str()] = hostParamsToJson(entry.getValue());
     return out;
   }
   if (auto a = dyn_cast<ArrayAttr>(attr)) {
     json out = json::array();
     for (Attribute item : a)
-      out.push_back(attrToJson(item));
+      out.push_back(hostParamsToJson(item));
     return out;
   }
   if (auto s = dyn_cast<StringAttr>(attr))
