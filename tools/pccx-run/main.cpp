@@ -2,13 +2,16 @@
 //
 // Runs a .pccx bundle on the functional simulator or the KV260 overlay. The
 // modes are library calls of runtime/app/RunModes.h (over runtime/exec, and
-// for --compare-reference the float reference in runtime/reference); this
-// file reads the command line, the prompt and the device.
+// for --compare-reference the float reference in runtime/reference), and
+// runtime/app/RunRequest.h says which one the options ask for and refuses
+// those that conflict; this file reads the command line, the prompt and the
+// device.
 //
 //===----------------------------------------------------------------------===//
 
 #include "hw/support/InputFile.h"
 #include "runtime/app/RunModes.h"
+#include "runtime/app/RunRequest.h"
 #include "runtime/devices/Devices.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/DeviceFlags.h"
@@ -172,44 +175,37 @@ OUTPUT:
 
 } // namespace
 
-static int run(int argc, char **argv) {
-  std::string bundlePath, prompt, tokensText, dumpPath, referenceDir,
-      perplexityPath, stopText;
-  pccx::tools::DeviceChoice device;
-  bool hasPrompt = false, noBos = false, asJson = false, hasStop = false,
-       chat = false, hasMaxNew = false, showSpecial = false,
-       contextShift = false;
-  std::string chatFile, systemPrompt, historyPath, batchTokens, batchPromptsPath,
-      draftMethod = "none";
-  int64_t parallel = 0, draftTokens = 3, ctxSize = 0;
-  bool hasCtxSize = false;
-  pccx::app::GenerateOptions gen;
-  pccx::app::PerplexityOptions ppl;
-  ppl.ctx = ppl.stride = -1; // defaults depend on the bundle
-  int64_t seed = 0;
-  pccx::tools::CommandLine cl("pccx-run");
-  auto fail = [&](const std::string &message) { return cl.fail(message); };
+namespace {
+
+using pccx::app::RunMode;
+using pccx::app::RunRequest;
+
+/// Declares every option of pccx-run, filling `request`, `device` and
+/// `seed` (an unsigned seed the option layer reads as a count).
+void declareOptions(pccx::tools::CommandLine &cl, RunRequest &request,
+                    pccx::tools::DeviceChoice &device, int64_t &seed) {
+  pccx::app::GenerateOptions &gen = request.generate;
   cl.help([] {
     return kHelpBeforeDevice + pccx::device::deviceHelp() + kHelpAfterDevice +
            pccx::tools::kHostThreadsHelp + kHelpAfterHostThreads;
   });
-  cl.positional("bundle", &bundlePath);
-  cl.text("--prompt", &prompt, &hasPrompt);
-  cl.flag("--chat", &chat);
-  cl.text("--chat-file", &chatFile, &chat);
-  cl.flag("--context-shift", &contextShift);
-  cl.count("--ctx-size", &ctxSize, &hasCtxSize);
-  cl.text("--system", &systemPrompt);
-  cl.flag("--show-special", &showSpecial);
-  cl.value("--history", [&](const std::string &path) {
-    historyPath = path;
+  cl.positional("bundle", &request.bundlePath);
+  cl.text("--prompt", &request.prompt, &request.hasPrompt);
+  cl.flag("--chat", &request.chat);
+  cl.text("--chat-file", &request.chatFile, &request.chat);
+  cl.flag("--context-shift", &request.contextShift);
+  cl.count("--ctx-size", &request.ctxSize, &request.hasCtxSize);
+  cl.text("--system", &request.systemPrompt);
+  cl.flag("--show-special", &request.showSpecial);
+  cl.value("--history", [&request](const std::string &path) {
+    request.historyPath = path;
     return path.empty() ? std::string("--history needs a file name")
                         : std::string();
   });
-  cl.text("--tokens", &tokensText);
-  cl.flag("--no-bos", &noBos);
+  cl.text("--tokens", &request.tokens);
+  cl.flag("--no-bos", &request.noBos);
   pccx::tools::declareDeviceOptions(cl, &device);
-  cl.count("--max-new-tokens", &gen.maxNewTokens, &hasMaxNew);
+  cl.count("--max-new-tokens", &gen.maxNewTokens, &request.hasMaxNewTokens);
   cl.number("--temperature", &gen.sampling.temperature);
   cl.count("--top-k", &gen.sampling.topK);
   cl.number("--top-p", &gen.sampling.topP);
@@ -218,121 +214,247 @@ static int run(int argc, char **argv) {
   cl.number("--frequency-penalty", &gen.sampling.frequencyPenalty);
   cl.number("--repetition-penalty", &gen.sampling.repetitionPenalty);
   cl.count("--seed", &seed);
-  cl.text("--stop-tokens", &stopText, &hasStop);
+  cl.text("--stop-tokens", &request.stopTokens, &request.hasStopTokens);
   cl.flag("--decode-only", &gen.decodeOnly);
-  cl.text("--draft", &draftMethod);
-  cl.count("--draft-tokens", &draftTokens);
-  cl.text("--batch-tokens", &batchTokens);
-  cl.text("--batch-prompts", &batchPromptsPath);
+  cl.text("--draft", &request.draftMethod);
+  cl.count("--draft-tokens", &request.draftTokens);
+  cl.text("--batch-tokens", &request.batchTokens);
+  cl.text("--batch-prompts", &request.batchPromptsPath);
   // 0 stands for "all of them" only when the option is absent.
-  cl.range("--parallel", 1, 256, [&](int64_t n) { parallel = n; });
-  cl.text("--dump-logits", &dumpPath);
-  cl.text("--compare-reference", &referenceDir);
-  cl.text("--perplexity", &perplexityPath);
-  cl.count("--ctx", &ppl.ctx);
-  cl.count("--stride", &ppl.stride);
-  cl.count("--max-windows", &ppl.maxWindows);
-  cl.flag("--json", &asJson);
+  cl.range("--parallel", 1, 256,
+           [&request](int64_t n) { request.parallel = n; });
+  cl.text("--dump-logits", &request.dumpPath);
+  cl.text("--compare-reference", &request.referenceDir);
+  cl.text("--perplexity", &request.perplexityPath);
+  cl.count("--ctx", &request.perplexity.ctx);
+  cl.count("--stride", &request.perplexity.stride);
+  cl.count("--max-windows", &request.perplexity.maxWindows);
+  cl.flag("--json", &request.json);
+}
+
+/// The bundle's tokenizer into `out`, which stays null when it has none.
+bool loadTokenizer(const pccx::exec::Model &model,
+                   std::unique_ptr<pccx::app::Tokenizer> *out,
+                   std::string *error) {
+  size_t bytes = 0;
+  if (const uint8_t *data = model.tokenizer(&bytes)) {
+    *out = pccx::app::Tokenizer::load(data, bytes, error);
+    if (!*out)
+      return false;
+  }
+  return true;
+}
+
+/// The ids of one sequence: the --perplexity text, the --prompt (after
+/// BOS) or the --tokens; none for the other modes.
+bool readInputIds(const RunRequest &request, const pccx::exec::Model &model,
+                  const pccx::app::Tokenizer *tokenizer,
+                  std::vector<int32_t> *ids, std::string *error) {
+  if (!request.perplexityPath.empty()) {
+    std::string text; // an empty file is refused later, for its length
+    if (!pccx::support::readInputFile(request.perplexityPath,
+                                      pccx::support::kMaxDataFileBytes, &text,
+                                      error))
+      return false;
+    if (!tokenizer) {
+      *error = request.bundlePath + " carries no tokenizer; --perplexity "
+                                    "needs one (compile with a "
+                                    "tokenizer.model)";
+      return false;
+    }
+    if (!tokenizer->encode(text, ids, error)) {
+      *error = request.perplexityPath + ": " + *error;
+      return false;
+    }
+    return true;
+  }
+  if (request.hasPrompt) {
+    if (!tokenizer) {
+      *error = request.bundlePath + " carries no tokenizer; use --tokens (or "
+                                    "compile with a tokenizer.model)";
+      return false;
+    }
+    if (!request.noBos && model.bosToken() >= 0)
+      ids->push_back(model.bosToken());
+    std::vector<int32_t> text;
+    if (!tokenizer->encode(request.prompt, &text, error))
+      return false;
+    ids->insert(ids->end(), text.begin(), text.end());
+    return true;
+  }
+  return pccx::tools::parseTokenIds(request.tokens, "--tokens", ids, error);
+}
+
+/// --batch-tokens: the prompts between the ';'.
+bool splitBatchTokens(const std::string &lists,
+                      std::vector<std::vector<int32_t>> *prompts,
+                      std::string *error) {
+  size_t from = 0;
+  for (;;) {
+    const size_t end = lists.find(';', from);
+    std::vector<int32_t> one;
+    if (!pccx::tools::parseTokenIds(lists.substr(from, end == std::string::npos
+                                                           ? std::string::npos
+                                                           : end - from),
+                                    "--batch-tokens", &one, error)) {
+      *error = "prompt " + std::to_string(prompts->size()) + ": " + *error;
+      return false;
+    }
+    prompts->push_back(std::move(one));
+    if (end == std::string::npos)
+      return true;
+    from = end + 1;
+  }
+}
+
+/// --batch-prompts: one prompt per non-empty line of the file, each after
+/// BOS.
+bool readBatchPromptFile(const RunRequest &request,
+                         const pccx::exec::Model &model,
+                         const pccx::app::Tokenizer *tokenizer,
+                         std::vector<std::vector<int32_t>> *prompts,
+                         std::string *error) {
+  const std::string &path = request.batchPromptsPath;
+  std::string text;
+  if (!pccx::support::readInputFile(path, pccx::support::kMaxDataFileBytes,
+                                    &text, error))
+    return false;
+  if (!tokenizer) {
+    *error = request.bundlePath + " carries no tokenizer; use --batch-tokens "
+                                  "(or compile with a tokenizer.model)";
+    return false;
+  }
+  size_t from = 0, line = 0;
+  while (from < text.size()) {
+    size_t end = text.find('\n', from);
+    if (end == std::string::npos)
+      end = text.size();
+    const std::string one = text.substr(from, end - from);
+    from = end + 1;
+    ++line;
+    if (one.empty())
+      continue;
+    // Refused by its length before it is tokenized (which takes far
+    // more memory than the text).
+    if (one.size() > tokenizer->maxTextBytes(model.maxSeqLen())) {
+      *error = path + ":" + std::to_string(line) + ": the prompt's " +
+               std::to_string(one.size()) +
+               " bytes cannot fit the model's context of " +
+               std::to_string(model.maxSeqLen()) + " tokens";
+      return false;
+    }
+    std::vector<int32_t> ids, body;
+    if (!request.noBos && model.bosToken() >= 0)
+      ids.push_back(model.bosToken());
+    if (!tokenizer->encode(one, &body, error)) {
+      *error = path + ":" + std::to_string(line) + ": " + *error;
+      return false;
+    }
+    ids.insert(ids.end(), body.begin(), body.end());
+    prompts->push_back(std::move(ids));
+  }
+  if (prompts->empty()) {
+    *error = path + " has no prompt (one per line)";
+    return false;
+  }
+  return true;
+}
+
+bool runBatch(const RunRequest &request, const pccx::exec::Model &model,
+              pccx::exec::Session &session,
+              const pccx::app::Tokenizer *tokenizer,
+              const pccx::app::GenerateOptions &gen, std::string *error) {
+  std::vector<std::vector<int32_t>> prompts;
+  if (!request.batchTokens.empty()
+          ? !splitBatchTokens(request.batchTokens, &prompts, error)
+          : !readBatchPromptFile(request, model, tokenizer, &prompts, error))
+    return false;
+  pccx::app::BatchModeOptions options;
+  options.generate = gen;
+  options.parallel =
+      request.parallel ? int(request.parallel) : int(prompts.size());
+  options.text = !request.batchPromptsPath.empty();
+  options.dumpPath = request.dumpPath;
+  options.json = request.json;
+  return pccx::app::runBatchMode(session, tokenizer, prompts, options,
+                                 std::cout, std::cerr, error);
+}
+
+/// The chat console's options: replies default to 256 tokens.
+pccx::app::ChatModeOptions chatOptions(const RunRequest &request,
+                                       const pccx::app::GenerateOptions &gen) {
+  pccx::app::ChatModeOptions options;
+  options.systemPrompt = request.systemPrompt;
+  options.chatFile = request.chatFile;
+  options.contextShift = request.contextShift;
+  options.console.reply.sampling = gen.sampling;
+  options.console.reply.maxTokens =
+      request.hasMaxNewTokens ? gen.maxNewTokens : 256;
+  options.console.reply.stopTokens = gen.stopTokens;
+  options.console.reply.decodeOnly = gen.decodeOnly;
+  options.console.json = request.json;
+  options.console.historyPath = request.historyPath;
+  options.console.reply.special = request.showSpecial
+                                      ? pccx::app::SpecialTokens::Shown
+                                      : pccx::app::SpecialTokens::Hidden;
+  return options;
+}
+
+pccx::app::GenerateModeOptions
+generateModeOptions(const RunRequest &request,
+                    const pccx::app::GenerateOptions &gen,
+                    const std::string &deviceName) {
+  pccx::app::GenerateModeOptions options;
+  options.generate = gen;
+  options.streamText = request.hasPrompt;
+  options.dumpPath = request.dumpPath;
+  options.referenceDir = request.referenceDir;
+  options.json = request.json;
+  options.deviceName = deviceName;
+  return options;
+}
+
+} // namespace
+
+static int run(int argc, char **argv) {
+  RunRequest request;
+  pccx::tools::DeviceChoice device;
+  int64_t seed = 0;
+  pccx::tools::CommandLine cl("pccx-run");
+  auto fail = [&](const std::string &message) { return cl.fail(message); };
+  declareOptions(cl, request, device, seed);
   int status = 0;
   if (!cl.parse(argc, argv, &status))
     return status;
-  gen.sampling.seed = uint64_t(seed);
-  if (bundlePath.empty())
-    return fail("no bundle (see --help)");
-  if (chat) {
-    if (hasPrompt || !tokensText.empty() || !perplexityPath.empty())
-      return fail("--chat reads its turns from the input; --prompt, "
-                  "--tokens and --perplexity do not apply");
-    if (!dumpPath.empty() || !referenceDir.empty())
-      return fail("--dump-logits and --compare-reference do not apply to "
-                  "--chat");
-  } else if (!systemPrompt.empty()) {
-    return fail("--system needs --chat");
-  } else if (contextShift) {
-    return fail("--context-shift needs --chat");
-  } else if (showSpecial || !historyPath.empty()) {
-    return fail(std::string(showSpecial ? "--show-special" : "--history") +
-                " needs --chat");
-  } else if (int(hasPrompt) + int(!tokensText.empty()) +
-                 int(!perplexityPath.empty()) + int(!batchTokens.empty()) +
-                 int(!batchPromptsPath.empty()) !=
-             1) {
-    return fail("give exactly one of --prompt, --tokens, --batch-tokens, "
-                "--batch-prompts and --perplexity");
-  }
-  const bool batchMode = !batchTokens.empty() || !batchPromptsPath.empty();
-  if (parallel && !batchMode)
-    return fail("--parallel applies to --batch-tokens and --batch-prompts");
-  if (draftMethod != "none" && draftMethod != "ngram")
-    return fail("--draft must be ngram or none, got '" + draftMethod + "'");
-  if (draftTokens < 1)
-    return fail("--draft-tokens must be at least 1");
-  if (draftMethod == "ngram") {
-    if (chat || batchMode || !perplexityPath.empty())
-      return fail("--draft applies to --prompt and --tokens");
-    gen.draftTokens = draftTokens;
-  }
-  if (batchMode && (!referenceDir.empty()))
-    return fail("--compare-reference does not apply to several sequences");
-  if (!perplexityPath.empty() && (!dumpPath.empty() || gen.decodeOnly))
-    return fail("--dump-logits and --decode-only do not apply to "
-                "--perplexity");
-  std::string why = pccx::app::checkSamplingOptions(gen.sampling);
-  if (!why.empty())
-    return fail(why);
-  if (!referenceDir.empty())
+  request.generate.sampling.seed = uint64_t(seed);
+  std::string error = pccx::app::checkRunRequest(request);
+  if (!error.empty())
+    return fail(error);
+  if (!request.referenceDir.empty())
     pccx::tools::defaultSimNumerics(&device, "hardware");
-  std::string error;
   if (!pccx::device::checkDeviceOptions(device.name, device.options, &error))
     return fail(error);
-  auto model = pccx::exec::Model::load(bundlePath, &error);
+  auto model = pccx::exec::Model::load(request.bundlePath, &error);
   if (!model)
     return fail(error);
 
   // Prompt tokens.
   std::unique_ptr<pccx::app::Tokenizer> tokenizer;
-  size_t tokBytes = 0;
-  if (const uint8_t *tok = model->tokenizer(&tokBytes)) {
-    tokenizer = pccx::app::Tokenizer::load(tok, tokBytes, &error);
-    if (!tokenizer)
-      return fail(error);
-  }
-  if (chat && !tokenizer)
-    return fail(bundlePath + " carries no tokenizer; --chat needs one "
-                             "(compile with a tokenizer.model)");
-  std::vector<int32_t> ids;
-  if (!perplexityPath.empty()) {
-    std::string text; // an empty file is refused below, for its length
-    if (!pccx::support::readInputFile(perplexityPath,
-                                      pccx::support::kMaxDataFileBytes, &text,
-                                      &error))
-      return fail(error);
-    if (!tokenizer)
-      return fail(bundlePath + " carries no tokenizer; --perplexity needs "
-                               "one (compile with a tokenizer.model)");
-    if (!tokenizer->encode(text, &ids, &error))
-      return fail(perplexityPath + ": " + error);
-  } else if (hasPrompt) {
-    if (!tokenizer)
-      return fail(bundlePath + " carries no tokenizer; use --tokens (or "
-                               "compile with a tokenizer.model)");
-    if (!noBos && model->bosToken() >= 0)
-      ids.push_back(model->bosToken());
-    std::vector<int32_t> text;
-    if (!tokenizer->encode(prompt, &text, &error))
-      return fail(error);
-    ids.insert(ids.end(), text.begin(), text.end());
-  } else if (!pccx::tools::parseTokenIds(tokensText, "--tokens", &ids,
-                                         &error)) {
+  if (!loadTokenizer(*model, &tokenizer, &error))
     return fail(error);
-  }
+  if (request.chat && !tokenizer)
+    return fail(request.bundlePath + " carries no tokenizer; --chat needs "
+                                     "one (compile with a tokenizer.model)");
+  std::vector<int32_t> ids;
+  if (!readInputIds(request, *model, tokenizer.get(), &ids, &error))
+    return fail(error);
+  pccx::app::GenerateOptions gen = request.generateOptions();
   std::vector<int32_t> stops;
-  if (hasStop) {
-    if (!stopText.empty() && !pccx::tools::parseTokenIds(stopText, "--stop-tokens", &stops, &error))
-      return fail(error);
-  } else {
+  if (!request.hasStopTokens)
     stops = model->eosTokens();
-  }
+  else if (!pccx::tools::parseTokenIds(request.stopTokens, "--stop-tokens",
+                                       &stops, &error))
+    return fail(error);
   gen.stopTokens.insert(stops.begin(), stops.end());
 
   // Device.
@@ -342,117 +464,42 @@ static int run(int argc, char **argv) {
     return fail(error);
   pccx::exec::Session session(*model, std::move(dev));
   session.setHostThreads(unsigned(device.hostThreads));
-  if (hasCtxSize && !session.setContextSize(ctxSize, &error))
+  if (request.hasCtxSize && !session.setContextSize(request.ctxSize, &error))
     return fail("--ctx-size: " + error);
-  if (gen.draftTokens > 0 && std::min(session.batchRows(),
-                                      model->prefillRows()) < 2)
-    return fail(bundlePath + " has no multi-row decode program to verify "
-                             "drafts with; compile it with --decode-batch 2 "
-                             "or more");
-  if (batchMode) {
-    std::vector<std::vector<int32_t>> prompts;
-    if (!batchTokens.empty()) {
-      size_t from = 0;
-      for (;;) {
-        const size_t end = batchTokens.find(';', from);
-        std::vector<int32_t> one;
-        if (!pccx::tools::parseTokenIds(
-                batchTokens.substr(from, end == std::string::npos
-                                             ? std::string::npos
-                                             : end - from),
-                "--batch-tokens", &one, &error))
-          return fail("prompt " + std::to_string(prompts.size()) + ": " +
-                      error);
-        prompts.push_back(std::move(one));
-        if (end == std::string::npos)
-          break;
-        from = end + 1;
-      }
-    } else {
-      std::string text;
-      if (!pccx::support::readInputFile(batchPromptsPath,
-                                        pccx::support::kMaxDataFileBytes,
-                                        &text, &error))
-        return fail(error);
-      if (!tokenizer)
-        return fail(bundlePath + " carries no tokenizer; use --batch-tokens "
-                                 "(or compile with a tokenizer.model)");
-      size_t from = 0, line = 0;
-      while (from < text.size()) {
-        size_t end = text.find('\n', from);
-        if (end == std::string::npos)
-          end = text.size();
-        const std::string one = text.substr(from, end - from);
-        from = end + 1;
-        ++line;
-        if (one.empty())
-          continue;
-        // Refused by its length before it is tokenized (which takes far
-        // more memory than the text).
-        if (one.size() > tokenizer->maxTextBytes(model->maxSeqLen()))
-          return fail(batchPromptsPath + ":" + std::to_string(line) +
-                      ": the prompt's " + std::to_string(one.size()) +
-                      " bytes cannot fit the model's context of " +
-                      std::to_string(model->maxSeqLen()) + " tokens");
-        std::vector<int32_t> ids1, body;
-        if (!noBos && model->bosToken() >= 0)
-          ids1.push_back(model->bosToken());
-        if (!tokenizer->encode(one, &body, &error))
-          return fail(batchPromptsPath + ":" + std::to_string(line) + ": " +
-                      error);
-        ids1.insert(ids1.end(), body.begin(), body.end());
-        prompts.push_back(std::move(ids1));
-      }
-      if (prompts.empty())
-        return fail(batchPromptsPath + " has no prompt (one per line)");
-    }
-    pccx::app::BatchModeOptions options;
-    options.generate = gen;
-    options.parallel = parallel ? int(parallel) : int(prompts.size());
-    options.text = !batchPromptsPath.empty();
-    options.dumpPath = dumpPath;
-    options.json = asJson;
-    if (!pccx::app::runBatchMode(session, tokenizer.get(), prompts, options,
-                                 std::cout, std::cerr, &error))
+  if (gen.draftTokens > 0 &&
+      std::min(session.batchRows(), model->prefillRows()) < 2)
+    return fail(request.bundlePath + " has no multi-row decode program to "
+                                     "verify drafts with; compile it with "
+                                     "--decode-batch 2 or more");
+
+  switch (request.mode()) {
+  case RunMode::Batch:
+    if (!runBatch(request, *model, session, tokenizer.get(), gen, &error))
+      return fail(error);
+    return 0;
+  case RunMode::Perplexity: {
+    const bool showProgress = !request.json && isatty(STDERR_FILENO);
+    if (!pccx::app::runPerplexityMode(*model, session, ids,
+                                      request.referenceDir, request.perplexity,
+                                      request.noBos, request.json, showProgress,
+                                      std::cout, std::cerr, &error))
       return fail(error);
     return 0;
   }
-  if (!perplexityPath.empty()) {
-    const bool showProgress = !asJson && isatty(STDERR_FILENO);
-    if (!pccx::app::runPerplexityMode(*model, session, ids, referenceDir, ppl,
-                                      noBos, asJson, showProgress, std::cout,
-                                      std::cerr, &error))
+  case RunMode::Chat: {
+    int chatStatus = pccx::app::runChatMode(*model, session, *tokenizer,
+                                            chatOptions(request, gen),
+                                            std::cout, std::cerr, &error);
+    return chatStatus < 0 ? fail(error) : chatStatus;
+  }
+  case RunMode::Generate:
+    if (!pccx::app::runGenerateMode(
+            *model, session, tokenizer.get(), ids,
+            generateModeOptions(request, gen, device.name), std::cout,
+            std::cerr, &error))
       return fail(error);
     return 0;
   }
-  if (chat) {
-    pccx::app::ChatModeOptions options;
-    options.systemPrompt = systemPrompt;
-    options.chatFile = chatFile;
-    options.contextShift = contextShift;
-    options.console.reply.sampling = gen.sampling;
-    options.console.reply.maxTokens = hasMaxNew ? gen.maxNewTokens : 256;
-    options.console.reply.stopTokens = gen.stopTokens;
-    options.console.reply.decodeOnly = gen.decodeOnly;
-    options.console.json = asJson;
-    options.console.historyPath = historyPath;
-    options.console.reply.special = showSpecial
-                                        ? pccx::app::SpecialTokens::Shown
-                                        : pccx::app::SpecialTokens::Hidden;
-    int status = pccx::app::runChatMode(*model, session, *tokenizer, options,
-                                        std::cout, std::cerr, &error);
-    return status < 0 ? fail(error) : status;
-  }
-  pccx::app::GenerateModeOptions options;
-  options.generate = gen;
-  options.streamText = hasPrompt;
-  options.dumpPath = dumpPath;
-  options.referenceDir = referenceDir;
-  options.json = asJson;
-  options.deviceName = device.name;
-  if (!pccx::app::runGenerateMode(*model, session, tokenizer.get(), ids,
-                                  options, std::cout, std::cerr, &error))
-    return fail(error);
   return 0;
 }
 
