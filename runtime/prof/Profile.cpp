@@ -498,6 +498,26 @@ private:
   }
   void sync(const std::string &name);
   bool issue(uint32_t index, const std::string &segment);
+  /// The cost of one instruction, one function per opcode as the simulator
+  /// executes them: each fills `op` (the NPU's work) and adds the driver's
+  /// work before the word to `hostNs`. `index` is the word's, `what` its
+  /// name in the timeline.
+  void costMemset(const isa::Instruction &inst, NpuOp &op);
+  bool costMemcpy(const isa::Instruction &inst, uint32_t index,
+                  const std::string &what, double &hostNs, NpuOp &op);
+  /// A MEMCPY between L2 and the host window: the DataMover commands, and
+  /// the driver's conversion of the rows to or from BF16.
+  void costHostCopy(const isa::Instruction &inst, bool fromHost, double words,
+                    double spanWords, double aux, const std::string &what,
+                    double &hostNs, NpuOp &op);
+  void costCvo(const isa::Instruction &inst, NpuOp &op);
+  /// GEMV and GEMM.
+  bool costMatmul(const isa::Instruction &inst, uint32_t index,
+                  const std::string &what, double &hostNs, NpuOp &op);
+  /// The weight record of a GEMV/GEMM (`bytes` of `ref`) streamed to the
+  /// engine: staged and queued as the driver does, charged to `op`'s ports.
+  void streamWeights(bool gemm, const exec::WeightRef &ref, uint64_t bytes,
+                     const std::string &what, double &hostNs, NpuOp &op);
   bool entry(const Entry *bank, uint32_t e, const char *bankName, uint32_t word,
              Entry *out);
   /// The commands of plan_ that follow the word of `op` (ending at `end`).
@@ -600,217 +620,21 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
   op.name = what;
   op.engine = Track::Dispatch;
   switch (inst.opcode) {
-  case isa::Opcode::Memset: {
-    Entry &e = (inst.get(Field::Memset_dest_cache) == 0
-                    ? fmap_
-                    : weight_)[inst.get(Field::Memset_dest_addr) % 64];
-    e = {true, inst.get(Field::Memset_a_value), inst.get(Field::Memset_b_value),
-         inst.get(Field::Memset_c_value)};
-    op.category = "memset";
-    op.busyNs = cyclesNs(p_.memset_cycles);
+  case isa::Opcode::Memset:
+    costMemset(inst, op);
     break;
-  }
-  case isa::Opcode::Memcpy: {
-    const machine::TargetProfile &target = machine::targetProfile(ctx_.target);
-    Entry shape;
-    if (!entry(fmap_, inst.get(Field::Memcpy_shape_ptr_addr), "fmap_shape",
-               index, &shape))
+  case isa::Opcode::Memcpy:
+    if (!costMemcpy(inst, index, what, hostNs, op))
       return false;
-    bool fromHost = inst.get(Field::Memcpy_from_device),
-         toHost = inst.get(Field::Memcpy_to_device);
-    if (!target.memcpyL2ToL2) {
-      // (1, 0) loads from the host; every other pair stores to it.
-      fromHost = fromHost && !toHost;
-      toHost = !fromHost;
-    }
-    if (fromHost && toHost)
-      return fail(index, "host-to-host MEMCPY is not supported");
-    const int64_t a = shape.a, rows = shape.b ? shape.b : 1;
-    const double words =
-        target.memcpyShapeProduct
-            ? double((uint64_t(shape.a) * shape.b * shape.c + 7) / 8)
-            : double(a * rows);
-    op.engine = Track::Memcpy;
-    op.category = "memcpy";
-    op.async = inst.get(Field::Memcpy_async);
-    if (fromHost || toHost) {
-      // The rows' span in the host window (one cache command covers it).
-      const double aux = target.memcpyAuxAddr
-                             ? double(inst.get(Field::Memcpy_aux_addr))
-                             : 0.0,
-                   stride = double(shape.c ? shape.c : a),
-                   spanWords = target.memcpyShapeProduct
-                                   ? words
-                                   : double(rows - 1) * stride + double(a);
-      const device::kv260::TransferPlan plan = device::kv260::planTransfer(
-          fromHost ? device::kv260::Stream::HostToL2
-                   : device::kv260::Stream::L2ToHost,
-          uint64_t(16 * words), device::kv260::PlanOptions());
-      for (device::kv260::Channel c : plan.drainFirst)
-        drain(c, what);
-      for (size_t i = 0; i < plan.beforeWord; ++i)
-        push(plan.commands[i], -1, hostNs, what);
-      op.latencyNs = p_.host_dma_latency_ns;
-      chargePorts(plan, op);
-      op.busyNs = streamNs(op);
-      out_->counts.memcpyBytes += uint64_t(16 * words);
-      plan_ = plan;
-      planCategory_ = "memcpy";
-      if (fromHost) {
-        op.writes.push_back(
-            {int64_t(inst.get(Field::Memcpy_dest_addr)),
-             int64_t(inst.get(Field::Memcpy_dest_addr)) + int64_t(words)});
-        // The driver converts the rows to BF16 in the DMA buffer first.
-        const double lanes = 8 * words;
-        tl().host(lanes * p_.host_bf16_cycles_per_element * 1000.0 /
-                          p_.host_cpu_mhz +
-                      mbpsNs(2 * lanes, windowWriteMbps()) +
-                      windowCacheCommandNs(16 * spanWords),
-                  "runtime_copy:bf16_to_npu", "float to BF16 for " + what);
-      } else {
-        op.reads.push_back(
-            {int64_t(inst.get(Field::Memcpy_src_addr)),
-             int64_t(inst.get(Field::Memcpy_src_addr)) + int64_t(words)});
-        if (toShadowElements_ == 0)
-          toShadowLo_ = aux, toShadowHi_ = aux + spanWords;
-        toShadowLo_ = std::min(toShadowLo_, aux);
-        toShadowHi_ = std::max(toShadowHi_, aux + spanWords);
-        toShadowElements_ += 8 * words;
-      }
-    } else {
-      op.busyNs = cyclesNs(words / p_.l2_copy_words_per_cycle);
-      op.reads.push_back(
-          {int64_t(inst.get(Field::Memcpy_src_addr)),
-           int64_t(inst.get(Field::Memcpy_src_addr)) + int64_t(words)});
-      op.writes.push_back(
-          {int64_t(inst.get(Field::Memcpy_dest_addr)),
-           int64_t(inst.get(Field::Memcpy_dest_addr)) + int64_t(words)});
-    }
     break;
-  }
-  case isa::Opcode::Cvo: {
-    static const double Params::*const perElement[8] = {
-        &Params::sfu_exp_cycles_per_element,
-        &Params::sfu_sqrt_cycles_per_element,
-        &Params::sfu_gelu_cycles_per_element,
-        &Params::sfu_sin_cycles_per_element,
-        &Params::sfu_cos_cycles_per_element,
-        &Params::sfu_reduce_sum_cycles_per_element,
-        &Params::sfu_scale_cycles_per_element,
-        &Params::sfu_recip_cycles_per_element};
-    const uint32_t func = inst.get(Field::Cvo_cvo_func) & 7;
-    const int64_t length = inst.get(Field::Cvo_length);
-    op.engine = Track::Sfu;
-    op.category = "sfu";
-    op.name += std::string(" ") + isa::enumName(Field::Cvo_cvo_func, func) +
-               " x" + std::to_string(length);
-    op.async = inst.get(Field::Cvo_async);
-    op.busyNs = cyclesNs(p_.sfu_latency_cycles +
-                         double(length) * p_.*perElement[func] /
-                             std::max(p_.sfu_elements_per_clock, 1e-9));
-    const int64_t src = inst.get(Field::Cvo_src_addr),
-                  dst = inst.get(Field::Cvo_dst_addr);
-    op.reads.push_back({src, src + wordsFor(length)});
-    op.writes.push_back(
-        {dst,
-         dst + (func == isa::Cvo_cvo_func_reduce_sum ? 1 : wordsFor(length))});
+  case isa::Opcode::Cvo:
+    costCvo(inst, op);
     break;
-  }
   case isa::Opcode::Gemv:
-  case isa::Opcode::Gemm: {
-    const bool gemm = inst.opcode == isa::Opcode::Gemm;
-    // v002-rtl swaps the roles of the two pointers (hw/machine/Targets.def).
-    const bool swapped =
-        machine::targetProfile(ctx_.target).matmulPointersSwapped;
-    const uint32_t weightEntry =
-                       inst.get(swapped ? Field::Matmul_size_ptr_addr
-                                        : Field::Matmul_shape_ptr_addr),
-                   fmapEntry = inst.get(swapped ? Field::Matmul_shape_ptr_addr
-                                                : Field::Matmul_size_ptr_addr);
-    Entry shape, size;
-    if (!entry(weight_, weightEntry, "weight_shape", index, &shape) ||
-        !entry(fmap_, fmapEntry, "fmap_shape", index, &size))
+  case isa::Opcode::Gemm:
+    if (!costMatmul(inst, index, what, hostNs, op))
       return false;
-    const int64_t n = shape.a, k = shape.b, m = gemm ? size.a : 1;
-    if (n == 0 || k == 0 || shape.c > 1)
-      return fail(index, "weight_shape entry " + std::to_string(weightEntry) +
-                             " is not a valid N, K, format");
-    const auto format = hw::WeightFormat(shape.c);
-    const bool scaled =
-        inst.has(Field::Matmul_flags, isa::Matmul_flags_w_scale);
-    const uint64_t record = uint64_t((scaled ? hw::recordScaleBytes(n) : 0) +
-                                     n * hw::recordRowStride(format, k));
-    const exec::WeightRef &ref = prog_.weights[index];
-    if (ref.kind == exec::WeightRef::Kind::None)
-      return fail(index, "GEMV/GEMM has no weight record");
-    const uint64_t bytes =
-        ref.kind == exec::WeightRef::Kind::Static ? ref.bytes : record;
-    out_->counts.weightBytes += bytes;
-    if (ref.kind == exec::WeightRef::Kind::Cache ||
-        ref.kind == exec::WeightRef::Kind::Mask)
-      out_->counts.kvRecordBytes += bytes;
-    unsigned lanes = inst.get(Field::Matmul_parallel_lane);
-    lanes = lanes == 0 ? unsigned(p_.gemv_cores) : std::min(lanes, 4u);
-
-    // flushPendingWeights, by the transfer plan both share
-    // (runtime/devices/Kv260TransferPlan.h): the record streams over the
-    // engine's two ports (a GEMM whose engine adds its lanes,
-    // gemm_lanes_summed: the record on one, as many zeros on the other) in
-    // commands the driver queues without waiting for the NPU, up to the
-    // command FIFOs' depth; the rest follow the word. A record made at run
-    // time by a host kernel (host attention's scores) is first copied into
-    // the DMA staging area, once the commands reading the previous staged
-    // record are done; a static one streams from the resident weights
-    // section (copied once when the model is opened), a KV record or mask
-    // from where the host wrote it in the DMA buffer.
-    device::kv260::PlanOptions planOptions;
-    planOptions.maxCommandBytes = ctx_.maxCommandBytes;
-    planOptions.staged = ref.kind == exec::WeightRef::Kind::Dynamic;
-    planOptions.gemmLanes = p_.gemm_lanes_summed != 0
-                                ? device::kv260::GemmLanes::Summed
-                                : device::kv260::GemmLanes::Split;
-    const device::kv260::TransferPlan plan =
-        device::kv260::planTransfer(gemm ? device::kv260::Stream::GemmWeights
-                                         : device::kv260::Stream::GemvWeights,
-                                    bytes, planOptions);
-    for (device::kv260::Channel c : plan.drainFirst)
-      drain(c, what);
-    if (planOptions.staged)
-      tl().host(mbpsNs(double(bytes), p_.dma_buffer_write_mb_per_s),
-                "runtime_copy:weight_staging",
-                "weight record copy for " + what);
-    for (size_t i = 0; i < plan.beforeWord; ++i)
-      push(plan.commands[i], -1, hostNs, what);
-    plan_ = plan;
-    planCategory_ = "weight_streaming";
-
-    const double divisor = format == hw::WeightFormat::Int8
-                               ? std::max(p_.int8_weight_rate_divisor, 1e-9)
-                               : 1.0;
-    const double macs = double(m) * double(n) * double(k);
-    const double computeNs =
-        gemm ? cyclesNs(p_.gemm_fill_cycles +
-                        macs * divisor / p_.gemm_macs_per_clock)
-             : cyclesNs(p_.gemv_reduction_stages + p_.gemv_fill_cycles +
-                        macs * divisor /
-                            (lanes * p_.gemv_macs_per_core_per_clock));
-    op.latencyNs = p_.weight_stream_latency_ns;
-    chargePorts(plan, op);
-    const double stream = streamNs(op);
-    op.engine = Track::GemvGemm;
-    op.busyNs = std::max(computeNs, stream);
-    op.category = stream >= computeNs ? "weight_streaming" : "npu_compute";
-    op.name += " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-               std::to_string(k) +
-               (format == hw::WeightFormat::Int8 ? " int8" : " int4");
-    const int64_t src = inst.get(Field::Matmul_src_addr),
-                  dst = inst.get(Field::Matmul_dest_reg);
-    const int64_t s = size.b ? size.b : wordsFor(k),
-                  d = size.c ? size.c : wordsFor(n);
-    op.reads.push_back({src, src + (m - 1) * s + wordsFor(k)});
-    op.writes.push_back({dst, dst + (m - 1) * d + wordsFor(n)});
     break;
-  }
   }
   // The word: one 64-bit store into the instruction FIFO.
   hostNs += p_.axil_write_ns;
@@ -827,6 +651,229 @@ bool Replay::issue(uint32_t index, const std::string &segment) {
     plan_ = device::kv260::TransferPlan();
   }
   return true;
+}
+
+void Replay::costMemset(const isa::Instruction &inst, NpuOp &op) {
+  Entry &e = (inst.get(Field::Memset_dest_cache) == 0
+                  ? fmap_
+                  : weight_)[inst.get(Field::Memset_dest_addr) % 64];
+  e = {true, inst.get(Field::Memset_a_value), inst.get(Field::Memset_b_value),
+       inst.get(Field::Memset_c_value)};
+  op.category = "memset";
+  op.busyNs = cyclesNs(p_.memset_cycles);
+}
+
+bool Replay::costMemcpy(const isa::Instruction &inst, uint32_t index,
+                        const std::string &what, double &hostNs, NpuOp &op) {
+  const machine::TargetProfile &target = machine::targetProfile(ctx_.target);
+  Entry shape;
+  if (!entry(fmap_, inst.get(Field::Memcpy_shape_ptr_addr), "fmap_shape", index,
+             &shape))
+    return false;
+  bool fromHost = inst.get(Field::Memcpy_from_device),
+       toHost = inst.get(Field::Memcpy_to_device);
+  if (!target.memcpyL2ToL2) {
+    // (1, 0) loads from the host; every other pair stores to it.
+    fromHost = fromHost && !toHost;
+    toHost = !fromHost;
+  }
+  if (fromHost && toHost)
+    return fail(index, "host-to-host MEMCPY is not supported");
+  const int64_t a = shape.a, rows = shape.b ? shape.b : 1;
+  const double words =
+      target.memcpyShapeProduct
+          ? double((uint64_t(shape.a) * shape.b * shape.c + 7) / 8)
+          : double(a * rows);
+  op.engine = Track::Memcpy;
+  op.category = "memcpy";
+  op.async = inst.get(Field::Memcpy_async);
+  if (fromHost || toHost) {
+    // The rows' span in the host window (one cache command covers it).
+    const double aux = target.memcpyAuxAddr
+                           ? double(inst.get(Field::Memcpy_aux_addr))
+                           : 0.0,
+                 stride = double(shape.c ? shape.c : a),
+                 spanWords = target.memcpyShapeProduct
+                                 ? words
+                                 : double(rows - 1) * stride + double(a);
+    costHostCopy(inst, fromHost, words, spanWords, aux, what, hostNs, op);
+    return true;
+  }
+  op.busyNs = cyclesNs(words / p_.l2_copy_words_per_cycle);
+  op.reads.push_back(
+      {int64_t(inst.get(Field::Memcpy_src_addr)),
+       int64_t(inst.get(Field::Memcpy_src_addr)) + int64_t(words)});
+  op.writes.push_back(
+      {int64_t(inst.get(Field::Memcpy_dest_addr)),
+       int64_t(inst.get(Field::Memcpy_dest_addr)) + int64_t(words)});
+  return true;
+}
+
+void Replay::costHostCopy(const isa::Instruction &inst, bool fromHost,
+                          double words, double spanWords, double aux,
+                          const std::string &what, double &hostNs, NpuOp &op) {
+  const device::kv260::TransferPlan plan = device::kv260::planTransfer(
+      fromHost ? device::kv260::Stream::HostToL2
+               : device::kv260::Stream::L2ToHost,
+      uint64_t(16 * words), device::kv260::PlanOptions());
+  for (device::kv260::Channel c : plan.drainFirst)
+    drain(c, what);
+  for (size_t i = 0; i < plan.beforeWord; ++i)
+    push(plan.commands[i], -1, hostNs, what);
+  op.latencyNs = p_.host_dma_latency_ns;
+  chargePorts(plan, op);
+  op.busyNs = streamNs(op);
+  out_->counts.memcpyBytes += uint64_t(16 * words);
+  plan_ = plan;
+  planCategory_ = "memcpy";
+  if (fromHost) {
+    op.writes.push_back(
+        {int64_t(inst.get(Field::Memcpy_dest_addr)),
+         int64_t(inst.get(Field::Memcpy_dest_addr)) + int64_t(words)});
+    // The driver converts the rows to BF16 in the DMA buffer first.
+    const double lanes = 8 * words;
+    tl().host(lanes * p_.host_bf16_cycles_per_element * 1000.0 /
+                      p_.host_cpu_mhz +
+                  mbpsNs(2 * lanes, windowWriteMbps()) +
+                  windowCacheCommandNs(16 * spanWords),
+              "runtime_copy:bf16_to_npu", "float to BF16 for " + what);
+  } else {
+    op.reads.push_back(
+        {int64_t(inst.get(Field::Memcpy_src_addr)),
+         int64_t(inst.get(Field::Memcpy_src_addr)) + int64_t(words)});
+    if (toShadowElements_ == 0)
+      toShadowLo_ = aux, toShadowHi_ = aux + spanWords;
+    toShadowLo_ = std::min(toShadowLo_, aux);
+    toShadowHi_ = std::max(toShadowHi_, aux + spanWords);
+    toShadowElements_ += 8 * words;
+  }
+}
+
+void Replay::costCvo(const isa::Instruction &inst, NpuOp &op) {
+  static const double Params::*const perElement[8] = {
+      &Params::sfu_exp_cycles_per_element,
+      &Params::sfu_sqrt_cycles_per_element,
+      &Params::sfu_gelu_cycles_per_element,
+      &Params::sfu_sin_cycles_per_element,
+      &Params::sfu_cos_cycles_per_element,
+      &Params::sfu_reduce_sum_cycles_per_element,
+      &Params::sfu_scale_cycles_per_element,
+      &Params::sfu_recip_cycles_per_element};
+  const uint32_t func = inst.get(Field::Cvo_cvo_func) & 7;
+  const int64_t length = inst.get(Field::Cvo_length);
+  op.engine = Track::Sfu;
+  op.category = "sfu";
+  op.name += std::string(" ") + isa::enumName(Field::Cvo_cvo_func, func) +
+             " x" + std::to_string(length);
+  op.async = inst.get(Field::Cvo_async);
+  op.busyNs = cyclesNs(p_.sfu_latency_cycles +
+                       double(length) * p_.*perElement[func] /
+                           std::max(p_.sfu_elements_per_clock, 1e-9));
+  const int64_t src = inst.get(Field::Cvo_src_addr),
+                dst = inst.get(Field::Cvo_dst_addr);
+  op.reads.push_back({src, src + wordsFor(length)});
+  op.writes.push_back(
+      {dst,
+       dst + (func == isa::Cvo_cvo_func_reduce_sum ? 1 : wordsFor(length))});
+}
+
+bool Replay::costMatmul(const isa::Instruction &inst, uint32_t index,
+                        const std::string &what, double &hostNs, NpuOp &op) {
+  const bool gemm = inst.opcode == isa::Opcode::Gemm;
+  // v002-rtl swaps the roles of the two pointers (hw/machine/Targets.def).
+  const bool swapped =
+      machine::targetProfile(ctx_.target).matmulPointersSwapped;
+  const uint32_t weightEntry = inst.get(swapped ? Field::Matmul_size_ptr_addr
+                                                : Field::Matmul_shape_ptr_addr),
+                 fmapEntry = inst.get(swapped ? Field::Matmul_shape_ptr_addr
+                                              : Field::Matmul_size_ptr_addr);
+  Entry shape, size;
+  if (!entry(weight_, weightEntry, "weight_shape", index, &shape) ||
+      !entry(fmap_, fmapEntry, "fmap_shape", index, &size))
+    return false;
+  const int64_t n = shape.a, k = shape.b, m = gemm ? size.a : 1;
+  if (n == 0 || k == 0 || shape.c > 1)
+    return fail(index, "weight_shape entry " + std::to_string(weightEntry) +
+                           " is not a valid N, K, format");
+  const auto format = hw::WeightFormat(shape.c);
+  const bool scaled = inst.has(Field::Matmul_flags, isa::Matmul_flags_w_scale);
+  const uint64_t record = uint64_t((scaled ? hw::recordScaleBytes(n) : 0) +
+                                   n * hw::recordRowStride(format, k));
+  const exec::WeightRef &ref = prog_.weights[index];
+  if (ref.kind == exec::WeightRef::Kind::None)
+    return fail(index, "GEMV/GEMM has no weight record");
+  const uint64_t bytes =
+      ref.kind == exec::WeightRef::Kind::Static ? ref.bytes : record;
+  out_->counts.weightBytes += bytes;
+  if (ref.kind == exec::WeightRef::Kind::Cache ||
+      ref.kind == exec::WeightRef::Kind::Mask)
+    out_->counts.kvRecordBytes += bytes;
+  unsigned lanes = inst.get(Field::Matmul_parallel_lane);
+  lanes = lanes == 0 ? unsigned(p_.gemv_cores) : std::min(lanes, 4u);
+
+  streamWeights(gemm, ref, bytes, what, hostNs, op);
+
+  const double divisor = format == hw::WeightFormat::Int8
+                             ? std::max(p_.int8_weight_rate_divisor, 1e-9)
+                             : 1.0;
+  const double macs = double(m) * double(n) * double(k);
+  const double computeNs =
+      gemm ? cyclesNs(p_.gemm_fill_cycles +
+                      macs * divisor / p_.gemm_macs_per_clock)
+           : cyclesNs(p_.gemv_reduction_stages + p_.gemv_fill_cycles +
+                      macs * divisor /
+                          (lanes * p_.gemv_macs_per_core_per_clock));
+  const double stream = streamNs(op);
+  op.engine = Track::GemvGemm;
+  op.busyNs = std::max(computeNs, stream);
+  op.category = stream >= computeNs ? "weight_streaming" : "npu_compute";
+  op.name += " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+             std::to_string(k) +
+             (format == hw::WeightFormat::Int8 ? " int8" : " int4");
+  const int64_t src = inst.get(Field::Matmul_src_addr),
+                dst = inst.get(Field::Matmul_dest_reg);
+  const int64_t s = size.b ? size.b : wordsFor(k),
+                d = size.c ? size.c : wordsFor(n);
+  op.reads.push_back({src, src + (m - 1) * s + wordsFor(k)});
+  op.writes.push_back({dst, dst + (m - 1) * d + wordsFor(n)});
+  return true;
+}
+
+void Replay::streamWeights(bool gemm, const exec::WeightRef &ref,
+                           uint64_t bytes, const std::string &what,
+                           double &hostNs, NpuOp &op) {
+  // flushPendingWeights, by the transfer plan both share
+  // (runtime/devices/Kv260TransferPlan.h): the record streams over the
+  // engine's two ports (a GEMM whose engine adds its lanes,
+  // gemm_lanes_summed: the record on one, as many zeros on the other) in
+  // commands the driver queues without waiting for the NPU, up to the
+  // command FIFOs' depth; the rest follow the word. A record made at run
+  // time by a host kernel (host attention's scores) is first copied into
+  // the DMA staging area, once the commands reading the previous staged
+  // record are done; a static one streams from the resident weights
+  // section (copied once when the model is opened), a KV record or mask
+  // from where the host wrote it in the DMA buffer.
+  device::kv260::PlanOptions planOptions;
+  planOptions.maxCommandBytes = ctx_.maxCommandBytes;
+  planOptions.staged = ref.kind == exec::WeightRef::Kind::Dynamic;
+  planOptions.gemmLanes = p_.gemm_lanes_summed != 0
+                              ? device::kv260::GemmLanes::Summed
+                              : device::kv260::GemmLanes::Split;
+  const device::kv260::TransferPlan plan =
+      device::kv260::planTransfer(gemm ? device::kv260::Stream::GemmWeights
+                                       : device::kv260::Stream::GemvWeights,
+                                  bytes, planOptions);
+  for (device::kv260::Channel c : plan.drainFirst)
+    drain(c, what);
+  if (planOptions.staged)
+    tl().host(mbpsNs(double(bytes), p_.dma_buffer_write_mb_per_s),
+              "runtime_copy:weight_staging", "weight record copy for " + what);
+  for (size_t i = 0; i < plan.beforeWord; ++i)
+    push(plan.commands[i], -1, hostNs, what);
+  plan_ = plan;
+  planCategory_ = "weight_streaming";
+  op.latencyNs = p_.weight_stream_latency_ns;
+  chargePorts(plan, op);
 }
 
 void Replay::afterWord(const NpuOp &op, double end, const std::string &what) {
