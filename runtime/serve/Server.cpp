@@ -950,182 +950,211 @@ struct Server::Impl {
                                : 0.0}};
   }
 
+  /// Registers the routes and httplib's hooks; each is a member below.
   void modelRoutes() {
-    http.Get("/health",
-             [this](const httplib::Request &, httplib::Response &res) {
-               json s = status();
-               sendJson(res, 200,
-                        {{"status", "ok"},
-                         {"model", options.modelName},
-                         {"requests_in_queue",
-                          s["requests_waiting"].get<uint64_t>() +
-                              s["slots_busy"].get<uint64_t>()},
-                         {"slots", s["slots"]},
-                         {"slots_busy", s["slots_busy"]},
-                         {"tokens_per_second", s["tokens_per_second"]},
-                         {"context_length", backend.capacity()}});
-             });
-    // Prometheus' text format: counters and gauges of the same figures.
-    http.Get("/metrics",
-             [this](const httplib::Request &, httplib::Response &res) {
-               json s = status();
-               std::string text;
-               auto metric = [&](const char *name, const char *type,
-                                 const char *help, const json &value) {
-                 text += std::string("# HELP pccx_") + name + " " + help +
-                         "\n# TYPE pccx_" + name + " " + type + "\npccx_" +
-                         name + " " + value.dump() + "\n";
-               };
-               metric("slots", "gauge", "Sequences generated at once.",
-                      s["slots"]);
-               metric("slots_busy", "gauge", "Requests generating now.",
-                      s["slots_busy"]);
-               metric("requests_waiting", "gauge",
-                      "Requests waiting for a slot.", s["requests_waiting"]);
-               metric("generated_tokens_total", "counter",
-                      "Tokens generated.", s["generated_tokens"]);
-               metric("prompt_tokens_total", "counter",
-                      "Prompt tokens consumed.", s["prompt_tokens"]);
-               metric("reused_prompt_tokens_total", "counter",
-                      "Prompt tokens found in a slot's KV cache.",
-                      s["reused_prompt_tokens"]);
-               metric("decode_steps_total", "counter",
-                      "Decode steps (passes over the weights).",
-                      s["decode_steps"]);
-               metric("busy_seconds_total", "counter",
-                      "Seconds spent generating.", s["busy_seconds"]);
-               metric("draft_tokens_total", "counter",
-                      "Tokens drafted by speculative decoding (--draft).",
-                      s["drafted_tokens"]);
-               metric("draft_accepted_tokens_total", "counter",
-                      "Drafted tokens accepted.",
-                      s["accepted_draft_tokens"]);
-               metric("tokens_per_second", "gauge",
-                      "Generated tokens per busy second, all sequences.",
-                      s["tokens_per_second"]);
-               res.status = 200;
-               res.set_content(text, "text/plain; version=0.0.4");
-             });
-    http.Get("/v1/models", [this](const httplib::Request &,
-                                  httplib::Response &res) {
-      sendJson(res, 200,
-               {{"object", "list"}, {"data", json::array({modelObject()})}});
+    using Request = httplib::Request;
+    using Response = httplib::Response;
+    http.Get("/health", [this](const Request &req, Response &res) {
+      handleHealth(req, res);
     });
-    http.Get(R"(/v1/models/(.+))",
-             [this](const httplib::Request &req, httplib::Response &res) {
-               if (req.matches[1] == options.modelName)
-                 return sendJson(res, 200, modelObject());
-               sendError(res, unknownModel(req.matches[1]));
-             });
+    http.Get("/metrics", [this](const Request &req, Response &res) {
+      handleMetrics(req, res);
+    });
+    http.Get("/v1/models", [this](const Request &req, Response &res) {
+      handleModels(req, res);
+    });
+    http.Get(R"(/v1/models/(.+))", [this](const Request &req, Response &res) {
+      handleModel(req, res);
+    });
     for (const char *path : {"/v1/completions", "/v1/chat/completions"}) {
       bool isChat = std::string(path) == "/v1/chat/completions";
-      http.Post(path, [this, isChat](const httplib::Request &req,
-                                     httplib::Response &res,
+      http.Post(path, [this, isChat](const Request &req, Response &res,
                                      const httplib::ContentReader &reader) {
-        std::string body;
-        if (readBody(reader, &body, res))
-          generate(req, body, res, isChat);
+        handleGeneration(req, res, reader, isChat);
       });
-      http.Get(path, [path](const httplib::Request &, httplib::Response &res) {
-        ApiError e = apiError(405, "method_not_allowed",
-                              std::string("use POST for ") + path);
-        res.set_header("Allow", "POST");
-        sendError(res, e);
+      http.Get(path, [path](const Request &, Response &res) {
+        refuseGet(path, res);
       });
     }
-    // Before any body byte is read: CORS preflights, the API key, then
-    // the framing.
-    http.set_pre_routing_handler(
-        [this](const httplib::Request &req, httplib::Response &res) {
-          if (Connection *conn = tlConnection; conn && conn->headHasNul()) {
-            conn->closeAfterResponse();
-            res.set_header("Connection", "close");
-            sendError(res, apiError(400, "invalid_header",
-                                    "a header holds a NUL byte, which HTTP "
-                                    "does not allow in a field"));
-            return httplib::Server::HandlerResponse::Handled;
-          }
-          if (req.method == "OPTIONS" && !allowedOrigin(req).empty() &&
-              req.has_header("Access-Control-Request-Method")) {
-            res.status = 204;
-            res.set_header("Access-Control-Allow-Methods",
-                           "GET, POST, OPTIONS");
-            res.set_header("Access-Control-Allow-Headers",
-                           "Authorization, Content-Type");
-            return httplib::Server::HandlerResponse::Handled;
-          }
-          if (!options.apiKey.empty() && req.path.rfind("/v1/", 0) == 0 &&
-              !(req.get_header_value_count("Authorization") == 1 &&
-                bearerTokenMatches(req.get_header_value("Authorization"),
-                                   options.apiKey))) {
-            if (tlConnection) // the body is left unread
-              tlConnection->closeAfterResponse();
-            res.set_header("Connection", "close");
-            res.set_header("WWW-Authenticate", "Bearer");
-            sendError(res, unauthorized(!req.has_header("Authorization")));
-            return httplib::Server::HandlerResponse::Handled;
-          }
-          if (std::optional<ApiError> e =
-                  framingError(req, options.maxBodyBytes)) {
-            if (tlConnection) // the body is left unread
-              tlConnection->closeAfterResponse();
-            res.set_header("Connection", "close");
-            sendError(res, *e);
-            return httplib::Server::HandlerResponse::Handled;
-          }
-          return httplib::Server::HandlerResponse::Unhandled;
-        });
-    // Every response to an allowed origin says so: httplib calls this
-    // before writing the headers of any response, errors and streams
-    // included.
-    http.set_post_routing_handler(
-        [this](const httplib::Request &req, httplib::Response &res) {
-          std::string origin = allowedOrigin(req);
-          if (!origin.empty()) {
-            res.set_header("Access-Control-Allow-Origin", origin);
-            if (origin != "*") // the answer depends on the Origin
-              res.set_header("Vary", "Origin");
-          }
-        });
-    // An exception in a handler is a 500 whose text goes to the log, not
-    // to the client (httplib's default puts it in a header).
-    http.set_exception_handler([](const httplib::Request &,
-                                  httplib::Response &res,
-                                  std::exception_ptr error) {
-      std::string what = "unknown exception";
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception &e) {
-        what = e.what();
-      } catch (...) {
-      }
-      logLine("pccx-serve: error: " + logSafe(what) + "\n");
-      sendError(res, apiError(500, "internal_error",
-                              "the server failed to handle the request"));
+    http.set_pre_routing_handler([this](const Request &req, Response &res) {
+      return beforeRouting(req, res);
     });
-    // Errors httplib raises itself (no route, a body it could not read,
-    // ...) get an OpenAI error body too; bodies the handlers wrote are
-    // kept. This runs outside httplib's exception protection.
+    http.set_post_routing_handler(
+        [this](const Request &req, Response &res) { afterRouting(req, res); });
+    http.set_exception_handler(handleException);
     http.set_error_handler(httplib::Server::HandlerWithResponse(
-        [this](const httplib::Request &req, httplib::Response &res) {
-          if (!res.body.empty())
-            return httplib::Server::HandlerResponse::Unhandled;
-          if (tlConnection && tlConnection->overLimit())
-            res.status = 413;
-          else if (tlConnection && tlConnection->timedOut())
-            res.status = 408;
-          ApiError e;
-          e.status = res.status;
-          if (res.status == 404) {
-            e.message = "no route " + req.method + " " + req.path +
-                        " (see docs/serving.md)";
-            e.code = "unknown_url";
-          } else {
-            e = statusError(res.status);
-          }
-          sendError(res, e);
-          return httplib::Server::HandlerResponse::Handled;
+        [this](const Request &req, Response &res) {
+          return handleError(req, res);
         }));
+  }
+
+  void handleHealth(const httplib::Request &, httplib::Response &res) {
+    json s = status();
+    sendJson(res, 200,
+             {{"status", "ok"},
+              {"model", options.modelName},
+              {"requests_in_queue", s["requests_waiting"].get<uint64_t>() +
+                                        s["slots_busy"].get<uint64_t>()},
+              {"slots", s["slots"]},
+              {"slots_busy", s["slots_busy"]},
+              {"tokens_per_second", s["tokens_per_second"]},
+              {"context_length", backend.capacity()}});
+  }
+
+  /// Prometheus' text format: counters and gauges of the same figures.
+  void handleMetrics(const httplib::Request &, httplib::Response &res) {
+    json s = status();
+    std::string text;
+    auto metric = [&](const char *name, const char *type, const char *help,
+                      const json &value) {
+      text += std::string("# HELP pccx_") + name + " " + help +
+              "\n# TYPE pccx_" + name + " " + type + "\npccx_" + name + " " +
+              value.dump() + "\n";
+    };
+    metric("slots", "gauge", "Sequences generated at once.", s["slots"]);
+    metric("slots_busy", "gauge", "Requests generating now.", s["slots_busy"]);
+    metric("requests_waiting", "gauge", "Requests waiting for a slot.",
+           s["requests_waiting"]);
+    metric("generated_tokens_total", "counter", "Tokens generated.",
+           s["generated_tokens"]);
+    metric("prompt_tokens_total", "counter", "Prompt tokens consumed.",
+           s["prompt_tokens"]);
+    metric("reused_prompt_tokens_total", "counter",
+           "Prompt tokens found in a slot's KV cache.",
+           s["reused_prompt_tokens"]);
+    metric("decode_steps_total", "counter",
+           "Decode steps (passes over the weights).", s["decode_steps"]);
+    metric("busy_seconds_total", "counter", "Seconds spent generating.",
+           s["busy_seconds"]);
+    metric("draft_tokens_total", "counter",
+           "Tokens drafted by speculative decoding (--draft).",
+           s["drafted_tokens"]);
+    metric("draft_accepted_tokens_total", "counter", "Drafted tokens accepted.",
+           s["accepted_draft_tokens"]);
+    metric("tokens_per_second", "gauge",
+           "Generated tokens per busy second, all sequences.",
+           s["tokens_per_second"]);
+    res.status = 200;
+    res.set_content(text, "text/plain; version=0.0.4");
+  }
+
+  void handleModels(const httplib::Request &, httplib::Response &res) {
+    sendJson(res, 200,
+             {{"object", "list"}, {"data", json::array({modelObject()})}});
+  }
+
+  void handleModel(const httplib::Request &req, httplib::Response &res) {
+    if (req.matches[1] == options.modelName)
+      return sendJson(res, 200, modelObject());
+    sendError(res, unknownModel(req.matches[1]));
+  }
+
+  /// POST /v1/completions and /v1/chat/completions.
+  void handleGeneration(const httplib::Request &req, httplib::Response &res,
+                        const httplib::ContentReader &reader, bool isChat) {
+    std::string body;
+    if (readBody(reader, &body, res))
+      generate(req, body, res, isChat);
+  }
+
+  /// GET on a generation route.
+  static void refuseGet(const char *path, httplib::Response &res) {
+    ApiError e = apiError(405, "method_not_allowed",
+                          std::string("use POST for ") + path);
+    res.set_header("Allow", "POST");
+    sendError(res, e);
+  }
+
+  /// Before any body byte is read: CORS preflights, the API key, then the
+  /// framing.
+  httplib::Server::HandlerResponse beforeRouting(const httplib::Request &req,
+                                                 httplib::Response &res) {
+    if (Connection *conn = tlConnection; conn && conn->headHasNul()) {
+      conn->closeAfterResponse();
+      res.set_header("Connection", "close");
+      sendError(res, apiError(400, "invalid_header",
+                              "a header holds a NUL byte, which HTTP "
+                              "does not allow in a field"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.method == "OPTIONS" && !allowedOrigin(req).empty() &&
+        req.has_header("Access-Control-Request-Method")) {
+      res.status = 204;
+      res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      res.set_header("Access-Control-Allow-Headers",
+                     "Authorization, Content-Type");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!options.apiKey.empty() && req.path.rfind("/v1/", 0) == 0 &&
+        !(req.get_header_value_count("Authorization") == 1 &&
+          bearerTokenMatches(req.get_header_value("Authorization"),
+                             options.apiKey))) {
+      if (tlConnection) // the body is left unread
+        tlConnection->closeAfterResponse();
+      res.set_header("Connection", "close");
+      res.set_header("WWW-Authenticate", "Bearer");
+      sendError(res, unauthorized(!req.has_header("Authorization")));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (std::optional<ApiError> e = framingError(req, options.maxBodyBytes)) {
+      if (tlConnection) // the body is left unread
+        tlConnection->closeAfterResponse();
+      res.set_header("Connection", "close");
+      sendError(res, *e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  }
+
+  /// Every response to an allowed origin says so: httplib calls this before
+  /// writing the headers of any response, errors and streams included.
+  void afterRouting(const httplib::Request &req, httplib::Response &res) {
+    std::string origin = allowedOrigin(req);
+    if (!origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", origin);
+      if (origin != "*") // the answer depends on the Origin
+        res.set_header("Vary", "Origin");
+    }
+  }
+
+  /// An exception in a handler is a 500 whose text goes to the log, not to
+  /// the client (httplib's default puts it in a header).
+  static void handleException(const httplib::Request &, httplib::Response &res,
+                              std::exception_ptr error) {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception &e) {
+      what = e.what();
+    } catch (...) {
+    }
+    logLine("pccx-serve: error: " + logSafe(what) + "\n");
+    sendError(res, apiError(500, "internal_error",
+                            "the server failed to handle the request"));
+  }
+
+  /// Errors httplib raises itself (no route, a body it could not read, ...)
+  /// get an OpenAI error body too; bodies the handlers wrote are kept. This
+  /// runs outside httplib's exception protection.
+  httplib::Server::HandlerResponse handleError(const httplib::Request &req,
+                                               httplib::Response &res) {
+    if (!res.body.empty())
+      return httplib::Server::HandlerResponse::Unhandled;
+    if (tlConnection && tlConnection->overLimit())
+      res.status = 413;
+    else if (tlConnection && tlConnection->timedOut())
+      res.status = 408;
+    ApiError e;
+    e.status = res.status;
+    if (res.status == 404) {
+      e.message =
+          "no route " + req.method + " " + req.path + " (see docs/serving.md)";
+      e.code = "unknown_url";
+    } else {
+      e = statusError(res.status);
+    }
+    sendError(res, e);
+    return httplib::Server::HandlerResponse::Handled;
   }
 
   /// The Access-Control-Allow-Origin value for the request's Origin, or
