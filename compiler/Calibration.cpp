@@ -3,7 +3,7 @@
 #include "compiler/Calibration.h"
 
 #include "hw/support/InputFile.h"
-#include "runtime/app/Tokenizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/reference/InputStatistics.h"
 #include "runtime/reference/Sensitivity.h"
 

@@ -19,9 +19,9 @@
 
 #include "runtime/app/Generate.h"
 #include "runtime/app/Sampler.h"
-#include "runtime/app/Tokenizer.h"
 #include "runtime/bundle/ChatTemplate.h"
 #include "runtime/exec/Session.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 #include <atomic>
 #include <functional>

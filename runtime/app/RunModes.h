@@ -15,8 +15,8 @@
 #include "runtime/app/ChatConsole.h"
 #include "runtime/app/Generate.h"
 #include "runtime/app/Perplexity.h"
-#include "runtime/app/Tokenizer.h"
 #include "runtime/exec/Model.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 #include <ostream>
 #include <string>

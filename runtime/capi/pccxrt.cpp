@@ -2,10 +2,10 @@
 
 #include "runtime/capi/pccxrt.h"
 
-#include "runtime/devices/Devices.h"
 #include "runtime/app/Sampler.h"
-#include "runtime/app/Tokenizer.h"
+#include "runtime/devices/Devices.h"
 #include "runtime/exec/Session.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 #include <algorithm>
 #include <cmath>

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/app/Chat.h"
-#include "runtime/app/Tokenizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 #include <string>
 #include <vector>

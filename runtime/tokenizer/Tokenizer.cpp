@@ -1,6 +1,6 @@
 //===- Tokenizer.cpp - SentencePiece text <-> token ids -------------------===//
 
-#include "runtime/app/Tokenizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 #include <sentencepiece_processor.h>
 

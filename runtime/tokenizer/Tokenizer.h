@@ -1,7 +1,7 @@
 //===- Tokenizer.h - SentencePiece text <-> token ids -----------*- C++ -*-===//
 
-#ifndef PCCX_RUNTIME_APP_TOKENIZER_H
-#define PCCX_RUNTIME_APP_TOKENIZER_H
+#ifndef PCCX_RUNTIME_TOKENIZER_TOKENIZER_H
+#define PCCX_RUNTIME_TOKENIZER_TOKENIZER_H
 
 #include <cstddef>
 #include <cstdint>
