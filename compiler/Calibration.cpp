@@ -36,7 +36,7 @@ bool tokenizeCalibrationText(const std::string &textPath,
       !support::readInputFile(tokenizerPath, support::kMaxTokenizerFileBytes,
                               &model, error))
     return false;
-  auto tokenizer = app::Tokenizer::load(
+  auto tokenizer = Tokenizer::load(
       reinterpret_cast<const uint8_t *>(model.data()), model.size(), error);
   std::vector<int32_t> ids;
   if (!tokenizer || !tokenizer->encode(text, &ids, error)) {

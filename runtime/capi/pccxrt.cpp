@@ -22,7 +22,7 @@ struct pccxrt_model {
   std::unique_ptr<pccx::exec::Session> session;
   std::unique_ptr<pccx::app::Sampler> sampler;
   pccx::app::SamplingOptions samplerOptions;
-  std::unique_ptr<pccx::app::Tokenizer> tokenizer; // loaded on first use
+  std::unique_ptr<pccx::Tokenizer> tokenizer; // loaded on first use
   /// Calls on one handle from several threads take turns: the session,
   /// the sampler and the lazily loaded tokenizer are not thread safe.
   std::mutex mutex;
@@ -39,7 +39,7 @@ int failWith(pccxrt_model *, const std::string &message) {
 }
 
 /// The bundle's tokenizer; null (with the error set) when it has none.
-const pccx::app::Tokenizer *tokenizerOf(pccxrt_model *m) {
+const pccx::Tokenizer *tokenizerOf(pccxrt_model *m) {
   if (!m->tokenizer) {
     size_t bytes = 0;
     const uint8_t *data = m->model->tokenizer(&bytes);
@@ -47,7 +47,7 @@ const pccx::app::Tokenizer *tokenizerOf(pccxrt_model *m) {
       lastError = m->model->bundle().path() + " carries no tokenizer";
       return nullptr;
     }
-    m->tokenizer = pccx::app::Tokenizer::load(data, bytes, &lastError);
+    m->tokenizer = pccx::Tokenizer::load(data, bytes, &lastError);
   }
   return m->tokenizer.get();
 }
@@ -398,7 +398,7 @@ int pccxrt_tokenize(pccxrt_model *m, const char *text, int add_bos,
       return -1;
     if (!text || !count || (capacity && !ids))
       return failWith(m, "null argument");
-    const pccx::app::Tokenizer *tokenizer = tokenizerOf(m);
+    const pccx::Tokenizer *tokenizer = tokenizerOf(m);
     if (!tokenizer)
       return -1;
     std::vector<int32_t> out;
@@ -433,7 +433,7 @@ int pccxrt_detokenize(pccxrt_model *m, const int32_t *ids, size_t count,
                                std::to_string(ids[i]) +
                                ", outside the vocabulary of " +
                                std::to_string(m->model->vocabSize()));
-    const pccx::app::Tokenizer *tokenizer = tokenizerOf(m);
+    const pccx::Tokenizer *tokenizer = tokenizerOf(m);
     if (!tokenizer)
       return -1;
     std::string out = tokenizer->decode(std::vector<int32_t>(ids, ids + count));

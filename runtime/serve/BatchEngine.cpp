@@ -21,7 +21,7 @@ struct BatchEngine::Pending {
 };
 
 BatchEngine::BatchEngine(exec::Session &session,
-                         const app::Tokenizer &tokenizer, int32_t endOfTurn,
+                         const Tokenizer &tokenizer, int32_t endOfTurn,
                          int parallel)
     : session_(session), tokenizer_(tokenizer), endOfTurn_(endOfTurn),
       scheduler_(session, parallel) {}

@@ -36,7 +36,7 @@ struct EngineStats {
 
 class BatchEngine {
 public:
-  BatchEngine(exec::Session &session, const app::Tokenizer &tokenizer,
+  BatchEngine(exec::Session &session, const Tokenizer &tokenizer,
               int32_t endOfTurn, int parallel);
   ~BatchEngine();
   /// Makes the slots and starts the engine thread.
@@ -53,7 +53,7 @@ private:
   void cancel(int64_t id);
 
   exec::Session &session_;
-  const app::Tokenizer &tokenizer_;
+  const Tokenizer &tokenizer_;
   int32_t endOfTurn_;
   app::BatchScheduler scheduler_;
   std::thread thread_;

@@ -536,7 +536,7 @@ std::optional<ApiError> framingError(const httplib::Request &req,
 class ModelBackend : public Backend {
 public:
   ModelBackend(exec::Session &session, const exec::Model &model,
-               const app::Tokenizer &tokenizer, const app::ChatFormat &format,
+               const Tokenizer &tokenizer, const app::ChatFormat &format,
                int parallel)
       : session_(session), tokenizer_(tokenizer), format_(format),
         bos_(model.bosToken()), vocab_(model.vocabSize()),
@@ -663,7 +663,7 @@ private:
   }
 
   exec::Session &session_;
-  const app::Tokenizer &tokenizer_;
+  const Tokenizer &tokenizer_;
   const app::ChatFormat &format_;
   int32_t bos_;
   int64_t vocab_;
@@ -1374,7 +1374,7 @@ struct Server::Impl {
 };
 
 Server::Server(exec::Session &session, const exec::Model &model,
-               const app::Tokenizer &tokenizer, const app::ChatFormat &format,
+               const Tokenizer &tokenizer, const app::ChatFormat &format,
                const ServeOptions &options) {
   auto backend = std::make_unique<ModelBackend>(session, model, tokenizer,
                                                 format, options.parallel);

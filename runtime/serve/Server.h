@@ -126,7 +126,7 @@ public:
   /// Replies stop at <end_of_turn> and at the model's EOS ids; plain
   /// completions start with its BOS id.
   Server(exec::Session &session, const exec::Model &model,
-         const app::Tokenizer &tokenizer, const app::ChatFormat &format,
+         const Tokenizer &tokenizer, const app::ChatFormat &format,
          const ServeOptions &options);
   /// Over any backend (tests, fuzzing); `backend` must outlive the server.
   Server(Backend &backend, const ServeOptions &options);

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-namespace pccx::app {
+namespace pccx {
 
 namespace {
 
@@ -190,4 +190,4 @@ std::string TextStream::finish() {
   return rest;
 }
 
-} // namespace pccx::app
+} // namespace pccx

@@ -13,7 +13,7 @@ namespace sentencepiece {
 class SentencePieceProcessor;
 }
 
-namespace pccx::app {
+namespace pccx {
 
 class Tokenizer {
 public:
@@ -73,6 +73,6 @@ private:
   std::string emitted_;
 };
 
-} // namespace pccx::app
+} // namespace pccx
 
 #endif

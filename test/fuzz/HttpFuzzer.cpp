@@ -103,7 +103,7 @@ Server &server(bool keyed) {
 /// The model of sequence mode, loaded once; null without one.
 struct RealModel {
   std::unique_ptr<exec::Model> model;
-  std::unique_ptr<app::Tokenizer> tokenizer;
+  std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<app::ChatFormat> format;
 };
 
@@ -121,7 +121,7 @@ const RealModel *realModel() {
     const uint8_t *tok = nullptr;
     if ((m->model = exec::Model::load(path, &error)) &&
         (tok = m->model->tokenizer(&bytes)) &&
-        (m->tokenizer = app::Tokenizer::load(tok, bytes, &error)))
+        (m->tokenizer = Tokenizer::load(tok, bytes, &error)))
       m->format = app::ChatFormat::create(
           *m->tokenizer,
           bundle::chatTemplateOf(m->model->bundle().manifest()),

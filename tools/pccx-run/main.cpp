@@ -234,11 +234,11 @@ void declareOptions(pccx::tools::CommandLine &cl, RunRequest &request,
 
 /// The bundle's tokenizer into `out`, which stays null when it has none.
 bool loadTokenizer(const pccx::exec::Model &model,
-                   std::unique_ptr<pccx::app::Tokenizer> *out,
+                   std::unique_ptr<pccx::Tokenizer> *out,
                    std::string *error) {
   size_t bytes = 0;
   if (const uint8_t *data = model.tokenizer(&bytes)) {
-    *out = pccx::app::Tokenizer::load(data, bytes, error);
+    *out = pccx::Tokenizer::load(data, bytes, error);
     if (!*out)
       return false;
   }
@@ -248,7 +248,7 @@ bool loadTokenizer(const pccx::exec::Model &model,
 /// The ids of one sequence: the --perplexity text, the --prompt (after
 /// BOS) or the --tokens; none for the other modes.
 bool readInputIds(const RunRequest &request, const pccx::exec::Model &model,
-                  const pccx::app::Tokenizer *tokenizer,
+                  const pccx::Tokenizer *tokenizer,
                   std::vector<int32_t> *ids, std::string *error) {
   if (!request.perplexityPath.empty()) {
     std::string text; // an empty file is refused later, for its length
@@ -311,7 +311,7 @@ bool splitBatchTokens(const std::string &lists,
 /// BOS.
 bool readBatchPromptFile(const RunRequest &request,
                          const pccx::exec::Model &model,
-                         const pccx::app::Tokenizer *tokenizer,
+                         const pccx::Tokenizer *tokenizer,
                          std::vector<std::vector<int32_t>> *prompts,
                          std::string *error) {
   const std::string &path = request.batchPromptsPath;
@@ -362,7 +362,7 @@ bool readBatchPromptFile(const RunRequest &request,
 
 bool runBatch(const RunRequest &request, const pccx::exec::Model &model,
               pccx::exec::Session &session,
-              const pccx::app::Tokenizer *tokenizer,
+              const pccx::Tokenizer *tokenizer,
               const pccx::app::GenerateOptions &gen, std::string *error) {
   std::vector<std::vector<int32_t>> prompts;
   if (!request.batchTokens.empty()
@@ -439,7 +439,7 @@ static int run(int argc, char **argv) {
     return fail(error);
 
   // Prompt tokens.
-  std::unique_ptr<pccx::app::Tokenizer> tokenizer;
+  std::unique_ptr<pccx::Tokenizer> tokenizer;
   if (!loadTokenizer(*model, &tokenizer, &error))
     return fail(error);
   if (request.chat && !tokenizer)

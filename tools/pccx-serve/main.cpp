@@ -215,7 +215,7 @@ static int run(int argc, char **argv) {
   if (!tok)
     return cl.fail(bundlePath + " carries no tokenizer; the server needs "
                                 "one (compile with a tokenizer.model)");
-  auto tokenizer = pccx::app::Tokenizer::load(tok, tokBytes, &error);
+  auto tokenizer = pccx::Tokenizer::load(tok, tokBytes, &error);
   if (!tokenizer)
     return cl.fail(error);
   auto format = pccx::app::ChatFormat::create(

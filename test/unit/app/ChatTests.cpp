@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+using namespace pccx;
 using namespace pccx::app;
 
 namespace {

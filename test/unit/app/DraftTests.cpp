@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+using namespace pccx;
 using namespace pccx::app;
 
 TEST(PromptLookupDraft, ContinuesTheLatestEarlierOccurrence) {

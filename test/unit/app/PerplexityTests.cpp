@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+using namespace pccx;
 using namespace pccx::app;
 
 namespace {

@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+using namespace pccx;
 using namespace pccx::app;
 
 namespace {
