@@ -89,7 +89,8 @@ bool resolveInt8Budget(llvm::StringRef checkpointDir, CompileOptions &options,
   if (!options.int8BudgetFraction(&fraction, error))
     return false;
   auto checkpoint =
-      reference::ReferenceCheckpoint::open(checkpointDir.str(), error);
+      reference::ReferenceCheckpoint::open(checkpointDir.str(), error,
+                                           options.matformerSlice);
   if (!checkpoint)
     return false;
   int64_t positions = 0;
@@ -123,7 +124,8 @@ bool collectGptqStatistics(llvm::StringRef checkpointDir,
                            std::map<std::string, hw::InputGram> *grams,
                            llvm::raw_ostream &log, std::string *error) {
   auto checkpoint =
-      reference::ReferenceCheckpoint::open(checkpointDir.str(), error);
+      reference::ReferenceCheckpoint::open(checkpointDir.str(), error,
+                                           options.matformerSlice);
   if (checkpoint && options.calibration.empty()) {
     if (!reference::lmHeadSelfGram(*checkpoint, grams, error))
       return false;

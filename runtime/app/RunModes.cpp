@@ -69,12 +69,15 @@ struct ReferenceComparison {
 
 bool compareWithReference(const exec::Model &model,
                           const std::string &checkpointDir,
+                          const std::string &matformerSlice,
                           const std::vector<int32_t> &consumed,
                           const std::vector<float> &logits,
                           bool referenceNumerics, ReferenceComparison *result,
                           std::string *error) {
-  auto checkpoint =
-      reference::ReferenceCheckpoint::open(checkpointDir, error);
+  // The reference of the model the bundle was compiled from: the slice
+  // asked for, else the one the bundle records.
+  auto checkpoint = reference::ReferenceCheckpoint::open(
+      checkpointDir, error, matformerSlice, &model.config());
   if (!checkpoint)
     return false;
   const reference::Weights &original = *checkpoint->original;
@@ -168,7 +171,8 @@ bool runGenerateMode(const exec::Model &model, exec::Session &session,
   nlohmann::json figures;
   if (!options.referenceDir.empty()) {
     ReferenceComparison cmp;
-    if (!compareWithReference(model, options.referenceDir, result.consumed,
+    if (!compareWithReference(model, options.referenceDir,
+                              options.referenceSlice, result.consumed,
                               result.logits, referenceNumerics, &cmp, error))
       return false;
     figures = {{"vs_reference_same_weights", toJson(cmp.sameWeights)},
@@ -381,6 +385,7 @@ int runChatMode(const exec::Model &model, exec::Session &session,
 bool runPerplexityMode(const exec::Model &model, exec::Session &session,
                        const std::vector<int32_t> &text,
                        const std::string &referenceDir,
+                       const std::string &referenceSlice,
                        PerplexityOptions options, bool noBos, bool json,
                        bool showProgress, std::ostream &out, std::ostream &err,
                        std::string *error) {
@@ -405,7 +410,8 @@ bool runPerplexityMode(const exec::Model &model, exec::Session &session,
   std::unique_ptr<reference::WindowedReference> ref;
   LogitsFunction referenceLogits;
   if (!referenceDir.empty()) {
-    ref = reference::WindowedReference::open(referenceDir, options.ctx, error);
+    ref = reference::WindowedReference::open(referenceDir, options.ctx, error,
+                                             referenceSlice, &model.config());
     if (!ref)
       return false;
     if (ref->vocabSize() != model.vocabSize()) {

@@ -31,8 +31,10 @@ struct GenerateModeOptions {
   bool streamText = false;
   /// Write every logits row here (float32, row-major), if not empty.
   std::string dumpPath;
-  /// Compare with the float reference of this checkpoint, if not empty.
-  std::string referenceDir;
+  /// Compare with the float reference of this checkpoint, if not empty:
+  /// cut to the MatFormer slice `referenceSlice` names, else to the one the
+  /// bundle records (runtime/import/MatFormer.h).
+  std::string referenceDir, referenceSlice;
   /// One JSON object on `out` instead of text.
   bool json = false;
   /// The device name recorded in the JSON output.
@@ -93,6 +95,7 @@ int runChatMode(const exec::Model &model, exec::Session &session,
 bool runPerplexityMode(const exec::Model &model, exec::Session &session,
                        const std::vector<int32_t> &text,
                        const std::string &referenceDir,
+                       const std::string &referenceSlice,
                        PerplexityOptions options, bool noBos, bool json,
                        bool showProgress, std::ostream &out, std::ostream &err,
                        std::string *error);

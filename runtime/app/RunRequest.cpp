@@ -27,6 +27,9 @@ std::string checkInputs(const RunRequest &r) {
              "--chat";
     return "";
   }
+  if (!r.referenceSlice.empty() && r.referenceDir.empty())
+    return "--matformer-slice names the slice of --compare-reference's "
+           "checkpoint; give --compare-reference DIR";
   if (!r.systemPrompt.empty())
     return "--system needs --chat";
   if (r.contextShift)

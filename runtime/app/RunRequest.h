@@ -70,6 +70,9 @@ struct RunRequest {
   // Output.
   std::string dumpPath;
   std::string referenceDir;
+  /// --matformer-slice: the slice of referenceDir's model to compare with
+  /// (default: the one the bundle records).
+  std::string referenceSlice;
   bool json = false;
 
   /// The mode the input options select (meaningful once checked).

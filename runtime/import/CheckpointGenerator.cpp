@@ -139,11 +139,11 @@ bool presetConfig(const std::string &name, Gemma3nTextConfig *config,
   return true;
 }
 
-bool generateCheckpoint(const Gemma3nTextConfig &config,
-                        const std::string &dir,
-                        const GeneratorOptions &options, std::string *error) {
-  if (!config.validate(error))
-    return false;
+bool writeCheckpoint(const std::string &dir,
+                     const std::vector<OutputTensor> &unsorted,
+                     const std::vector<OutputFileText> &files,
+                     const CheckpointWriteOptions &options,
+                     std::string *error) {
   // Like mkdir -p: every missing parent too.
   for (size_t at = dir.find('/', 1);; at = dir.find('/', at + 1)) {
     std::string part = dir.substr(0, at);
@@ -174,32 +174,27 @@ bool generateCheckpoint(const Gemma3nTextConfig &config,
   }
 
   // Tensors sorted by name, packed into shards in that order.
-  std::vector<ExpectedTensor> tensors = expectedTensors(config, options.prefix);
+  std::vector<const OutputTensor *> tensors;
+  for (const OutputTensor &t : unsorted)
+    tensors.push_back(&t);
   std::sort(tensors.begin(), tensors.end(),
-            [](const ExpectedTensor &a, const ExpectedTensor &b) {
-              return a.name < b.name;
+            [](const OutputTensor *a, const OutputTensor *b) {
+              return a->name < b->name;
             });
-  auto bytesOf = [](const ExpectedTensor &t) {
-    uint64_t n = 2;
-    for (int64_t d : t.shape)
-      n *= uint64_t(d);
-    return n;
-  };
-  std::vector<std::vector<const ExpectedTensor *>> shards(1);
+  std::vector<std::vector<const OutputTensor *>> shards(1);
   uint64_t shardBytes = 0, total = 0;
-  for (const ExpectedTensor &t : tensors) {
-    uint64_t b = bytesOf(t);
-    if (!shards.back().empty() && shardBytes + b > options.maxShardBytes) {
+  for (const OutputTensor *t : tensors) {
+    if (!shards.back().empty() &&
+        shardBytes + t->bytes > options.maxShardBytes) {
       shards.emplace_back();
       shardBytes = 0;
     }
-    shards.back().push_back(&t);
-    shardBytes += b;
-    total += b;
+    shards.back().push_back(t);
+    shardBytes += t->bytes;
+    total += t->bytes;
   }
 
   nlohmann::ordered_json weightMap = nlohmann::ordered_json::object();
-  std::vector<float> buffer;
   uint64_t done = 0;
   for (size_t s = 0; s < shards.size(); ++s) {
     char file[64];
@@ -211,34 +206,16 @@ bool generateCheckpoint(const Gemma3nTextConfig &config,
     SafetensorsWriter writer;
     if (!writer.setMetadata("format", "pt", error))
       return false;
-    for (const ExpectedTensor *t : shards[s])
-      if (!writer.declare(t->name, DType::BF16, t->shape, error))
+    for (const OutputTensor *t : shards[s])
+      if (!writer.declare(t->name, t->dtype, t->shape, error))
         return false;
     if (!writer.begin(dir + "/" + file, error))
       return false;
-    for (const ExpectedTensor *t : shards[s]) {
+    for (const OutputTensor *t : shards[s]) {
       weightMap[t->name] = file;
-      std::string relative = t->name.compare(0, options.prefix.size(),
-                                             options.prefix) == 0
-                                 ? t->name.substr(options.prefix.size())
-                                 : t->name;
-      Distribution d = distributionFor(relative, t->shape, config);
-      Random rng(hashName(relative, options.seed));
-      uint64_t count = bytesOf(*t) / 2;
-      const uint64_t chunk = uint64_t(1) << 20;
-      buffer.resize(size_t(std::min(count, chunk) + 1));
-      for (uint64_t first = 0; first < count; first += chunk) {
-        uint64_t n = std::min(chunk, count - first);
-        for (uint64_t i = 0; i < n; i += 2) {
-          float a, b;
-          rng.normalPair(&a, &b);
-          buffer[size_t(i)] = d.mean + d.sigma * a;
-          buffer[size_t(i + 1)] = d.mean + d.sigma * b;
-        }
-        if (!writer.writeFloats(t->name, buffer.data(), size_t(n), error))
-          return false;
-      }
-      done += bytesOf(*t);
+      if (!t->write(writer, error))
+        return false;
+      done += t->bytes;
       if (options.progress)
         options.progress(done, total);
     }
@@ -253,7 +230,65 @@ bool generateCheckpoint(const Gemma3nTextConfig &config,
                        index.dump(2) + "\n", error))
       return false;
   }
-  return writeTextFile(dir + "/config.json", config.toJson(2), error);
+  // config.json last: a directory with one holds a whole checkpoint.
+  const OutputFileText *config = nullptr;
+  for (const OutputFileText &f : files) {
+    if (f.name == "config.json") {
+      config = &f;
+      continue;
+    }
+    if (!writeTextFile(dir + "/" + f.name, f.content, error))
+      return false;
+  }
+  return !config || writeTextFile(dir + "/config.json", config->content, error);
+}
+
+bool generateCheckpoint(const Gemma3nTextConfig &config,
+                        const std::string &dir,
+                        const GeneratorOptions &options, std::string *error) {
+  if (!config.validate(error))
+    return false;
+  std::vector<OutputTensor> tensors;
+  for (const ExpectedTensor &t : expectedTensors(config, options.prefix)) {
+    OutputTensor out;
+    out.name = t.name;
+    out.dtype = DType::BF16;
+    out.shape = t.shape;
+    out.bytes = 2;
+    for (int64_t d : t.shape)
+      out.bytes *= uint64_t(d);
+    const std::string relative =
+        t.name.compare(0, options.prefix.size(), options.prefix) == 0
+            ? t.name.substr(options.prefix.size())
+            : t.name;
+    const uint64_t seed = options.seed;
+    out.write = [&config, relative, seed, name = t.name, shape = t.shape,
+                 count = out.bytes / 2](SafetensorsWriter &writer,
+                                        std::string *error) {
+      Distribution d = distributionFor(relative, shape, config);
+      Random rng(hashName(relative, seed));
+      const uint64_t chunk = uint64_t(1) << 20;
+      std::vector<float> buffer(size_t(std::min(count, chunk) + 1));
+      for (uint64_t first = 0; first < count; first += chunk) {
+        uint64_t n = std::min(chunk, count - first);
+        for (uint64_t i = 0; i < n; i += 2) {
+          float a, b;
+          rng.normalPair(&a, &b);
+          buffer[size_t(i)] = d.mean + d.sigma * a;
+          buffer[size_t(i + 1)] = d.mean + d.sigma * b;
+        }
+        if (!writer.writeFloats(name, buffer.data(), size_t(n), error))
+          return false;
+      }
+      return true;
+    };
+    tensors.push_back(std::move(out));
+  }
+  CheckpointWriteOptions write;
+  write.maxShardBytes = options.maxShardBytes;
+  write.progress = options.progress;
+  return writeCheckpoint(dir, tensors, {{"config.json", config.toJson(2)}},
+                         write, error);
 }
 
 } // namespace pccx::import

@@ -12,6 +12,7 @@
 #define PCCX_RUNTIME_IMPORT_CHECKPOINTGENERATOR_H
 
 #include "runtime/import/Gemma3nConfig.h"
+#include "runtime/import/Safetensors.h"
 
 #include <cstdint>
 #include <functional>
@@ -42,6 +43,37 @@ struct GeneratorOptions {
   /// Called after each tensor with bytes written so far and the total.
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
+
+/// A tensor to write: its header entry, its size in bytes, and the function
+/// that hands its data to the writer (SafetensorsWriter::writeBytes or
+/// writeFloats, in one or more chunks).
+struct OutputTensor {
+  std::string name;
+  DType dtype = DType::BF16;
+  std::vector<int64_t> shape;
+  uint64_t bytes = 0;
+  std::function<bool(SafetensorsWriter &, std::string *)> write;
+};
+/// A file beside the weights (config.json, the tokenizer, ...).
+struct OutputFileText {
+  std::string name;
+  std::string content;
+};
+struct CheckpointWriteOptions {
+  uint64_t maxShardBytes = uint64_t(4) << 30;
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+/// Writes a checkpoint directory `dir` (created if missing, locked while
+/// written): `tensors` sorted by name into shards of at most
+/// options.maxShardBytes (model.safetensors when one holds them all, with
+/// model.safetensors.index.json otherwise), then `files`, config.json last.
+/// Every file is written to a temporary name and renamed.
+bool writeCheckpoint(const std::string &dir,
+                     const std::vector<OutputTensor> &tensors,
+                     const std::vector<OutputFileText> &files,
+                     const CheckpointWriteOptions &options,
+                     std::string *error);
 
 /// Writes config.json and the weights for `config` into `dir` (created if
 /// missing). Every file is written to a temporary name and renamed, so an

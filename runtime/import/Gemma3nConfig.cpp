@@ -355,6 +355,36 @@ bool readTextConfig(FieldReader &reader, Gemma3nTextConfig *config) {
     }
   }
 
+  // matformer_slice: the record of a MatFormer slice (MatFormer.h).
+  c.matformer_slice.reset();
+  if (const json *slice = reader.get("matformer_slice");
+      slice && !slice->is_null()) {
+    if (!slice->is_object())
+      return reader.fail("matformer_slice", "must be an object");
+    Gemma3nTextConfig::MatFormerRecord record;
+    auto ints = [&](const char *key, std::vector<int64_t> *out) {
+      auto it = slice->find(key);
+      if (it == slice->end() || !it->is_array())
+        return reader.fail(std::string("matformer_slice.") + key,
+                           "must be a list of integers");
+      for (const json &item : *it) {
+        if (!item.is_number_integer())
+          return reader.fail(std::string("matformer_slice.") + key,
+                             "must be a list of integers");
+        out->push_back(item.get<int64_t>());
+      }
+      return true;
+    };
+    auto name = slice->find("name");
+    if (name == slice->end() || !name->is_string())
+      return reader.fail("matformer_slice.name", "must be a string");
+    record.name = name->get<std::string>();
+    if (!ints("layers_to_skip", &record.layersToSkip) ||
+        !ints("ffn_hidden_dims", &record.ffnHiddenDims))
+      return false;
+    c.matformer_slice = std::move(record);
+  }
+
   return readRope(reader, config);
 }
 
@@ -519,6 +549,17 @@ bool Gemma3nTextConfig::validate(std::string *error,
   for (int64_t id : eos_token_id)
     if (!token("eos_token_id", id))
       return false;
+  if (matformer_slice) {
+    if (matformer_slice->ffnHiddenDims != intermediate_size)
+      return fail("matformer_slice.ffn_hidden_dims",
+                  "must equal intermediate_size (the kept layers' widths)");
+    for (size_t i = 0; i < matformer_slice->layersToSkip.size(); ++i)
+      if (matformer_slice->layersToSkip[i] < 0 ||
+          (i && matformer_slice->layersToSkip[i] <=
+                    matformer_slice->layersToSkip[i - 1]))
+        return fail("matformer_slice.layers_to_skip",
+                    "must be increasing layer indices");
+  }
   return true;
 }
 
@@ -633,6 +674,10 @@ std::string Gemma3nTextConfig::toJson(int indent) const {
     j["eos_token_id"] = eos_token_id.front();
   else
     j["eos_token_id"] = eos_token_id;
+  if (matformer_slice)
+    j["matformer_slice"] = {{"name", matformer_slice->name},
+                            {"layers_to_skip", matformer_slice->layersToSkip},
+                            {"ffn_hidden_dims", matformer_slice->ffnHiddenDims}};
   // Replacing invalid UTF-8 (only possible in hidden_activation) keeps this
   // from throwing.
   return j.dump(indent, ' ', false, json::error_handler_t::replace) + "\n";

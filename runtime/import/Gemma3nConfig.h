@@ -71,6 +71,17 @@ struct Gemma3nTextConfig {
   /// Empty when null; one entry when the config gives a single id.
   std::vector<int64_t> eos_token_id = {1};
 
+  /// The MatFormer slice a config was cut with (runtime/import/MatFormer.h),
+  /// as config.json records it: "matformer_slice": {"name",
+  /// "layers_to_skip" (layers of the model it was cut from),
+  /// "ffn_hidden_dims" (this config's intermediate_size)}. Absent for a
+  /// model as trained.
+  struct MatFormerRecord {
+    std::string name;
+    std::vector<int64_t> layersToSkip, ffnHiddenDims;
+  };
+  std::optional<MatFormerRecord> matformer_slice;
+
   /// HF's defaults with the per-layer vectors filled in.
   static Gemma3nTextConfig defaults();
 

@@ -164,18 +164,11 @@ std::string formatShape(const std::vector<int64_t> &shape) {
   return text + "]";
 }
 
-bool convertToFloat(const TensorView &tensor, uint64_t first, uint64_t count,
-                    float *out, std::string *error) {
-  uint64_t total = tensor.numElements();
-  if (first > total || count > total - first) {
-    *error = tensor.file + ": tensor " + quote(tensor.name) + ": elements [" +
-             std::to_string(first) + ", " + std::to_string(first + count) +
-             ") are outside its " + std::to_string(total) + " elements";
-    return false;
-  }
-  size_t size = dtypeSize(tensor.dtype);
-  const uint8_t *p = tensor.data + first * size;
-  switch (tensor.dtype) {
+namespace {
+
+/// `count` consecutive stored elements from `p` as floats.
+void convertRun(DType dtype, const uint8_t *p, uint64_t count, float *out) {
+  switch (dtype) {
   case DType::F32:
     for (uint64_t i = 0; i < count; ++i, p += 4)
       out[i] = bitsFloat(loadLE32(p));
@@ -189,18 +182,93 @@ bool convertToFloat(const TensorView &tensor, uint64_t first, uint64_t count,
       out[i] = bf16ToFloat(loadLE16(p));
     break;
   }
-  // Large reads stream a checkpoint once: drop the whole pages they covered
-  // from this process (they stay in the page cache), so compiling a 14 GB
-  // checkpoint does not grow the resident set by 14 GB.
-  const uint64_t bytes = count * size;
-  if (bytes >= (uint64_t(1) << 20)) {
-    const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
-    uintptr_t begin = (uintptr_t(tensor.data + first * size) + page - 1) &
-                      ~(page - 1);
-    uintptr_t end = uintptr_t(tensor.data + first * size + bytes) & ~(page - 1);
-    if (end > begin)
-      ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
+
+/// Large reads stream a checkpoint once: drop the whole pages of [begin,
+/// end) from this process (they stay in the page cache), so compiling a
+/// 14 GB checkpoint does not grow the resident set by 14 GB.
+void releasePages(const uint8_t *begin, const uint8_t *end) {
+  if (end - begin < (1 << 20))
+    return;
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  uintptr_t from = (uintptr_t(begin) + page - 1) & ~(page - 1);
+  uintptr_t to = uintptr_t(end) & ~(page - 1);
+  if (to > from)
+    ::madvise(reinterpret_cast<void *>(from), to - from, MADV_DONTNEED);
+}
+
+/// The stored index of index `i` of a dimension kept as `ranges` (empty:
+/// all), and how many indices follow it in the same range.
+int64_t storedIndex(const std::vector<std::pair<int64_t, int64_t>> &ranges,
+                    int64_t i, int64_t *runLeft) {
+  for (const auto &[begin, end] : ranges) {
+    if (i < end - begin) {
+      *runLeft = end - begin - i;
+      return begin + i;
+    }
+    i -= end - begin;
   }
+  *runLeft = 0;
+  return -1;
+}
+
+/// Elements [first, first + count) of a sliced view, one stored run at a
+/// time.
+void convertSliced(const TensorView &t, uint64_t first, uint64_t count,
+                   float *out) {
+  const int64_t cols = t.shape.back();
+  const size_t size = dtypeSize(t.dtype);
+  const uint8_t *lowest = nullptr, *highest = nullptr;
+  while (count) {
+    const int64_t row = int64_t(first / uint64_t(cols));
+    int64_t col = int64_t(first % uint64_t(cols));
+    int64_t rowsLeft = 1;
+    const int64_t storedRow =
+        t.rowRanges.empty() ? row : storedIndex(t.rowRanges, row, &rowsLeft);
+    while (col < cols && count) {
+      int64_t runLeft = cols - col;
+      const int64_t storedCol =
+          t.columnRanges.empty() ? col
+                                 : storedIndex(t.columnRanges, col, &runLeft);
+      const uint64_t n = std::min<uint64_t>(uint64_t(runLeft), count);
+      const uint8_t *p =
+          t.data + (uint64_t(storedRow) * uint64_t(t.storedColumns) +
+                    uint64_t(storedCol)) *
+                       size;
+      convertRun(t.dtype, p, n, out);
+      if (!lowest || p < lowest)
+        lowest = p;
+      if (!highest || p + n * size > highest)
+        highest = p + n * size;
+      out += n;
+      first += n;
+      count -= n;
+      col += int64_t(n);
+    }
+  }
+  if (lowest)
+    releasePages(lowest, highest);
+}
+
+} // namespace
+
+bool convertToFloat(const TensorView &tensor, uint64_t first, uint64_t count,
+                    float *out, std::string *error) {
+  uint64_t total = tensor.numElements();
+  if (first > total || count > total - first) {
+    *error = tensor.file + ": tensor " + quote(tensor.name) + ": elements [" +
+             std::to_string(first) + ", " + std::to_string(first + count) +
+             ") are outside its " + std::to_string(total) + " elements";
+    return false;
+  }
+  if (tensor.sliced()) {
+    convertSliced(tensor, first, count, out);
+    return true;
+  }
+  const size_t size = dtypeSize(tensor.dtype);
+  const uint8_t *p = tensor.data + first * size;
+  convertRun(tensor.dtype, p, count, out);
+  releasePages(p, p + count * size);
   return true;
 }
 
@@ -589,6 +657,13 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &dir,
 const TensorView *Checkpoint::find(const std::string &name) const {
   auto it = table_.find(name);
   return it == table_.end() ? nullptr : it->second;
+}
+
+void Checkpoint::replaceTensors(std::map<std::string, TensorView> views) {
+  replaced_ = std::move(views);
+  table_.clear();
+  for (const auto &[name, view] : replaced_)
+    table_[name] = &view;
 }
 
 std::vector<std::string> Checkpoint::names() const {

@@ -57,7 +57,14 @@ struct TensorView {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   const uint8_t *data = nullptr; ///< Not necessarily aligned to the dtype.
-  size_t bytes = 0;
+  size_t bytes = 0; ///< of the elements the view shows
+  /// A view of part of a stored matrix (a MatFormer slice,
+  /// runtime/import/MatFormer.h): `data` is the stored matrix, whose rows
+  /// have `storedColumns` elements, and the view's rows and columns are the
+  /// stored [begin, end) ranges listed, in order. Empty lists: all of them.
+  int64_t storedColumns = 0;
+  std::vector<std::pair<int64_t, int64_t>> rowRanges, columnRanges;
+  bool sliced() const { return storedColumns != 0; }
 
   /// Product of the shape (1 for a scalar).
   uint64_t numElements() const;
@@ -122,6 +129,11 @@ public:
   const std::vector<std::unique_ptr<SafetensorsFile>> &files() const {
     return files_;
   }
+  /// Replaces the table with `views` (the checkpoint keeps them): what a
+  /// MatFormer slice makes of the stored tensors. Views still point into
+  /// this checkpoint's files.
+  void replaceTensors(std::map<std::string, TensorView> views);
+
   /// The index's "metadata" object (string and number values rendered as
   /// text); empty for a single-file checkpoint.
   const std::map<std::string, std::string> &indexMetadata() const {
@@ -133,6 +145,7 @@ private:
   std::string source_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorView *> table_;
+  std::map<std::string, TensorView> replaced_;
   std::map<std::string, std::string> indexMetadata_;
   friend struct CheckpointLoader;
 };

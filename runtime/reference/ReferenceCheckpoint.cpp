@@ -2,17 +2,28 @@
 
 #include "runtime/reference/ReferenceCheckpoint.h"
 
+#include "runtime/import/MatFormer.h"
+
+#include <nlohmann/json.hpp>
+
 namespace pccx::reference {
 
 std::unique_ptr<ReferenceCheckpoint>
-ReferenceCheckpoint::open(const std::string &dir, std::string *error) {
+ReferenceCheckpoint::open(const std::string &dir, std::string *error,
+                          const std::string &matformerSlice,
+                          const nlohmann::json *bundleConfig) {
   auto opened = std::make_unique<ReferenceCheckpoint>();
-  if (!import::loadGemma3nConfig(dir + "/config.json", &opened->config, error))
+  import::Gemma3nTextConfig recorded;
+  if (matformerSlice.empty() && bundleConfig &&
+      !import::parseGemma3nConfig(bundleConfig->dump(), &recorded, error,
+                                  "the bundle's config"))
     return nullptr;
-  opened->checkpoint = import::Checkpoint::open(dir, error);
-  if (!opened->checkpoint ||
-      !import::detectTextPrefix(*opened->checkpoint, &opened->prefix, error) ||
-      !import::validateCheckpoint(opened->config, *opened->checkpoint, error))
+  if (!(matformerSlice.empty() && bundleConfig
+            ? import::reopenCheckpoint(dir, recorded, &opened->config,
+                                       &opened->checkpoint, error)
+            : import::openCheckpoint(dir, matformerSlice, &opened->config,
+                                     &opened->checkpoint, error)) ||
+      !import::detectTextPrefix(*opened->checkpoint, &opened->prefix, error))
     return nullptr;
   opened->original =
       std::make_unique<CheckpointWeights>(*opened->checkpoint, opened->prefix);
@@ -21,9 +32,12 @@ ReferenceCheckpoint::open(const std::string &dir, std::string *error) {
 
 std::unique_ptr<WindowedReference>
 WindowedReference::open(const std::string &dir, int64_t positions,
-                        std::string *error) {
+                        std::string *error,
+                        const std::string &matformerSlice,
+                        const nlohmann::json *bundleConfig) {
   auto ref = std::unique_ptr<WindowedReference>(new WindowedReference);
-  ref->checkpoint_ = ReferenceCheckpoint::open(dir, error);
+  ref->checkpoint_ =
+      ReferenceCheckpoint::open(dir, error, matformerSlice, bundleConfig);
   if (!ref->checkpoint_)
     return nullptr;
   ref->model_ = std::make_unique<Model>(ref->checkpoint_->config,

@@ -20,9 +20,14 @@ struct ReferenceCheckpoint {
   std::string prefix; ///< text-decoder prefix ("model.", ...)
   std::unique_ptr<CheckpointWeights> original;
 
-  /// Null with a message naming the file or tensor on any problem.
-  static std::unique_ptr<ReferenceCheckpoint> open(const std::string &dir,
-                                                   std::string *error);
+  /// Null with a message naming the file or tensor on any problem. Cut to
+  /// the MatFormer slice `matformerSlice` names when it is not empty
+  /// (runtime/import/MatFormer.h); otherwise, for a bundle whose config
+  /// (`bundleConfig`) records a slice cut from DIR's model, cut the same.
+  static std::unique_ptr<ReferenceCheckpoint>
+  open(const std::string &dir, std::string *error,
+       const std::string &matformerSlice = "",
+       const nlohmann::json *bundleConfig = nullptr);
 };
 
 /// The float reference on a checkpoint's original weights, scoring
@@ -31,7 +36,9 @@ class WindowedReference {
 public:
   /// Windows of at most `positions` tokens.
   static std::unique_ptr<WindowedReference>
-  open(const std::string &dir, int64_t positions, std::string *error);
+  open(const std::string &dir, int64_t positions, std::string *error,
+       const std::string &matformerSlice = "",
+       const nlohmann::json *bundleConfig = nullptr);
   /// One row of vocab_size logits per token.
   bool logits(const std::vector<int32_t> &tokens, std::vector<float> *out,
               std::string *error);

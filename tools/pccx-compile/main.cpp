@@ -12,6 +12,8 @@
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/emit/EmitBundle.h"
+#include "hw/support/Format.h"
+#include "runtime/import/MatFormer.h"
 #include "runtime/import/NonFinite.h"
 #include "dialects/Gemma3n/model/ModelInfo.h"
 #include "runtime/reference/ExportEffective.h"
@@ -46,7 +48,7 @@ cl::OptionCategory category("pccx-compile options");
 
 // The tool's own options; the compile options (what the bundle depends on)
 // are registered by pccx::registerCompileCLOptions in the same category.
-cl::opt<std::string> checkpointDir(cl::Positional, cl::Required,
+cl::opt<std::string> checkpointDir(cl::Positional, cl::Optional,
                                    cl::desc("<checkpoint directory>"),
                                    cl::cat(category));
 cl::opt<std::string> outputFile("o", cl::desc("Output file ('-' for stdout)"),
@@ -87,6 +89,12 @@ cl::opt<unsigned> quantizeThreads(
              "(default 0: one per hardware thread); the bundle's bytes do "
              "not depend on it"),
     cl::init(0), cl::cat(category));
+cl::opt<bool> listMatformerSlices(
+    "list-matformer-slices",
+    cl::desc("List the published MatFormer slices of E4B that "
+             "--matformer-slice takes by name (layers, effective parameters, "
+             "MMLU) and exit"),
+    cl::init(false), cl::cat(category));
 cl::opt<bool> quiet("quiet",
                     cl::desc("No progress line (it is shown only when "
                              "stderr is a terminal)"),
@@ -157,6 +165,23 @@ bool checkToolOptions(std::string *error) {
   return true;
 }
 
+/// --list-matformer-slices: the published slices, as --matformer-slice
+/// takes them.
+void printMatformerSlices(llvm::raw_ostream &os) {
+  os << "MatFormer slices of E4B (google/gemma3n-slicing-configs); "
+        "--matformer-slice takes either name. FFN: each kept layer's width "
+        "in eighths of the checkpoint's (E4B: 8 = 16384, 4 = 8192).\n";
+  os << pccx::formatString("%-14s %-33s %6s %7s %6s  %-15s %s\n", "name",
+                           "published name", "layers", "params", "MMLU",
+                           "skipped", "FFN");
+  for (const pccx::import::PublishedSlice &s :
+       pccx::import::publishedSlices())
+    os << pccx::formatString("%-14s %-33s %6d %6.2fB %5.1f%%  %-15s %s\n",
+                             s.shortName, s.name, s.layers, s.effectiveParams,
+                             s.mmlu, *s.skipped ? s.skipped : "-",
+                             s.ffnEighths);
+}
+
 /// The checkpoint as gemma3n IR. NaN or Inf weights would compile into a
 /// bundle that computes garbage: refused unless --allow-nonfinite, and each
 /// such tensor named either way.
@@ -164,7 +189,8 @@ mlir::OwningOpRef<mlir::ModuleOp>
 importCheckpoint(mlir::MLIRContext &context,
                  const pccx::CompileOptions &options, std::string *error) {
   pccx::LoadedCheckpoint checkpoint;
-  if (!pccx::loadCheckpoint(checkpointDir, &checkpoint, error))
+  if (!pccx::loadCheckpoint(checkpointDir, &checkpoint, error,
+                            options.matformerSlice))
     return nullptr;
   std::vector<pccx::import::NonFiniteTensor> bad =
       pccx::import::findNonFiniteTensors(*checkpoint.checkpoint);
@@ -294,6 +320,12 @@ int main(int argc, char **argv) {
       argc, argv, "pccx-compile",
       "pccx-compile: compiles a Hugging Face Gemma 3n checkpoint directory "
       "(config.json + safetensors) for the pccx v002 NPU\n");
+  if (listMatformerSlices) {
+    printMatformerSlices(outs());
+    return 0;
+  }
+  if (checkpointDir.empty())
+    return fail("Not enough positional command line arguments specified!");
   pccx::CompileOptions options;
   std::string error;
   if (!pccx::compileOptionsFromCL(&options, &error))

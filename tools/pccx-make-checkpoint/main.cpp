@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/import/CheckpointGenerator.h"
+#include "runtime/import/MatFormer.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/GuardedMain.h"
 
@@ -19,12 +20,21 @@ namespace {
 
 const char kHelp[] =
     R"(USAGE: pccx-make-checkpoint (--preset NAME | --config FILE) -o DIR [options]
+       pccx-make-checkpoint --from CKPT --matformer-slice S -o DIR
 
 Writes a Gemma 3n text checkpoint in Hugging Face layout into DIR:
 config.json (a bare gemma3n_text config) and bf16 safetensors with
 deterministic pseudo-random weights scaled so that activations stay near
 unit size. Large checkpoints are sharded with model.safetensors.index.json.
 Files appear under their final names only once complete.
+
+With --from, DIR becomes the MatFormer slice S of checkpoint CKPT, as the
+MatFormer Lab writes it (docs/matformer.md): the kept layers renumbered,
+each FFN cut to its width, the per-layer inputs of the kept layers, the
+stored bytes copied unchanged, the config with the slice recorded, and
+CKPT's other files (tokenizer, chat template, ...) beside them. transformers
+loads it; pccx-compile compiles it to the bundle that pccx-compile CKPT
+--matformer-slice S gives, byte for byte.
 
 OPTIONS:
   --preset NAME       tiny  seconds to compile and run; has full and sliding
@@ -41,6 +51,10 @@ OPTIONS:
   --shard-size BYTES  largest shard, in bytes of tensor data (default 4 GiB;
                       suffixes K, M, G accepted)
   --print-config      print the config.json and exit without writing
+  --from CKPT         write a MatFormer slice of checkpoint CKPT instead
+  --matformer-slice S with --from: a published slice (pccx-compile
+                      --list-matformer-slices) or a JSON file
+                      {"layers_to_skip": [...], "ffn_hidden_dims": [...]}
   -h, --help          show this help
   --version           print the version and exit
 )";
@@ -85,10 +99,36 @@ static int run(int argc, char **argv) {
                : "--shard-size: not a size: '" + v + "'";
   });
   cl.flag("--print-config", &printConfig);
+  std::string fromDir, slice;
+  cl.text("--from", &fromDir);
+  cl.text("--matformer-slice", &slice);
   int status = 0;
   if (!cl.parse(argc, argv, &status))
     return status;
   options.seed = uint64_t(seed);
+  if (!fromDir.empty() || !slice.empty()) {
+    if (fromDir.empty() || slice.empty())
+      return fail("--from and --matformer-slice go together");
+    if (!preset.empty() || !configPath.empty() || printConfig)
+      return fail("--from writes a slice of an existing checkpoint; "
+                  "--preset, --config and --print-config do not apply");
+    if (outDir.empty())
+      return fail("no output directory (-o DIR)");
+    pccx::import::CheckpointWriteOptions write;
+    write.maxShardBytes = options.maxShardBytes;
+    if (isatty(STDERR_FILENO))
+      write.progress = [](uint64_t done, uint64_t total) {
+        std::cerr << "\rwriting weights: " << (done >> 20) << " / "
+                  << (total >> 20) << " MiB" << std::flush;
+        if (done == total)
+          std::cerr << "\n";
+      };
+    std::string error;
+    if (!pccx::import::writeSlicedCheckpoint(fromDir, slice, outDir, write,
+                                             &error))
+      return fail(error);
+    return 0;
+  }
   if (preset.empty() == configPath.empty())
     return fail("give exactly one of --preset and --config (see --help)");
   if (outDir.empty() && !printConfig)

@@ -63,7 +63,7 @@ OPTIONS:
 } // namespace
 
 static int run(int argc, char **argv) {
-  std::string dir, tokensText, dumpPath, bundlePath;
+  std::string dir, tokensText, dumpPath, bundlePath, matformerSlice;
   int64_t generate = 0, maxPositions = 0;
   bool int4 = false, decodeOnly = false, kvRecords = false;
   pccx::hw::ScaleRule int4Rule = pccx::hw::ScaleRule::Search;
@@ -85,6 +85,7 @@ static int run(int argc, char **argv) {
   cl.flag("--int4", &int4);
   cl.flag("--decode-only", &decodeOnly);
   cl.flag("--kv-records", &kvRecords);
+  cl.text("--matformer-slice", &matformerSlice);
   int status = 0;
   if (!cl.parse(argc, argv, &status))
     return status;
@@ -97,7 +98,8 @@ static int run(int argc, char **argv) {
   std::vector<int32_t> prompt;
   if (!pccx::tools::parseTokenIds(tokensText, "--tokens", &prompt, &error))
     return fail(error);
-  auto checkpoint = pccx::reference::ReferenceCheckpoint::open(dir, &error);
+  auto checkpoint =
+      pccx::reference::ReferenceCheckpoint::open(dir, &error, matformerSlice);
   if (!checkpoint)
     return fail(error);
   const pccx::import::Gemma3nTextConfig &config = checkpoint->config;

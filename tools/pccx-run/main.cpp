@@ -163,7 +163,13 @@ OUTPUT:
                            it, with the bundle's weights, and print the
                            agreement figures (and the cost of quantization
                            against the original weights); the simulator then
-                           runs hardware numerics unless --numerics is given
+                           runs hardware numerics unless --numerics is given;
+                           a bundle compiled with --matformer-slice is
+                           compared with the same slice of DIR's model
+  --matformer-slice S      with --compare-reference: compare with this
+                           MatFormer slice of DIR's model instead (a
+                           published name or a slice file, as pccx-compile
+                           takes it)
   --json                   one JSON object on stdout at the end (token ids,
                            row count, numerics, device, timing, figures);
                            with --chat, one per turn (fed and reply token
@@ -225,6 +231,7 @@ void declareOptions(pccx::tools::CommandLine &cl, RunRequest &request,
            [&request](int64_t n) { request.parallel = n; });
   cl.text("--dump-logits", &request.dumpPath);
   cl.text("--compare-reference", &request.referenceDir);
+  cl.text("--matformer-slice", &request.referenceSlice);
   cl.text("--perplexity", &request.perplexityPath);
   cl.count("--ctx", &request.perplexity.ctx);
   cl.count("--stride", &request.perplexity.stride);
@@ -409,6 +416,7 @@ generateModeOptions(const RunRequest &request,
   options.streamText = request.hasPrompt;
   options.dumpPath = request.dumpPath;
   options.referenceDir = request.referenceDir;
+  options.referenceSlice = request.referenceSlice;
   options.json = request.json;
   options.deviceName = deviceName;
   return options;
@@ -480,7 +488,9 @@ static int run(int argc, char **argv) {
   case RunMode::Perplexity: {
     const bool showProgress = !request.json && isatty(STDERR_FILENO);
     if (!pccx::app::runPerplexityMode(*model, session, ids,
-                                      request.referenceDir, request.perplexity,
+                                      request.referenceDir,
+                                      request.referenceSlice,
+                                      request.perplexity,
                                       request.noBos, request.json, showProgress,
                                       std::cout, std::cerr, &error))
       return fail(error);

@@ -11,16 +11,11 @@ using namespace mlir;
 namespace pccx {
 
 bool loadCheckpoint(const std::string &dir, LoadedCheckpoint *out,
-                    std::string *error) {
+                    std::string *error, const std::string &matformerSlice) {
   out->dir = dir;
-  if (!import::loadGemma3nConfig(dir + "/config.json", &out->config, error))
-    return false;
-  out->checkpoint = import::Checkpoint::open(dir, error);
-  if (!out->checkpoint)
-    return false;
-  if (!import::detectTextPrefix(*out->checkpoint, &out->prefix, error))
-    return false;
-  return import::validateCheckpoint(out->config, *out->checkpoint, error);
+  return import::openCheckpoint(dir, matformerSlice, &out->config,
+                                &out->checkpoint, error) &&
+         import::detectTextPrefix(*out->checkpoint, &out->prefix, error);
 }
 
 bool moduleConfig(ModuleOp module, import::Gemma3nTextConfig *config,
@@ -51,8 +46,13 @@ bool loadModuleCheckpoint(ModuleOp module, LoadedCheckpoint *out,
     return false;
   }
   import::Gemma3nTextConfig recorded;
-  if (!moduleConfig(module, &recorded, error) ||
-      !loadCheckpoint(dir.str(), out, error))
+  if (!moduleConfig(module, &recorded, error))
+    return false;
+  // A module cut from the checkpoint (--matformer-slice) cuts it again.
+  out->dir = dir.str();
+  if (!import::reopenCheckpoint(out->dir, recorded, &out->config,
+                                &out->checkpoint, error) ||
+      !import::detectTextPrefix(*out->checkpoint, &out->prefix, error))
     return false;
   if (recorded.toJson() != out->config.toJson()) {
     *error = dir.str() + "/config.json no longer matches the config recorded "

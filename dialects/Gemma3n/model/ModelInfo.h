@@ -12,6 +12,7 @@
 #include "dialects/Gemma3n/Gemma3nOps.h"
 #include "dialects/Gemma3n/JsonAttr.h"
 #include "runtime/import/Gemma3nConfig.h"
+#include "runtime/import/MatFormer.h"
 #include "runtime/import/Safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -57,9 +58,12 @@ struct LoadedCheckpoint {
 };
 
 /// Reads DIR/config.json and the safetensors in DIR and checks that every
-/// tensor the config needs is present with the right shape.
+/// tensor the config needs is present with the right shape; cut to the
+/// MatFormer slice `matformerSlice` names when it is not empty
+/// (runtime/import/MatFormer.h).
 bool loadCheckpoint(const std::string &dir, LoadedCheckpoint *out,
-                    std::string *error);
+                    std::string *error,
+                    const std::string &matformerSlice = "");
 
 /// The config as a module attribute (#gemma3n.config).
 mlir::Attribute configToAttr(mlir::Builder &builder,
