@@ -99,6 +99,18 @@ void printModelCard(const Bundle &b, std::ostream &out) {
   line("layers", show(config, "num_hidden_layers") + " (hidden " +
                      show(config, "hidden_size") + ", FFN " +
                      show(config, "intermediate_size") + ")");
+  // A MatFormer slice: which one, and what it left out of the model it
+  // was cut from.
+  if (config.contains("matformer_slice") &&
+      config["matformer_slice"].is_object()) {
+    const json &slice = config["matformer_slice"];
+    std::string skipped = "none";
+    if (slice.contains("layers_to_skip") && slice["layers_to_skip"].is_array() &&
+        !slice["layers_to_skip"].empty())
+      skipped = slice["layers_to_skip"].dump();
+    line("matformer slice", show(slice, "name") + " (layers skipped: " +
+                                skipped + "; FFN widths as above)");
+  }
   line("attention", show(config, "num_attention_heads") + " heads, " +
                         show(config, "num_key_value_heads") +
                         " KV heads, head_dim " + show(config, "head_dim") +

@@ -8,23 +8,41 @@
 
 namespace pccx::reference {
 
+namespace {
+/// "MatFormer slice 'E2B' (30 layers)" or "35 layers, not sliced".
+std::string describeModel(const import::Gemma3nTextConfig &c) {
+  const std::string layers = std::to_string(c.num_hidden_layers) + " layers";
+  return c.matformer_slice
+             ? "MatFormer slice '" + c.matformer_slice->name + "', " + layers
+             : layers + ", not sliced";
+}
+} // namespace
+
 std::unique_ptr<ReferenceCheckpoint>
 ReferenceCheckpoint::open(const std::string &dir, std::string *error,
                           const std::string &matformerSlice,
                           const nlohmann::json *bundleConfig) {
   auto opened = std::make_unique<ReferenceCheckpoint>();
+  // The bundle's model, when its config reads as one.
   import::Gemma3nTextConfig recorded;
-  if (matformerSlice.empty() && bundleConfig &&
-      !import::parseGemma3nConfig(bundleConfig->dump(), &recorded, error,
-                                  "the bundle's config"))
-    return nullptr;
-  if (!(matformerSlice.empty() && bundleConfig
+  std::string unread;
+  const bool haveRecorded =
+      bundleConfig && import::parseGemma3nConfig(bundleConfig->dump(),
+                                                 &recorded, &unread);
+  if (!(matformerSlice.empty() && haveRecorded
             ? import::reopenCheckpoint(dir, recorded, &opened->config,
                                        &opened->checkpoint, error)
             : import::openCheckpoint(dir, matformerSlice, &opened->config,
                                      &opened->checkpoint, error)) ||
       !import::detectTextPrefix(*opened->checkpoint, &opened->prefix, error))
     return nullptr;
+  if (haveRecorded &&
+      (recorded.matformer_slice || opened->config.matformer_slice) &&
+      recorded.toJson() != opened->config.toJson()) {
+    *error = "the float reference's model (" + describeModel(opened->config) +
+             ") is not the bundle's (" + describeModel(recorded) + ")";
+    return nullptr;
+  }
   opened->original =
       std::make_unique<CheckpointWeights>(*opened->checkpoint, opened->prefix);
   return opened;
