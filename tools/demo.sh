@@ -59,7 +59,31 @@ echo "(normal for this model's INT4 bundle: perplexity within about 1.5 % of the
 echo " reference's, mean KL near 0.015 nats, top-1 agreement near 0.9; bench/quality.sh compares"
 echo " the weight options on all of the held-out text)"
 
-step "6. A short chat in Gemma's turn template (pccx-run --chat, two turns from a file)"
+step "6. MatFormer slices: smaller models inside the same checkpoint (docs/matformer.md)"
+echo "(the demo model was trained as a MatFormer: each step trained one nested FFN width, so a"
+echo " prefix of every FFN is a model too. Two slices, compiled from the same checkpoint with"
+echo " --matformer-slice: every FFN at half width, and every FFN at a quarter)"
+FFN=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['intermediate_size'][0])" "$MODEL/config.json")
+LAYERS=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['num_hidden_layers'])" "$MODEL/config.json")
+for part in 2 4; do
+  python3 -c "import json,sys; json.dump({'ffn_hidden_dims': [int(sys.argv[1]) // int(sys.argv[2])] * int(sys.argv[3])}, open(sys.argv[4], 'w'))" \
+    "$FFN" "$part" "$LAYERS" "$OUT/ffn-1of$part.json"
+  "$BIN/pccx-compile" "$MODEL" --max-seq-len 256 --quiet \
+    --matformer-slice "$OUT/ffn-1of$part.json" -o "$OUT/demo-ffn-1of$part.pccx"
+done
+for b in demo demo-ffn-1of2 demo-ffn-1of4; do
+  ppl=$("$BIN/pccx-run" "$OUT/$b.pccx" --perplexity "$MODEL/heldout.txt" --ctx 128 \
+    --stride 64 --max-windows 48 --json | python3 -c "import json,sys; j=json.load(sys.stdin); print('%.2f' % j['ppl'])")
+  rate=$("$BIN/pccx-run" "$OUT/$b.pccx" --prompt "$PROMPT" --max-new-tokens 64 \
+    --stop-tokens "" --json | python3 -c "import json,sys; j=json.load(sys.stdin); print('%.0f' % j['timing']['decode_tokens_per_second'])")
+  wpt=$("$BIN/pccx-objdump" --info "$OUT/$b.pccx" | sed -n 's/^  weights\/token *\([0-9]*\) bytes.*/\1/p')
+  printf '%-16s perplexity %7s   %s weight bytes per token   decode %s tok/s here (integer numerics)\n' \
+    "$b.pccx" "$ppl" "$wpt" "$rate"
+done
+echo "(on the board decode time is the bytes per token: bench/README.md lists the published"
+echo " slices of the full-size E4B with their modelled tok/s and MMLU)"
+
+step "7. A short chat in Gemma's turn template (pccx-run --chat, two turns from a file)"
 echo "(greedy, repetition penalty 1.3: fluent King-James pastiche that ends its turn by"
 echo " itself; the model knows nothing, so its replies are not answers)"
 printf '%s\n' "$CHAT_1" "$CHAT_2" > "$OUT/chat.txt"

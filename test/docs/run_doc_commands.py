@@ -69,6 +69,14 @@ SKIPPED = {
     # docs/demo-model.md
     "apt-get install python3-torch python3-sentencepiece bible-kjv libopenblas0-serial": "installs packages (root, network)",
     "/usr/bin/python3 tools/train-demo-model/train.py --pccx-bin build/bin": "trains the demo model (about 20 minutes, python3-torch)",
+    # docs/matformer.md (test/tools/pccx-compile/matformer.test runs each on an
+    # E4B-shaped checkpoint; the scratch tree's tiny one is not)
+    "pccx-compile E4B_DIR --matformer-slice E2.54B-layer -o e254.pccx": "needs an E4B-shaped checkpoint",
+    "pccx-compile E4B_DIR --matformer-slice my-slice.json -o mine.pccx": "needs an E4B-shaped checkpoint",
+    "pccx-make-checkpoint --from E4B_DIR --matformer-slice E2B -o E2B_DIR": "needs an E4B-shaped checkpoint",
+    "pccx-run e254.pccx --prompt \"...\" --compare-reference E4B_DIR": "needs an E4B-shaped checkpoint",
+    "pccx-reference E4B_DIR --matformer-slice E2B --tokens 2,651,...": "needs an E4B-shaped checkpoint",
+    "bench/matformer-slices.sh BUILD_DIR E4B_DIR WORK_DIR [--max-seq-len N]": SYNOPSIS + "; " + BENCH,
     # bench/README.md
     "bench/quality.sh BUILD_DIR [WORK_DIR] [MAX_WINDOWS] [ONLY]": SYNOPSIS + "; " + "about 15 minutes",
     "bench/cpu-decode.sh BUILD_DIR WORK_DIR [LAYERS] [--tokens N] [--threads 1,2] [--numerics integer|hardware] [--isa KERNEL]": SYNOPSIS + "; " + BENCH,

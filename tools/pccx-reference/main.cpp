@@ -56,6 +56,9 @@ OPTIONS:
   --dump-logits FILE   write float32 little-endian rows of vocab_size
                        logits, one per position, in order
   --max-positions N    KV-cache capacity (default: prompt + --max-new-tokens)
+  --matformer-slice S  run the MatFormer slice S of the checkpoint (a
+                       published name or a slice file, as pccx-compile
+                       --matformer-slice takes it; docs/matformer.md)
   -h, --help           show this help
   --version            print the version and exit
 )";

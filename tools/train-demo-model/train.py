@@ -300,7 +300,10 @@ class Gemma3nText(torch.nn.Module):
     def w(self, name):
         return self.params[self.index[name]]
 
-    def forward(self, ids):
+    def forward(self, ids, ffn_width=None):
+        """Logits of `ids`; with `ffn_width`, every layer's FFN cut to its
+        first ffn_width units (a MatFormer slice: gate/up rows and down
+        columns, the sparsity cut over the kept units)."""
         c = self.c
         H, P, L, A = (c["hidden_size"], c["hidden_size_per_layer_input"],
                       c["num_hidden_layers"], c["altup_num_inputs"])
@@ -372,7 +375,8 @@ class Gemma3nText(torch.nn.Module):
             x_attn = (act + att + lau) * 2 ** -0.5
 
             h = rms(x_attn, eps, W("pre_feedforward_layernorm.weight"))
-            g = h @ W("mlp.gate_proj.weight").t()
+            fw = ffn_width or c["intermediate_size"][i]
+            g = h @ W("mlp.gate_proj.weight")[:fw].t()
             sp = c["activation_sparsity_pattern"][i]
             if sp > 0:
                 mult = torch.distributions.Normal(0.0, 1.0).icdf(
@@ -380,8 +384,8 @@ class Gemma3nText(torch.nn.Module):
                 cut = g.mean(-1, keepdim=True) + g.std(-1, keepdim=True,
                                                         unbiased=False) * mult
                 g = torch.relu(g - cut)
-            f = (gelu_tanh(g) * (h @ W("mlp.up_proj.weight").t())) \
-                @ W("mlp.down_proj.weight").t()
+            f = (gelu_tanh(g) * (h @ W("mlp.up_proj.weight")[:fw].t())) \
+                @ W("mlp.down_proj.weight")[:, :fw].t()
             out = x_attn + rms(f, eps, W("post_feedforward_layernorm.weight"))
 
             m2 = route(out)
@@ -507,6 +511,9 @@ def main():
     ap.add_argument("--pccx-bin", default="build/bin",
                     help="directory holding pccx-reference")
     ap.add_argument("--steps", type=int, default=420)
+    ap.add_argument("--no-nested", dest="nested", action="store_false",
+                    help="train the full FFN width only (no MatFormer "
+                         "nesting)")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--ctx", type=int, default=128)
     ap.add_argument("--lr", type=float, default=3e-3)
@@ -596,14 +603,22 @@ def main():
                             lr=args.lr, betas=(0.9, 0.95))
     warm = max(1, args.steps // 20)
 
-    def held_ppl(limit=64):
+    # MatFormer training: each step trains one nested FFN width of every
+    # layer (the prefix of its units), so that the smaller models inside
+    # the checkpoint are models too (docs/matformer.md).
+    full_width = CONFIG["intermediate_size"][0]
+    widths = [full_width * k // 4 for k in (4, 2, 1)]
+    width_weights = [0.5, 0.3, 0.2]
+    width_rng = random.Random(args.seed + 2)
+
+    def held_ppl(limit=64, width=None):
         model.eval()
         nll, n = 0.0, 0
         with torch.no_grad():
             for s in range(0, min(len(held_ids) - args.ctx, limit * (args.ctx - 1)),
                            args.ctx - 1):
                 ids = torch.tensor([[bos] + held_ids[s:s + args.ctx - 1]])
-                lg = model(ids)[0, :-1]
+                lg = model(ids, width)[0, :-1]
                 nll += F.cross_entropy(lg, ids[0, 1:], reduction="sum").item()
                 n += ids.shape[1] - 1
         model.train()
@@ -622,7 +637,9 @@ def main():
                  random.sample(chat_starts, n_chat)]
         seq = torch.stack(rows)
         ids = torch.cat([torch.full((args.batch, 1), bos), seq[:, :-1]], 1)
-        logits = model(ids)
+        width = width_rng.choices(widths, width_weights)[0] \
+            if args.nested else None
+        logits = model(ids, width)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                seq.reshape(-1))
         opt.zero_grad()
@@ -635,6 +652,10 @@ def main():
                   flush=True)
         if (step + 1) % 200 == 0 and step + 1 < args.steps:
             print("held-out ppl %.2f" % held_ppl(16), flush=True)
+            if args.nested:
+                for w in widths[1:]:
+                    print("  FFN %d: held-out ppl %.2f" % (w, held_ppl(16, w)),
+                          flush=True)
 
     # The exported weights are bf16: everything below uses the rounded ones.
     with torch.no_grad():
@@ -643,6 +664,10 @@ def main():
     model.eval()
     print("training: %.0f s; held-out ppl (bf16 weights, torch) %.2f" %
           (time.time() - start, held_ppl(10 ** 9)))
+    if args.nested:
+        for w in widths[1:]:
+            print("  every FFN cut to %d: held-out ppl %.2f" %
+                  (w, held_ppl(10 ** 9, w)))
     chat_check(model, sp, held, bos, eot)
     export(model, args.out, spm_model)
     verify_export(model, args.out, [bos] + held_ids[:150], args.pccx_bin)
