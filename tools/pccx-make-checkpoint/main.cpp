@@ -78,6 +78,18 @@ bool parseSize(const char *text, uint64_t *out) {
   return true;
 }
 
+/// Bytes written so far, on one line of a terminal (nothing otherwise).
+std::function<void(uint64_t, uint64_t)> progressLine() {
+  if (!isatty(STDERR_FILENO))
+    return nullptr;
+  return [](uint64_t done, uint64_t total) {
+    std::cerr << "\rwriting weights: " << (done >> 20) << " / "
+              << (total >> 20) << " MiB" << std::flush;
+    if (done == total)
+      std::cerr << "\n";
+  };
+}
+
 } // namespace
 
 static int run(int argc, char **argv) {
@@ -116,13 +128,7 @@ static int run(int argc, char **argv) {
       return fail("no output directory (-o DIR)");
     pccx::import::CheckpointWriteOptions write;
     write.maxShardBytes = options.maxShardBytes;
-    if (isatty(STDERR_FILENO))
-      write.progress = [](uint64_t done, uint64_t total) {
-        std::cerr << "\rwriting weights: " << (done >> 20) << " / "
-                  << (total >> 20) << " MiB" << std::flush;
-        if (done == total)
-          std::cerr << "\n";
-      };
+    write.progress = progressLine();
     std::string error;
     if (!pccx::import::writeSlicedCheckpoint(fromDir, slice, outDir, write,
                                              &error))
@@ -144,13 +150,7 @@ static int run(int argc, char **argv) {
     std::cout << config.toJson(2);
     return 0;
   }
-  if (isatty(STDERR_FILENO))
-    options.progress = [](uint64_t done, uint64_t total) {
-      std::cerr << "\rwriting weights: " << (done >> 20) << " / "
-                << (total >> 20) << " MiB" << std::flush;
-      if (done == total)
-        std::cerr << "\n";
-    };
+  options.progress = progressLine();
   if (!pccx::import::generateCheckpoint(config, outDir, options, &error))
     return fail(error);
   return 0;
