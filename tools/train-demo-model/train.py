@@ -511,6 +511,10 @@ def main():
     ap.add_argument("--pccx-bin", default="build/bin",
                     help="directory holding pccx-reference")
     ap.add_argument("--steps", type=int, default=420)
+    ap.add_argument("--tokenizer-model", default=None,
+                    help="use this SentencePiece model instead of training "
+                         "one (e.g. the committed tools/demo-model/"
+                         "tokenizer.model)")
     ap.add_argument("--no-nested", dest="nested", action="store_false",
                     help="train the full FFN width only (no MatFormer "
                          "nesting)")
@@ -557,15 +561,20 @@ def main():
           "(%d bytes)" % (len(train), sum(map(len, train)), len(held),
                           os.path.getsize(args.heldout)))
 
-    prefix = os.path.join(work, "tokenizer")
-    subprocess.run(["spm_train", "--input=" + verses, "--model_prefix=" + prefix,
-                    "--vocab_size=%d" % CONFIG["vocab_size"], "--model_type=bpe",
-                    "--character_coverage=1.0", "--pad_id=0", "--eos_id=1",
-                    "--bos_id=2", "--unk_id=3", "--minloglevel=2",
-                    "--user_defined_symbols=%s,%s" % (START_OF_TURN, END_OF_TURN),
-                    "--num_threads=1"],
-                   check=True, capture_output=True)
-    spm_model = prefix + ".model"
+    if args.tokenizer_model:
+        # Keep the committed tokenizer: the token ids the tests and the
+        # documents use stay valid (spm_train's result varies by build).
+        spm_model = args.tokenizer_model
+    else:
+        prefix = os.path.join(work, "tokenizer")
+        subprocess.run(["spm_train", "--input=" + verses, "--model_prefix=" + prefix,
+                        "--vocab_size=%d" % CONFIG["vocab_size"], "--model_type=bpe",
+                        "--character_coverage=1.0", "--pad_id=0", "--eos_id=1",
+                        "--bos_id=2", "--unk_id=3", "--minloglevel=2",
+                        "--user_defined_symbols=%s,%s" % (START_OF_TURN, END_OF_TURN),
+                        "--num_threads=1"],
+                       check=True, capture_output=True)
+        spm_model = prefix + ".model"
     sp = sentencepiece.SentencePieceProcessor(model_file=spm_model)
     stream = [t for line in spm_ids(sp, [" ".join(ch) for ch in train])
               for t in line]
