@@ -325,7 +325,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (checkpointDir.empty())
-    return fail("Not enough positional command line arguments specified!");
+    return fail("Not enough positional command line arguments specified! (see --help)");
   pccx::CompileOptions options;
   std::string error;
   if (!pccx::compileOptionsFromCL(&options, &error))
