@@ -26,6 +26,10 @@
 
 namespace pccx::serve {
 
+// runtime/serve/webui/index.html, compiled in by webui/EmbedFile.cmake.
+extern const unsigned char kWebUiPage[];
+extern const size_t kWebUiPage_size;
+
 using nlohmann::json;
 using support::jsonText;
 using support::logSafe;
@@ -960,6 +964,13 @@ struct Server::Impl {
     http.Get("/metrics", [this](const Request &req, Response &res) {
       handleMetrics(req, res);
     });
+    if (options.webUi)
+      http.Get("/", handleWebUi);
+    if (!options.modelCard.empty())
+      http.Get("/v1/model-card", [this](const Request &, Response &res) {
+        res.status = 200;
+        res.set_content(options.modelCard, "text/plain; charset=utf-8");
+      });
     http.Get("/v1/models", [this](const Request &req, Response &res) {
       handleModels(req, res);
     });
@@ -999,6 +1010,22 @@ struct Server::Impl {
               {"slots_busy", s["slots_busy"]},
               {"tokens_per_second", s["tokens_per_second"]},
               {"context_length", backend.capacity()}});
+  }
+
+  /// The chat page. It loads nothing from elsewhere and may talk only to
+  /// this server, which its Content-Security-Policy enforces; no other site
+  /// may frame it (the page holds the API key).
+  static void handleWebUi(const httplib::Request &, httplib::Response &res) {
+    res.status = 200;
+    res.set_content(reinterpret_cast<const char *>(kWebUiPage),
+                    kWebUiPage_size, "text/html; charset=utf-8");
+    res.set_header("Content-Security-Policy",
+                   "default-src 'none'; script-src 'unsafe-inline'; "
+                   "style-src 'unsafe-inline'; connect-src 'self'; "
+                   "img-src data:; base-uri 'none'; form-action 'none'; "
+                   "frame-ancestors 'none'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Cache-Control", "no-cache");
   }
 
   /// Prometheus' text format: counters and gauges of the same figures.

@@ -75,6 +75,13 @@ struct ServeOptions {
   /// answered and responses carry Access-Control-Allow-Origin. Empty: no
   /// CORS headers at all.
   std::vector<std::string> corsOrigins;
+  /// Serve the chat page at / (pccx-serve --no-webui turns it off; / is
+  /// then 404 like any unknown route). The page needs no key to load; its
+  /// API calls do.
+  bool webUi = true;
+  /// What `pccx-objdump --info` prints for the bundle, served as text at
+  /// GET /v1/model-card; empty: that route is 404.
+  std::string modelCard;
 };
 
 /// Whether an Authorization header value is "Bearer KEY" (the scheme in

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "hw/support/InputFile.h"
+#include "runtime/bundle/Objdump.h"
 #include "runtime/devices/Devices.h"
 #include "runtime/serve/Server.h"
 #include "tools/common/CommandLine.h"
@@ -16,6 +17,7 @@
 #include <csignal>
 #include <iostream>
 #include <pthread.h>
+#include <sstream>
 #include <thread>
 
 namespace {
@@ -34,6 +36,7 @@ Serves one compiled Gemma 3n bundle with OpenAI's HTTP API:
                               ("stream": true sends server-sent events)
   GET  /v1/models             the one model
   GET  /health                status, queue length, context length
+  GET  /                      a chat page for a browser (--no-webui: off)
 Generation requests are answered one at a time, in arrival order; the
 others wait in a queue (docs/serving.md). SIGTERM or SIGINT stops the
 server: the reply being generated ends, queued requests get 503.
@@ -48,7 +51,8 @@ OPTIONS:
   --model-name NAME        the model id clients use (default: the bundle's
                            file name without .pccx)
   --api-key KEY            every /v1/* request must carry "Authorization:
-                           Bearer KEY", else 401 (/health stays open)
+                           Bearer KEY", else 401 (/health and the chat page
+                           at / stay open)
   --api-key-file FILE      the same, with the key read from FILE (one
                            trailing newline dropped), so that it is not on
                            the command line
@@ -57,6 +61,8 @@ OPTIONS:
                            call the API: CORS preflights are answered and
                            responses carry Access-Control-Allow-Origin
                            (default: no CORS headers)
+  --no-webui               no chat page at / (then 404); the page itself
+                           needs no key, its API calls do
 )";
 
 // After --host-threads (tools/common/DeviceFlags.h).
@@ -169,6 +175,7 @@ static int run(int argc, char **argv) {
   cl.renamed("--max-tokens", "--max-tokens-limit");
   cl.flag("--markers-in-text", &markersInText);
   cl.flag("--quiet", [&] { options.logRequests = false; });
+  cl.flag("--no-webui", [&] { options.webUi = false; });
   cl.range("--parallel", 1, 256, [&](int64_t n) { options.parallel = int(n); });
   cl.flag("--context-shift", &options.contextShift);
   int64_t ctxSize = 0;
@@ -224,6 +231,10 @@ static int run(int argc, char **argv) {
   if (!format)
     return cl.fail(error);
   format->setMarkersInText(markersInText);
+  // The chat page shows it (GET /v1/model-card).
+  std::ostringstream card;
+  pccx::bundle::printModelCard(model->bundle(), card);
+  options.modelCard = card.str();
   auto dev = pccx::device::openDevice(device.name, device.options,
                                       model->target(), &error);
   if (!dev)

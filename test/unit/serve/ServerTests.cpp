@@ -584,3 +584,42 @@ TEST(ServeCors, AnyOrigin) {
   out = server.serveBytes("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(out.find("Access-Control-"), std::string::npos) << out;
 }
+
+TEST(ServeWebUi, PageNeedsNoKeyItsApiDoes) {
+  ScriptedBackend backend;
+  ServeOptions o = quietOptions();
+  o.apiKey = "s3cret";
+  o.modelCard = "Model card:\n  model             test\n";
+  Server server(backend, o);
+  std::string out = server.serveBytes("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_EQ(statuses(out), std::vector<int>{200}) << out;
+  EXPECT_EQ(headerOf(out, "Content-Type"), "text/html; charset=utf-8");
+  // The page may call only its own server, and no other site may frame it.
+  std::string policy = headerOf(out, "Content-Security-Policy");
+  EXPECT_NE(policy.find("connect-src 'self'"), std::string::npos) << policy;
+  EXPECT_NE(policy.find("frame-ancestors 'none'"), std::string::npos) << policy;
+  std::string page = bodyOf(out);
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u) << page.substr(0, 80);
+  EXPECT_NE(page.find("</html>"), std::string::npos);
+
+  out = server.serveBytes("GET /v1/model-card HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(statuses(out), std::vector<int>{401}) << out;
+  out = server.serveBytes("GET /v1/model-card HTTP/1.1\r\nHost: x\r\n"
+                          "Authorization: Bearer s3cret\r\n\r\n");
+  ASSERT_EQ(statuses(out), std::vector<int>{200}) << out;
+  EXPECT_EQ(headerOf(out, "Content-Type"), "text/plain; charset=utf-8");
+  EXPECT_EQ(bodyOf(out), o.modelCard);
+}
+
+TEST(ServeWebUi, OffIsAnUnknownRoute) {
+  ScriptedBackend backend;
+  ServeOptions o = quietOptions();
+  o.webUi = false;
+  Server server(backend, o); // and no model card
+  for (const char *path : {"/", "/v1/model-card"}) {
+    std::string out = server.serveBytes(std::string("GET ") + path +
+                                        " HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_EQ(statuses(out), std::vector<int>{404}) << out;
+    EXPECT_EQ(json::parse(bodyOf(out))["error"]["code"], "unknown_url");
+  }
+}
