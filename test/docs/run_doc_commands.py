@@ -114,11 +114,11 @@ INSTANCES = {
     "--dma-buffer SOURCE, --dma-heap NAME, --dma-heap-mib N, --device-option KEY=VALUE] [--max-body-bytes N] [--max-tokens-limit N] [--max-queue N] [--parallel N] "
     "[--connection-threads N] [--request-timeout S] [--idle-timeout S] [--host-threads N] [--ctx-size N] [--context-shift] "
     "[--draft ngram [--draft-tokens K]] [--markers-in-text] [--quiet] "
-    "[--api-key KEY | --api-key-file FILE] [--cors-origin ORIGIN ...]":
+    "[--api-key KEY | --api-key-file FILE] [--cors-origin ORIGIN ...] [--no-webui]":
         "pccx-serve batch.pccx --host 127.0.0.1 --port 8080 --model-name m --device sim --numerics reference "
         "--threads 1 --max-body-bytes 4096 --max-tokens-limit 64 --max-queue 2 --parallel 1 --connection-threads 2 "
         "--request-timeout 5 --idle-timeout 2 --host-threads 2 --ctx-size 64 --context-shift --draft ngram --draft-tokens 3 --markers-in-text "
-        "--quiet --api-key-file key.txt --cors-origin '*'",
+        "--quiet --api-key-file key.txt --cors-origin '*' --no-webui",
     "build/bin/bench-sim-gemv [--reps R] [--threads T] [--isa KERNEL] [--hardware | --integer]":
         "build/bin/bench-sim-gemv --reps 1 --threads 1 --integer",
     "build/bin/bench-sampler [--vocab V] [--reps R]": "build/bin/bench-sampler --vocab 4096 --reps 2",
