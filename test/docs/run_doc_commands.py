@@ -68,7 +68,7 @@ SKIPPED = {
     "pccx-run model.pccx --device kv260 --dma-buffer dma-heap --dma-heap reserved --dma-heap-mib 1280 --prompt \"Hello\"": BOARD,
     # docs/demo-model.md
     "apt-get install python3-torch python3-sentencepiece bible-kjv libopenblas0-serial": "installs packages (root, network)",
-    "/usr/bin/python3 tools/train-demo-model/train.py --pccx-bin build/bin": "trains the demo model (about 20 minutes, python3-torch)",
+    "/usr/bin/python3 tools/train-demo-model/train.py --pccx-bin build/bin --tokenizer-model tools/demo-model/tokenizer.model": "trains the demo model (about 15 minutes, python3-torch)",
     # docs/matformer.md (test/tools/pccx-compile/matformer.test runs each on an
     # E4B-shaped checkpoint; the scratch tree's tiny one is not)
     "pccx-compile E4B_DIR --matformer-slice E2.54B-layer -o e254.pccx": "needs an E4B-shaped checkpoint",

@@ -497,7 +497,9 @@ def export(model, out_dir, spm_model):
         f.write("\n")
     write_safetensors(os.path.join(out_dir, "model.safetensors"),
                       {"model." + n: model.w(n) for n in model.names})
-    shutil.copyfile(spm_model, os.path.join(out_dir, "tokenizer.model"))
+    target = os.path.join(out_dir, "tokenizer.model")
+    if not (os.path.exists(target) and os.path.samefile(spm_model, target)):
+        shutil.copyfile(spm_model, target)
 
 
 # ------------------------------------------------------------------- main --
@@ -510,7 +512,7 @@ def main():
                     help="where to write the held-out text")
     ap.add_argument("--pccx-bin", default="build/bin",
                     help="directory holding pccx-reference")
-    ap.add_argument("--steps", type=int, default=420)
+    ap.add_argument("--steps", type=int, default=640)
     ap.add_argument("--tokenizer-model", default=None,
                     help="use this SentencePiece model instead of training "
                          "one (e.g. the committed tools/demo-model/"
