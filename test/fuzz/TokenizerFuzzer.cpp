@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+using namespace pccx;
 using namespace pccx::app;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
