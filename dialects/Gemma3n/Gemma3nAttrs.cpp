@@ -56,7 +56,12 @@ Attribute ConfigAttr::parse(AsmParser &parser, Type) {
   std::string error;
   pccx::import::Gemma3nTextConfig config;
   if (!pccx::attrToJson(dict, json, &error) ||
-      !pccx::import::parseGemma3nConfig(json.dump(), &config, &error,
+      // Invalid UTF-8 in a string is replaced rather than thrown (built
+      // without exceptions): the parser then names the field it is in.
+      !pccx::import::parseGemma3nConfig(
+          json.dump(-1, ' ', false,
+                    nlohmann::json::error_handler_t::replace),
+          &config, &error,
                                         "#gemma3n.config")) {
     parser.emitError(loc, error);
     return {};

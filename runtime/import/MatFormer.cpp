@@ -138,7 +138,7 @@ bool sliceFile(const std::string &path, MatFormerSlice *out,
     for (const json &item : *it) {
       if (!item.is_number_integer()) {
         *error = path + ": " + key + " must be a list of integers, got " +
-                 item.dump();
+                 item.dump(-1, ' ', false, json::error_handler_t::replace);
         return false;
       }
       v->push_back(item.get<int64_t>());

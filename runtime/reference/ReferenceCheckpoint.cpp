@@ -27,8 +27,11 @@ ReferenceCheckpoint::open(const std::string &dir, std::string *error,
   import::Gemma3nTextConfig recorded;
   std::string unread;
   const bool haveRecorded =
-      bundleConfig && import::parseGemma3nConfig(bundleConfig->dump(),
-                                                 &recorded, &unread);
+      bundleConfig &&
+      import::parseGemma3nConfig(
+          bundleConfig->dump(-1, ' ', false,
+                             nlohmann::json::error_handler_t::replace),
+          &recorded, &unread);
   if (!(matformerSlice.empty() && haveRecorded
             ? import::reopenCheckpoint(dir, recorded, &opened->config,
                                        &opened->checkpoint, error)
