@@ -2,6 +2,8 @@
 
 #include "hw/abi/CompileOptions.h"
 
+#include "hw/support/Names.h"
+
 #include <cstdlib>
 
 using nlohmann::json;
@@ -34,12 +36,11 @@ const char *choiceName(hw::Rounding value) { return hw::roundingName(value); }
 
 /// The first choice of T named `text`.
 template <typename T> static bool findChoice(std::string_view text, T *out) {
-  for (T value : Choices<T>::values)
-    if (text == choiceName(value)) {
-      *out = value;
-      return true;
-    }
-  return false;
+  const T *found = support::findByName(
+      Choices<T>::values, text, [](T value) { return choiceName(value); });
+  if (found)
+    *out = *found;
+  return found != nullptr;
 }
 
 bool parseChoice(std::string_view text, Attention *out) {

@@ -7,9 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <dirent.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -431,24 +429,17 @@ bool reopenCheckpoint(const std::string &dir,
 
 namespace {
 
-/// Hands `view`'s stored bytes to `writer`, run by run; whole pages read
-/// are dropped from this process afterwards (they stay in the page cache).
+/// Hands `view`'s stored bytes to `writer`, run by run; the pages read are
+/// released afterwards (releasePages).
 bool copyStoredBytes(const TensorView &view, SafetensorsWriter &writer,
                      std::string *error) {
-  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
-  auto release = [&](const uint8_t *begin, const uint8_t *end) {
-    uintptr_t from = (uintptr_t(begin) + page - 1) & ~(page - 1);
-    uintptr_t to = uintptr_t(end) & ~(page - 1);
-    if (to > from + (uintptr_t(1) << 20))
-      ::madvise(reinterpret_cast<void *>(from), to - from, MADV_DONTNEED);
-  };
   if (!view.sliced()) {
     const size_t chunk = size_t(16) << 20;
     for (size_t at = 0; at < view.bytes; at += chunk) {
       const size_t n = std::min(chunk, view.bytes - at);
       if (!writer.writeBytes(view.name, view.data + at, n, error))
         return false;
-      release(view.data + at, view.data + at + n);
+      releasePages(view.data + at, view.data + at + n);
     }
     return true;
   }
@@ -471,9 +462,9 @@ bool copyStoredBytes(const TensorView &view, SafetensorsWriter &writer,
                                error))
           return false;
       }
-    release(view.data + uint64_t(firstRow) * uint64_t(view.storedColumns) *
-                            size,
-            view.data + uint64_t(endRow) * uint64_t(view.storedColumns) * size);
+    releasePages(
+        view.data + uint64_t(firstRow) * uint64_t(view.storedColumns) * size,
+        view.data + uint64_t(endRow) * uint64_t(view.storedColumns) * size);
   }
   return true;
 }

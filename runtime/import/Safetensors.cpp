@@ -184,9 +184,8 @@ void convertRun(DType dtype, const uint8_t *p, uint64_t count, float *out) {
   }
 }
 
-/// Large reads stream a checkpoint once: drop the whole pages of [begin,
-/// end) from this process (they stay in the page cache), so compiling a
-/// 14 GB checkpoint does not grow the resident set by 14 GB.
+} // namespace
+
 void releasePages(const uint8_t *begin, const uint8_t *end) {
   if (end - begin < (1 << 20))
     return;
@@ -196,6 +195,8 @@ void releasePages(const uint8_t *begin, const uint8_t *end) {
   if (to > from)
     ::madvise(reinterpret_cast<void *>(from), to - from, MADV_DONTNEED);
 }
+
+namespace {
 
 /// The stored index of index `i` of a dimension kept as `ranges` (empty:
 /// all), and how many indices follow it in the same range.
@@ -222,9 +223,9 @@ void convertSliced(const TensorView &t, uint64_t first, uint64_t count,
   while (count) {
     const int64_t row = int64_t(first / uint64_t(cols));
     int64_t col = int64_t(first % uint64_t(cols));
-    int64_t rowsLeft = 1;
+    int64_t rowRun = 0; // unused: rows are converted one at a time
     const int64_t storedRow =
-        t.rowRanges.empty() ? row : storedIndex(t.rowRanges, row, &rowsLeft);
+        t.rowRanges.empty() ? row : storedIndex(t.rowRanges, row, &rowRun);
     while (col < cols && count) {
       int64_t runLeft = cols - col;
       const int64_t storedCol =

@@ -76,6 +76,11 @@ struct TensorView {
 bool convertToFloat(const TensorView &tensor, uint64_t first, uint64_t count,
                     float *out, std::string *error);
 
+/// Drops the whole pages of [begin, end) of a mapping from this process once
+/// read (they stay in the page cache), when the range is 1 MiB or more: a
+/// 14 GB checkpoint streamed once does not grow the resident set by 14 GB.
+void releasePages(const uint8_t *begin, const uint8_t *end);
+
 /// Formats a shape as "[a, b, c]" for messages.
 std::string formatShape(const std::vector<int64_t> &shape);
 
