@@ -96,6 +96,7 @@ void BatchScheduler::admit() {
     s.id = id;
     s.request = std::move(request);
     s.sampler = std::make_unique<Sampler>(s.request.options.sampling);
+    s.sampler->setConstraint(s.request.options.constraint.get());
     s.result = GenerateResult();
     s.result.consumed.assign(s.request.prompt.begin(),
                              s.request.prompt.begin() + long(kept));

@@ -360,6 +360,7 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
   reply->promptSeconds = std::chrono::duration<double>(t1 - t0).count();
 
   Sampler sampler(options.sampling);
+  sampler.setConstraint(options.constraint.get());
   ReplyText replyText(tokenizer_, format_.endOfTurn(), options, reply);
   reply->end = ReplyEnd::MaxTokens;
   // Every token the session holds: the ids the sampler has seen.

@@ -139,6 +139,8 @@ struct ReplyOptions {
   SpecialTokens special = SpecialTokens::Decoded;
   /// The reply's text as it is produced (stop strings never reach it).
   std::function<void(const std::string &)> onText;
+  /// Structured output (GenerateOptions::constraint).
+  std::shared_ptr<grammar::JsonConstraint> constraint;
 };
 
 struct Reply {

@@ -125,6 +125,7 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
     return false;
   }
   Sampler sampler(options.sampling);
+  sampler.setConstraint(options.constraint.get());
   std::vector<float> logits;
   auto t0 = Clock::now();
   if (!session.consume(prompt, options.decodeOnly, &logits, error,

@@ -7,6 +7,7 @@
 #include "runtime/exec/Session.h"
 
 #include <functional>
+#include <memory>
 #include <set>
 
 namespace pccx::app {
@@ -31,6 +32,9 @@ struct GenerateOptions {
   /// context's last n-gram) verified in one multi-row step, trimmed to fill
   /// a batch program's rows. 0: off.
   int64_t draftTokens = 0;
+  /// Constrained decoding (structured output): the sampler masks what the
+  /// constraint refuses and advances it with each chosen token.
+  std::shared_ptr<grammar::JsonConstraint> constraint;
 };
 
 /// What speculative decoding did.

@@ -1,6 +1,7 @@
 //===- RunModes.cpp - what pccx-run does with a session --------------------===//
 
 #include "runtime/app/RunModes.h"
+#include "runtime/app/Structured.h"
 
 #include "hw/support/JsonText.h"
 #include "hw/support/OutputFile.h"
@@ -156,6 +157,13 @@ bool runGenerateMode(const exec::Model &model, exec::Session &session,
         << sim::numericsName(session.device().numerics()) << " numerics)\n";
     if (gen.draftTokens > 0)
       err << options.tool << ": " << draftSummary(result.draft) << "\n";
+    if (gen.constraint) {
+      err << options.tool << ": " << formatMaskCost(*gen.constraint) << "\n";
+      if (!result.stopped)
+        err << options.tool
+            << ": the JSON document is incomplete: the reply ended before "
+               "it did (--max-new-tokens or the context)\n";
+    }
   }
 
   if (!options.dumpPath.empty()) {
@@ -219,6 +227,14 @@ bool runGenerateMode(const exec::Model &model, exec::Session &session,
           {"weight_bytes", stats.weightBytes},
           {"kv_record_bytes", stats.kvRecordBytes},
           {"steps", stats.steps}}}};
+    if (gen.constraint)
+      j["json_output"] = {
+          {"complete", result.stopped && gen.constraint->complete()},
+          {"masks", gen.constraint->masks()},
+          {"mask_ms_per_token",
+           gen.constraint->masks() ? gen.constraint->maskSeconds() * 1e3 /
+                                         double(gen.constraint->masks())
+                                   : 0.0}};
     if (gen.draftTokens > 0)
       j["draft"] = {{"method", "ngram"},
                     {"max_tokens", gen.draftTokens},

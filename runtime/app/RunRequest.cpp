@@ -81,6 +81,11 @@ std::string checkRunRequest(const RunRequest &r) {
     return "--draft-tokens must be at least 1";
   if (drafting(r) && (r.chat || batchInput(r) || !r.perplexityPath.empty()))
     return "--draft applies to --prompt and --tokens";
+  const bool structured = !r.jsonSchemaPath.empty() || r.jsonObject;
+  if (!r.jsonSchemaPath.empty() && r.jsonObject)
+    return "--json-schema and --json-object exclude each other";
+  if (structured && (r.chat || batchInput(r) || !r.perplexityPath.empty()))
+    return "--json-schema and --json-object apply to --prompt and --tokens";
   if (batchInput(r) && !r.referenceDir.empty())
     return "--compare-reference does not apply to several sequences";
   if (!r.perplexityPath.empty() &&

@@ -60,6 +60,9 @@ struct RunRequest {
   int64_t draftTokens = 3;
   /// Sequences decoded together; 0 (the option absent) is all of them.
   int64_t parallel = 0;
+  /// Structured output: --json-schema FILE, or --json-object.
+  std::string jsonSchemaPath;
+  bool jsonObject = false;
   /// --ctx-size: positions the session holds.
   int64_t ctxSize = 0;
   bool hasCtxSize = false;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/app/Sampler.h"
+#include "runtime/grammar/TokenMask.h"
 
 #include "hw/numerics/Elementary.h"
 
@@ -73,19 +74,36 @@ void Sampler::applyPenalties(std::vector<float> &logits,
   }
 }
 
+bool Sampler::applyConstraint(std::vector<float> &logits) {
+  if (!constraint_ || constraint_->mask(logits))
+    return true;
+  stuck_ = true;
+  return false;
+}
+
+int32_t Sampler::chosen(int32_t token) {
+  if (constraint_)
+    constraint_->accept(token);
+  return token;
+}
+
 int32_t Sampler::next(std::vector<float> &logits,
                       const std::vector<int32_t> &seen) {
+  if (!applyConstraint(logits))
+    return constraint_->endToken();
   Candidates c;
   if (candidates(logits, seen, &c))
-    return c.best;
-  return draw(c, -1);
+    return chosen(c.best);
+  return chosen(draw(c, -1));
 }
 
 int32_t Sampler::verify(std::vector<float> &logits,
                         const std::vector<int32_t> &seen, int32_t draft) {
+  if (!applyConstraint(logits))
+    return constraint_->endToken();
   Candidates c;
   if (candidates(logits, seen, &c))
-    return c.best;
+    return chosen(c.best);
   // The draft was proposed with certainty (q(draft) = 1): accepted with
   // probability p(draft); otherwise the token comes from p without it,
   // renormalized, max(p - q, 0). The result is distributed as p.
@@ -96,8 +114,8 @@ int32_t Sampler::verify(std::vector<float> &logits,
       p = c.weights[i];
   }
   if (p > 0 && uniform() * mass < p)
-    return draft;
-  return draw(c, draft);
+    return chosen(draft);
+  return chosen(draw(c, draft));
 }
 
 int32_t Sampler::draw(const Candidates &c, int32_t excluded) {

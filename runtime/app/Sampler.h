@@ -16,6 +16,10 @@
 #include <string>
 #include <vector>
 
+namespace pccx::grammar {
+class JsonConstraint;
+}
+
 namespace pccx::app {
 
 struct SamplingOptions {
@@ -45,6 +49,15 @@ public:
   /// are distributed exactly as next()'s.
   int32_t verify(std::vector<float> &logits, const std::vector<int32_t> &seen,
                  int32_t draft);
+  /// Constrained decoding (not owned; null: none). The tokens the
+  /// constraint refuses are masked before the penalties and warpers, and
+  /// each token chosen advances it. When it allows no token at all (a
+  /// vocabulary the schema's check let through that cannot go on), the
+  /// choice is its end token and stuck() says so.
+  void setConstraint(grammar::JsonConstraint *constraint) {
+    constraint_ = constraint;
+  }
+  bool stuck() const { return stuck_; }
 
 private:
   /// The warped distribution: `weights` of `ids` (or, `all`, of every id in
@@ -64,8 +77,13 @@ private:
   double uniform();
   void applyPenalties(std::vector<float> &logits,
                       const std::vector<int32_t> &seen) const;
+  /// Masks `logits` for the constraint; false when nothing may follow.
+  bool applyConstraint(std::vector<float> &logits);
+  int32_t chosen(int32_t token);
   SamplingOptions options_;
   uint64_t state_;
+  grammar::JsonConstraint *constraint_ = nullptr;
+  bool stuck_ = false;
 };
 
 } // namespace pccx::app

@@ -122,6 +122,7 @@ bool BatchEngine::complete(const std::vector<int32_t> &prompt,
   request.prompt = prompt;
   request.options.maxNewTokens = options.maxTokens;
   request.options.sampling = options.sampling;
+  request.options.constraint = options.constraint;
   request.options.decodeOnly = options.decodeOnly;
   // The scheduler ends the sequence at a stop id; the text side (stop
   // strings, the client leaving) ends it from here.

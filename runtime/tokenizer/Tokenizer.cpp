@@ -5,6 +5,7 @@
 #include <sentencepiece_processor.h>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace pccx {
 
@@ -159,6 +160,33 @@ bool Tokenizer::isSpecial(int32_t id) const {
          (sp_->IsControl(id) ||
           (size_t(id) < userDefined_.size() && userDefined_[size_t(id)]));
 }
+
+std::string Tokenizer::tokenText(int32_t id) const {
+  if (id < 0 || id >= sp_->GetPieceSize() || isSpecial(id) ||
+      sp_->IsUnknown(id) || sp_->IsUnused(id))
+    return {};
+  const std::string piece = sp_->IdToPiece(id);
+  if (sp_->IsByte(id)) {
+    // "<0xNN>"
+    unsigned value = 0;
+    if (piece.size() == 6 && std::sscanf(piece.c_str(), "<0x%2X>", &value) == 1)
+      return std::string(1, char(value));
+    return {};
+  }
+  static const std::string kSpace = "\xE2\x96\x81";
+  std::string text;
+  for (size_t i = 0; i < piece.size();) {
+    if (piece.compare(i, kSpace.size(), kSpace) == 0) {
+      text += ' ';
+      i += kSpace.size();
+    } else {
+      text += piece[i++];
+    }
+  }
+  return text;
+}
+
+int32_t Tokenizer::size() const { return sp_->GetPieceSize(); }
 
 std::string TextStream::push(int32_t id) {
   ids_.push_back(id);

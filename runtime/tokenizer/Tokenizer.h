@@ -34,6 +34,14 @@ public:
   /// <eos>, <pad>: decoding gives no text for it) or a user-defined one
   /// (Gemma's <start_of_turn>, <end_of_turn>: decoding spells it out).
   bool isSpecial(int32_t id) const;
+  /// The bytes `id` adds to a decoding inside a text: its piece with
+  /// U+2581 as a space, or a byte piece's byte. Empty for special,
+  /// unknown and unused pieces, which are not text, and outside the
+  /// vocabulary. (At the very start of a decoding a leading space may be
+  /// dropped, when the model adds a dummy prefix; Gemma's does not.)
+  std::string tokenText(int32_t id) const;
+  /// The pieces of the vocabulary (ids 0 .. size() - 1).
+  int32_t size() const;
   /// The longest piece's bytes: a token never spells more text than this
   /// (before normalization), which bounds a text's token count from below.
   size_t maxPieceBytes() const { return maxPieceBytes_; }

@@ -6,8 +6,9 @@
 and, inside the two floors the board builds, the rooms in their order:
 
     hw:      support < isa < numerics < machine < abi
-    runtime: bundle < import < tokenizer < reference < sim < conformance
-             < host < devices < exec < prof < app < serve < capi
+    runtime: bundle < import < tokenizer < grammar < reference < sim
+             < conformance < host < devices < exec < prof < app < serve
+             < capi
 
 A file may include its own floor (and room) and the ones below it. hw/ and
 runtime/ (the board's build) never include MLIR or LLVM. A folder of hw/ or
@@ -24,7 +25,7 @@ RANK = {name: i for i, name in enumerate(FLOORS)}
 RANK["bench"] = RANK["tools"]
 ROOMS = {
     "hw": ["support", "isa", "numerics", "machine", "abi"],
-    "runtime": ["bundle", "import", "tokenizer", "reference", "sim",
+    "runtime": ["bundle", "import", "tokenizer", "grammar", "reference", "sim",
                 "conformance", "host", "devices", "exec", "prof", "app",
                 "serve", "capi"],
 }

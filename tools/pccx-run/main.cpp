@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "hw/support/InputFile.h"
+#include "runtime/app/Structured.h"
 #include "runtime/app/RunModes.h"
 #include "runtime/app/RunRequest.h"
 #include "runtime/devices/Devices.h"
@@ -118,6 +119,13 @@ GENERATION:
   --seed S                 sampling seed (default 0)
   --stop-tokens IDS        stop after any of these ids (default: the
                            config's eos_token_id)
+  --json-schema FILE       structured output: every token is chosen among
+                           those that keep the text a prefix of a JSON
+                           document valid under the schema in FILE (the
+                           subset in docs/serving.md), and the reply ends
+                           (with a stop token) only once it is complete.
+                           Prints the mask's cost per token
+  --json-object            the same for any JSON object
 )";
 
 // After --host-threads (tools/common/DeviceFlags.h).
@@ -221,6 +229,8 @@ void declareOptions(pccx::tools::CommandLine &cl, RunRequest &request,
   cl.number("--repetition-penalty", &gen.sampling.repetitionPenalty);
   cl.count("--seed", &seed);
   cl.text("--stop-tokens", &request.stopTokens, &request.hasStopTokens);
+  cl.text("--json-schema", &request.jsonSchemaPath);
+  cl.flag("--json-object", &request.jsonObject);
   cl.flag("--decode-only", &gen.decodeOnly);
   cl.text("--draft", &request.draftMethod);
   cl.count("--draft-tokens", &request.draftTokens);
@@ -464,6 +474,22 @@ static int run(int argc, char **argv) {
                                        &stops, &error))
     return fail(error);
   gen.stopTokens.insert(stops.begin(), stops.end());
+  if (!request.jsonSchemaPath.empty() || request.jsonObject) {
+    if (!tokenizer)
+      return fail(request.bundlePath + " carries no tokenizer; structured "
+                                       "output needs one");
+    auto schema = request.jsonObject
+                      ? pccx::grammar::anyObjectSchema()
+                      : pccx::app::loadJsonSchema(request.jsonSchemaPath,
+                                                  &error);
+    if (!schema)
+      return fail(error);
+    pccx::app::StructuredVocabulary vocabulary(*tokenizer);
+    gen.constraint = pccx::app::makeJsonConstraint(
+        schema, vocabulary.get(), gen.stopTokens, &error);
+    if (!gen.constraint)
+      return fail(error);
+  }
 
   // Device.
   auto dev = pccx::device::openDevice(device.name, device.options,

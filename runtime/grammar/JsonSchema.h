@@ -1,0 +1,119 @@
+//===- JsonSchema.h - a JSON schema as a byte automaton ---------*- C++ -*-===//
+//
+// The language of constrained decoding: the subset of JSON Schema that
+// `response_format` and `pccx-run --json-schema` take (docs/serving.md,
+// "Structured output"), compiled into nodes, and a matcher that reads a
+// reply byte by byte. After any prefix it accepts, some continuation is a
+// complete document that parses and validates, and it refuses every byte
+// after which none is: a decoder that only emits accepted bytes ends with a
+// valid document, unless a token limit cuts it.
+//
+// The matcher's state is a set of stacks (one per live anyOf branch), each
+// a stack of frames: the value being read and the objects and arrays
+// around it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PCCX_RUNTIME_GRAMMAR_JSONSCHEMA_H
+#define PCCX_RUNTIME_GRAMMAR_JSONSCHEMA_H
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pccx::grammar {
+
+/// Limits of the language (docs/serving.md lists them).
+constexpr int kMaxSchemaDepth = 32;  ///< nesting of a schema's subschemas
+constexpr int kMaxValueDepth = 32;   ///< nesting of arrays and objects read
+constexpr int kMaxWhitespace = 32;   ///< white space bytes in a row
+constexpr int kMaxIntegerDigits = 16, kMaxFractionDigits = 16,
+              kMaxExponentDigits = 3;
+constexpr size_t kMaxBranches = 64;  ///< live anyOf branches kept
+constexpr size_t kMaxSchemaNodes = 4096;
+constexpr size_t kMaxLiteralBytes = 1 << 20; ///< enum, const and key texts
+
+struct Schema;
+/// Schemas are read keeping their members' order: properties are written
+/// in the order the schema declares them.
+using Json = nlohmann::ordered_json;
+
+/// Compiles a JSON Schema document. Null, with `*error` naming the keyword
+/// and where it is (a JSON pointer into the schema), when it is outside the
+/// subset or inconsistent.
+std::shared_ptr<const Schema> compileSchema(const Json &schema,
+                                            std::string *error);
+/// Any JSON object (response_format {"type": "json_object"}).
+std::shared_ptr<const Schema> anyObjectSchema();
+
+/// Bytes a reply may need to spell, whatever the model chooses (structural
+/// characters, digits, the letters of true/false/null, the texts of keys
+/// and enum values): a vocabulary needs a one-byte token for each, or
+/// decoding could reach a byte it cannot write.
+std::vector<bool> requiredBytes(const Schema &schema);
+
+/// One frame of a stack. Plain data: copied freely while masks are made.
+struct Frame {
+  uint8_t kind = 0, phase = 0, ws = 0;
+  uint8_t escape = 0;   ///< strings: 0, 1 after '\', 2..5 in \u (+8: D)
+  uint8_t need = 0;     ///< strings: UTF-8 continuation bytes still due
+  uint8_t lo = 0x80, hi = 0xBF; ///< the next continuation byte's range
+  bool freeKey = false; ///< objects: the key may be an additional one
+  int32_t schema = 0;   ///< the node read
+  int32_t node = -1;    ///< literal trie node; a key's trie node; digits
+  int32_t next = 0;     ///< objects: next property; arrays: items
+  int32_t value = -1;   ///< objects: the member value's node
+  uint32_t chars = 0;   ///< strings: characters so far
+  bool operator==(const Frame &o) const;
+};
+
+/// Where a matcher is: stacks of frames, `ends` their ends in `frames`.
+struct MatchState {
+  std::vector<Frame> frames;
+  std::vector<uint32_t> ends;
+  /// The document was ended (an end token was taken).
+  bool ended = false;
+  bool empty() const { return ends.empty(); }
+};
+
+/// Reads bytes against a compiled schema. Cheap to copy states with: the
+/// token masks step states through a vocabulary trie.
+class Matcher {
+public:
+  explicit Matcher(std::shared_ptr<const Schema> schema);
+  const Schema &schema() const { return *schema_; }
+  /// The state before any byte.
+  MatchState start() const;
+  /// `*out` = `in` after `byte`; false (and `*out` empty) when no valid
+  /// document continues with it.
+  bool step(const MatchState &in, uint8_t byte, MatchState *out) const;
+  /// Steps `*state` through `bytes`; false (state unchanged) when a byte is
+  /// refused.
+  bool feed(MatchState *state, std::string_view bytes) const;
+  /// A complete document has been read: the reply may end here.
+  bool canEnd(const MatchState &state) const;
+  /// How many more characters of free string text (no quote, backslash,
+  /// control character; whole UTF-8 characters) some branch takes
+  /// without any other change that matters: -1 when none is inside such
+  /// a string.
+  int64_t plainRoom(const MatchState &state) const;
+  /// Whether a printable ASCII byte other than the quote and the backslash
+  /// leaves `state` as it is (every branch inside a string with no length
+  /// bound left to check): the masks then walk such bytes without steps.
+  bool plainFixed(const MatchState &state) const;
+
+private:
+  using Stack = std::vector<Frame>;
+  /// Feeds `byte` to the stack (changed in place); the stacks that take it
+  /// go to `out`.
+  void feedStack(Stack &stack, uint8_t byte, MatchState *out) const;
+  std::shared_ptr<const Schema> schema_;
+};
+
+} // namespace pccx::grammar
+
+#endif
