@@ -53,16 +53,16 @@ void BatchScheduler::admit() {
   while (!queue_.empty()) {
     auto &[id, request] = queue_.front();
     // The free slot whose cache keeps the longest prefix of the prompt
-    // (Session::reusablePrefix; a request that keeps every logits row
-    // consumes its whole prompt). A slot that keeps none starts over, and
-    // the prompt is fed in chunks like any other.
+    // (Session::reusablePrefix; a request that keeps or scores every
+    // logits row consumes its whole prompt). A slot that keeps none starts
+    // over, and the prompt is fed in chunks like any other.
     int best = -1;
     size_t bestKept = 0;
     for (size_t i = 0; i < slots_.size(); ++i) {
       if (slots_[i].id >= 0)
         continue;
       const size_t kept =
-          request.options.keepLogits
+          request.options.keepLogits || request.onPromptLogits
               ? 0
               : size_t(session_.reusablePrefix(int(i), request.prompt));
       if (best < 0 || kept > bestKept) {
@@ -118,11 +118,15 @@ bool BatchScheduler::feedPrompt(int index, std::string *error) {
                              prompt.begin() + long(s.fed + count));
   std::vector<float> logits;
   const auto t0 = Clock::now();
+  const bool everyRow =
+      s.request.options.keepLogits || bool(s.request.onPromptLogits);
   if (!session_.consume(index, chunk, s.request.options.decodeOnly, &logits,
                         error,
-                        s.request.options.keepLogits ? exec::LogitsRows::Every
-                                                     : exec::LogitsRows::Last))
+                        everyRow ? exec::LogitsRows::Every
+                                 : exec::LogitsRows::Last))
     return false;
+  if (s.request.onPromptLogits)
+    s.request.onPromptLogits(s.fed, logits);
   s.result.prefillSeconds +=
       std::chrono::duration<double>(Clock::now() - t0).count();
   s.fed += count;

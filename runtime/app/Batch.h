@@ -29,6 +29,11 @@ struct BatchRequest {
   /// Called when the request gets its slot, with the prompt tokens found
   /// in the slot's cache.
   std::function<void(int64_t reused)> onAdmit;
+  /// Set: the prompt is consumed from an empty cache (reused positions
+  /// have no logits) and this is called with the logits rows of each
+  /// chunk of it, the first of position `from`.
+  std::function<void(size_t from, const std::vector<float> &rows)>
+      onPromptLogits;
   /// Called once when the request ends: its result, or an error.
   std::function<void(const GenerateResult &, const std::string &error)> onDone;
 };

@@ -273,8 +273,15 @@ std::string ReplyText::textOf(int32_t token, bool ends) {
   return text;
 }
 
+void ReplyText::countTextTokens(size_t end) {
+  size_t &n = reply_->textTokens;
+  while (n < starts_.size() && starts_[n] < end)
+    ++n;
+}
+
 bool ReplyText::push(int32_t token) {
   reply_->tokens.push_back(token);
+  starts_.push_back(text_.size());
   const bool endOfTurn = token == endOfTurn_;
   if (endOfTurn || options_.stopTokens.count(token)) {
     reply_->end = endOfTurn ? ReplyEnd::EndOfTurn : ReplyEnd::StopToken;
@@ -294,6 +301,7 @@ bool ReplyText::push(int32_t token) {
   }
   // Text that may be the start of a stop string waits for the next piece.
   size_t ready = text_.size() - heldBack(text_, options_.stopStrings);
+  countTextTokens(ready);
   if (options_.onText && ready > emitted_)
     options_.onText(text_.substr(emitted_, ready - emitted_));
   emitted_ = std::max(emitted_, ready);
@@ -310,6 +318,14 @@ void ReplyText::finish() {
   // does.
   if (reply_->end != ReplyEnd::StopString)
     text_ += stream_.finish();
+  // Every token spells the reply but a stop id that ended it, and those
+  // from where a stop string begins.
+  if (reply_->end == ReplyEnd::StopString)
+    countTextTokens(text_.size());
+  else
+    reply_->textTokens = reply_->tokens.size() -
+                         (reply_->end == ReplyEnd::EndOfTurn ||
+                          reply_->end == ReplyEnd::StopToken);
   if (options_.onText && text_.size() > emitted_)
     options_.onText(text_.substr(emitted_));
   reply_->text = text_;
@@ -337,7 +353,9 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
   // conversation that re-tokenizes slightly differently keeps everything
   // before the first difference; Session::reusablePrefix). A prompt that
   // keeps none is fed again from an empty cache.
-  size_t reused = size_t(session_.reusablePrefix(0, prompt));
+  // A scored prompt needs the logits of every position: none is reused.
+  size_t reused =
+      options.scorePrompt ? 0 : size_t(session_.reusablePrefix(0, prompt));
   std::string ignored;
   if (reused == 0 || !session_.rewind(0, int64_t(reused), &ignored)) {
     session_.reset();
@@ -349,12 +367,29 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
 
   auto t0 = Clock::now();
   std::vector<float> logits;
-  if (!session_.consume(reply->fed, options.decodeOnly, &logits, error,
-                        exec::LogitsRows::Last)) {
+  const size_t vocab = size_t(session_.model().vocabSize());
+  if (options.scorePrompt) {
+    // Every row, a chunk at a time (as the batch scheduler feeds prompts)
+    // so that the rows held stay a few, whatever the prompt's length.
+    const size_t chunk = size_t(4 * session_.model().prefillRows());
+    for (size_t from = 0; from < prompt.size(); from += chunk) {
+      const std::vector<int32_t> part(
+          prompt.begin() + long(from),
+          prompt.begin() + long(std::min(prompt.size(), from + chunk)));
+      if (!session_.consume(part, options.decodeOnly, &logits, error,
+                            exec::LogitsRows::Every)) {
+        session_.reset();
+        return false;
+      }
+      scorePromptRows(prompt, from, logits, vocab,
+                      std::max(options.topLogprobs, 0),
+                      &reply->promptLogprobs);
+    }
+  } else if (!session_.consume(reply->fed, options.decodeOnly, &logits, error,
+                               exec::LogitsRows::Last)) {
     session_.reset();
     return false;
   }
-  const size_t vocab = size_t(session_.model().vocabSize());
   std::vector<float> last(logits.end() - long(vocab), logits.end());
   auto t1 = Clock::now();
   reply->promptSeconds = std::chrono::duration<double>(t1 - t0).count();
@@ -366,8 +401,17 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
   // Every token the session holds: the ids the sampler has seen.
   std::vector<int32_t> seen = prompt;
   int64_t produced = 0;
+  // With log-probabilities: the row the next token is chosen from, as the
+  // sampler gets it (it warps its own copy).
+  const bool scored = options.topLogprobs >= 0;
+  std::vector<float> row;
   auto emit = [&](int32_t token) {
     ++produced;
+    if (scored) {
+      reply->logprobs.push_back(
+          scoreToken(row.data(), vocab, token, options.topLogprobs));
+      row.clear();
+    }
     if (!replyText.push(token) || produced == options.maxTokens)
       return false;
     if (int64_t(seen.size()) >= capacity()) {
@@ -377,12 +421,17 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
     return true;
   };
   if (options.maxTokens > 0) {
+    if (scored)
+      row = last;
     int32_t next = sampler.next(last, seen);
     bool more = emit(next);
+    // decodeStep keeps the row of each token it chooses in `row`, before
+    // that token is emitted.
     while (more)
       if (!decodeStep(session_, 0, sampler, options.draftTokens,
-                      options.maxTokens - produced, seen, &next, nullptr,
-                      emit, &more, &reply->draft, error)) {
+                      options.maxTokens - produced, seen, &next,
+                      scored ? &row : nullptr, emit, &more, &reply->draft,
+                      error)) {
         session_.reset();
         return false;
       }

@@ -18,6 +18,7 @@
 #define PCCX_RUNTIME_APP_CHAT_H
 
 #include "runtime/app/Generate.h"
+#include "runtime/app/Logprobs.h"
 #include "runtime/app/Sampler.h"
 #include "runtime/bundle/ChatTemplate.h"
 #include "runtime/exec/Session.h"
@@ -141,6 +142,14 @@ struct ReplyOptions {
   std::function<void(const std::string &)> onText;
   /// Structured output (GenerateOptions::constraint).
   std::shared_ptr<grammar::JsonConstraint> constraint;
+  /// Log-probabilities (app/Logprobs.h) of each generated token, with this
+  /// many most likely alternatives, in Reply::logprobs; -1: none.
+  int topLogprobs = -1;
+  /// Also those of the prompt's tokens after the first (with topLogprobs
+  /// alternatives, at least 0), in Reply::promptLogprobs. Positions taken
+  /// from the KV cache have no logits, so the whole prompt is consumed
+  /// again, from an empty cache.
+  bool scorePrompt = false;
 };
 
 struct Reply {
@@ -153,6 +162,18 @@ struct Reply {
   int64_t positionAfter = 0;
   double promptSeconds = 0, replySeconds = 0;
   DraftStats draft; ///< with ReplyOptions::draftTokens
+  /// How many of `tokens`, from the first, spell the reply's text: all but
+  /// a stop id that ended it and the tokens from where a stop string
+  /// begins. While the reply is produced: those whose text (some of it,
+  /// for a token that spans several pieces of it) went to onText, updated
+  /// before each call.
+  size_t textTokens = 0;
+  /// With ReplyOptions::topLogprobs: one per token of `tokens`, added
+  /// before the token reaches the text.
+  std::vector<TokenLogprob> logprobs;
+  /// With ReplyOptions::scorePrompt: prompt tokens 1, 2, ... (nothing
+  /// predicts the first).
+  std::vector<TokenLogprob> promptLogprobs;
 };
 
 /// The text side of a reply, token by token: decodes the tokens as a
@@ -180,8 +201,13 @@ private:
   int32_t endOfTurn_;
   const ReplyOptions &options_;
   Reply *reply_;
+  /// Reply::textTokens: the tokens whose text starts before byte `end`.
+  void countTextTokens(size_t end);
   std::string text_;   ///< every piece decoded so far
   size_t emitted_ = 0; ///< bytes of text_ passed to onText
+  /// Where each token's text starts in text_ (a token whose bytes complete
+  /// a character begun by earlier ones: where that character starts).
+  std::vector<size_t> starts_;
 };
 
 /// A conversation (or a series of prompts) on one session.

@@ -2,6 +2,7 @@
 
 #include "runtime/serve/BatchEngine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 
@@ -14,6 +15,9 @@ struct BatchEngine::Pending {
   std::mutex mutex;
   std::condition_variable changed;
   std::deque<int32_t> tokens;
+  /// ReplyOptions::topLogprobs: each token's scores, beside `tokens`.
+  std::deque<app::TokenLogprob> scores;
+  std::vector<app::TokenLogprob> promptScores; ///< ReplyOptions::scorePrompt
   bool done = false;
   int64_t reused = 0;
   app::GenerateResult result;
@@ -129,13 +133,36 @@ bool BatchEngine::complete(const std::vector<int32_t> &prompt,
   request.options.stopTokens = options.stopTokens;
   if (endOfTurn_ >= 0)
     request.options.stopTokens.insert(endOfTurn_);
-  request.options.onToken = [pending](int32_t token) {
+  // Log-probabilities are computed on the engine thread, from the row the
+  // scheduler hands to onLogits before the sampler warps its copy, so that
+  // only the scores (not rows of the vocabulary) wait for a slow client.
+  const int top = options.topLogprobs;
+  const size_t vocab = size_t(session_.model().vocabSize());
+  auto row = std::make_shared<std::vector<float>>();
+  if (top >= 0)
+    request.options.onLogits = [row](const std::vector<float> &logits) {
+      *row = logits;
+    };
+  request.options.onToken = [pending, row, top, vocab](int32_t token) {
     {
       std::lock_guard<std::mutex> lock(pending->mutex);
       pending->tokens.push_back(token);
+      if (top >= 0)
+        pending->scores.push_back(
+            app::scoreToken(row->data(), vocab, token, top));
     }
     pending->changed.notify_all();
   };
+  if (options.scorePrompt)
+    request.onPromptLogits = [pending, prompt, top,
+                              vocab](size_t from, const std::vector<float> &rows) {
+      std::vector<app::TokenLogprob> scores;
+      app::scorePromptRows(prompt, from, rows, vocab, std::max(top, 0),
+                           &scores);
+      std::lock_guard<std::mutex> lock(pending->mutex);
+      pending->promptScores.insert(pending->promptScores.end(),
+                                   scores.begin(), scores.end());
+    };
   request.onAdmit = [pending](int64_t reused) {
     std::lock_guard<std::mutex> lock(pending->mutex);
     pending->reused = reused;
@@ -179,6 +206,10 @@ bool BatchEngine::complete(const std::vector<int32_t> &prompt,
     while (!pending->tokens.empty() && !ended) {
       const int32_t token = pending->tokens.front();
       pending->tokens.pop_front();
+      if (top >= 0) {
+        reply->logprobs.push_back(std::move(pending->scores.front()));
+        pending->scores.pop_front();
+      }
       if (first) {
         reply->promptSeconds =
             std::chrono::duration<double>(Clock::now() - t0).count();
@@ -199,6 +230,7 @@ bool BatchEngine::complete(const std::vector<int32_t> &prompt,
   const int64_t reused = pending->reused;
   const app::GenerateResult result = pending->result;
   const std::string why = pending->error;
+  reply->promptLogprobs = std::move(pending->promptScores);
   lock.unlock();
   if (!done) {
     // Ended here (stop string, stop id, interrupt): the sequence stops at
