@@ -42,13 +42,15 @@ const std::vector<RequestField> &requestFields() {
       {"min_p", kBothEndpoints, H::Supported, ""},
       {"repeat_penalty", kBothEndpoints, H::Supported, ""},
       {"repetition_penalty", kBothEndpoints, H::Supported, ""},
+      // Log-probabilities (docs/serving.md, "Log-probabilities").
+      {"logprobs", kChatEndpoint, H::Supported, ""},
+      {"logprobs", kCompletionsEndpoint, H::Supported, ""},
+      {"top_logprobs", kChatEndpoint, H::Supported, ""},
+      {"echo", kCompletionsEndpoint, H::Supported, ""},
       // Asking for something the server does not do: refused, so that no
       // request silently gets something else.
       {"n", kBothEndpoints, H::Refused, "1"},
       {"logit_bias", kBothEndpoints, H::Refused, "{}"},
-      {"logprobs", kChatEndpoint, H::Refused, "false"},
-      {"logprobs", kCompletionsEndpoint, H::Refused, ""},
-      {"top_logprobs", kChatEndpoint, H::Refused, "0"},
       {"tools", kChatEndpoint, H::Refused, "[]"},
       {"tool_choice", kChatEndpoint, H::Refused, "\"none\""},
       {"functions", kChatEndpoint, H::Refused, "[]"},
@@ -59,7 +61,6 @@ const std::vector<RequestField> &requestFields() {
       {"reasoning_effort", kChatEndpoint, H::Refused, ""},
       {"verbosity", kChatEndpoint, H::Refused, ""},
       {"web_search_options", kChatEndpoint, H::Refused, ""},
-      {"echo", kCompletionsEndpoint, H::Refused, "false"},
       {"best_of", kCompletionsEndpoint, H::Refused, "1"},
       {"suffix", kCompletionsEndpoint, H::Refused, "\"\""},
       // Bookkeeping and hints that do not change the reply.
@@ -188,6 +189,72 @@ bool contentText(const json &content, std::string *text, std::string *why) {
   return false;
 }
 
+/// Completions' prompt: a string, a list of strings, token ids, or a list
+/// of token-id lists; each string or id list is one prompt.
+void readPrompts(const json &prompt, std::vector<CompletionPrompt> *out,
+                 Reader &r) {
+  const char *shape = "'prompt' must be a string, a list of strings, a list "
+                      "of token ids, or a list of token-id lists";
+  auto tokens = [&](const json &list) {
+    CompletionPrompt p;
+    p.isTokens = true;
+    for (const json &t : list) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+          t.get<int64_t>() > INT32_MAX) {
+        r.fail("prompt", "'prompt' token ids must be non-negative integers");
+        return;
+      }
+      p.tokens.push_back(t.get<int32_t>());
+    }
+    if (p.tokens.empty())
+      r.fail("prompt", "a 'prompt' token-id list must not be empty");
+    out->push_back(std::move(p));
+  };
+  if (prompt.is_string()) {
+    out->push_back({prompt.get<std::string>(), {}, false});
+  } else if (!prompt.is_array() || prompt.empty()) {
+    r.fail("prompt", shape);
+  } else if (prompt[0].is_number_integer()) {
+    tokens(prompt);
+  } else {
+    for (const json &p : prompt) {
+      if (p.is_string())
+        out->push_back({p.get<std::string>(), {}, false});
+      else if (p.is_array())
+        tokens(p);
+      else
+        r.fail("prompt", shape);
+      if (r.failed())
+        return;
+    }
+  }
+}
+
+/// logprobs and top_logprobs (chat), logprobs and echo (completions).
+void readLogprobs(bool chat, Reader &r, GenerationRequest *req) {
+  auto count = [&](const char *name, int *out) {
+    int64_t n = 0;
+    if (!r.integer(name, &n))
+      return false;
+    if (n < 0 || n > kMaxTopLogprobs)
+      r.fail(name,
+             std::string("'") + name + "' must be between 0 and " +
+                 std::to_string(kMaxTopLogprobs) + ", got " +
+                 std::to_string(n),
+             "invalid_value");
+    *out = int(n);
+    return true;
+  };
+  if (chat) {
+    r.boolean("logprobs", &req->logprobs);
+    if (count("top_logprobs", &req->topLogprobs) && !req->logprobs)
+      r.fail("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
+    return;
+  }
+  req->logprobs = count("logprobs", &req->topLogprobs);
+  r.boolean("echo", &req->echo);
+}
+
 } // namespace
 
 std::optional<GenerationRequest> parseRequest(const std::string &body,
@@ -250,28 +317,16 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
         req.messages.push_back(message);
       }
   } else {
-    const json *prompt = r.field("prompt");
-    if (!prompt) {
+    std::vector<CompletionPrompt> prompts;
+    if (const json *prompt = r.field("prompt"))
+      readPrompts(*prompt, &prompts, r);
+    else
       r.fail("prompt", "'prompt' is required");
-    } else if (prompt->is_string()) {
-      req.prompt = prompt->get<std::string>();
-    } else if (prompt->is_array() && prompt->size() == 1 &&
-               (*prompt)[0].is_string()) {
-      req.prompt = (*prompt)[0].get<std::string>();
-    } else if (prompt->is_array() && !prompt->empty() &&
-               (*prompt)[0].is_number_integer()) {
-      req.promptIsTokens = true;
-      for (const json &t : *prompt) {
-        if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
-            t.get<int64_t>() > INT32_MAX) {
-          r.fail("prompt", "'prompt' token ids must be non-negative integers");
-          break;
-        }
-        req.promptTokens.push_back(t.get<int32_t>());
-      }
-    } else {
-      r.fail("prompt", "'prompt' must be a string, a list of one string, or "
-                       "a list of token ids (one prompt per request)");
+    if (!prompts.empty()) {
+      req.prompt = prompts[0].text;
+      req.promptTokens = prompts[0].tokens;
+      req.promptIsTokens = prompts[0].isTokens;
+      req.morePrompts.assign(prompts.begin() + 1, prompts.end());
     }
   }
 
@@ -283,8 +338,13 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
     hasMax = r.integer(maxName, &maxTokens);
   }
   if (hasMax && !r.failed()) {
-    if (maxTokens < 1)
-      r.fail(maxName, std::string("'") + maxName + "' must be at least 1",
+    // Completions may ask for no token: the prompt alone, echoed and
+    // scored (lm-evaluation-harness' loglikelihood requests).
+    const int64_t least = chat ? 1 : 0;
+    if (maxTokens < least)
+      r.fail(maxName,
+             std::string("'") + maxName + "' must be at least " +
+                 std::to_string(least),
              "invalid_value");
     else if (maxTokens > limits.maxTokens)
       r.fail(maxName,
@@ -350,6 +410,15 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
         req.includeUsage = v.get<bool>();
     }
   }
+  readLogprobs(chat, r, &req);
+  if (!chat && !r.failed() && req.stream) {
+    // A stream has one choice, and its chunks carry only generated text.
+    if (!req.morePrompts.empty())
+      r.fail("prompt", "a streamed request takes one prompt; send the "
+                       "others in requests of their own");
+    else if (req.echo)
+      r.fail("echo", "'echo' is not supported with 'stream'");
+  }
   const unsigned endpoint = chat ? kChatEndpoint : kCompletionsEndpoint;
   for (const RequestField &row : requestFields())
     if (row.handling == FieldHandling::Refused && (row.endpoints & endpoint))
@@ -405,26 +474,118 @@ json envelope(const GenerationRequest &request, const ResponseIds &ids,
 
 } // namespace
 
-json completionResponse(const GenerationRequest &request,
-                        const ResponseIds &ids, const app::Reply &reply) {
-  json out = envelope(request, ids, false);
-  json choice = {{"index", 0},
-                 {"finish_reason", finishReason(reply.end)},
-                 {"logprobs", nullptr}};
-  if (request.chat)
-    choice["message"] = {{"role", "assistant"}, {"content", reply.text}};
-  else
-    choice["text"] = reply.text;
-  out["choices"] = json::array({choice});
-  out["usage"] = usage(reply);
+std::string tokenString(const std::string &bytes) {
+  // nlohmann's strict writer is the UTF-8 check the responses' writer
+  // relies on.
+  try {
+    (void)json(bytes).dump();
+    return bytes;
+  } catch (const json::type_error &) {
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "bytes:";
+  for (unsigned char c : bytes) {
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
   return out;
 }
 
+namespace {
+
+json byteList(const std::string &bytes) {
+  json list = json::array();
+  for (unsigned char c : bytes)
+    list.push_back(int(c));
+  return list;
+}
+
+} // namespace
+
+json chatLogprobs(const std::vector<TokenScore> &tokens) {
+  json content = json::array();
+  for (const TokenScore &t : tokens) {
+    json top = json::array();
+    for (const auto &[bytes, logprob] : t.top)
+      top.push_back({{"token", tokenString(bytes)},
+                     {"logprob", logprob},
+                     {"bytes", byteList(bytes)}});
+    content.push_back({{"token", tokenString(t.bytes)},
+                       {"logprob", t.logprob ? json(*t.logprob) : json()},
+                       {"bytes", byteList(t.bytes)},
+                       {"top_logprobs", top}});
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+
+json completionLogprobs(const std::vector<TokenScore> &tokens) {
+  json texts = json::array(), logprobs = json::array(), tops = json::array(),
+       offsets = json::array();
+  for (const TokenScore &t : tokens) {
+    texts.push_back(tokenString(t.bytes));
+    logprobs.push_back(t.logprob ? json(*t.logprob) : json());
+    offsets.push_back(t.offset);
+    if (!t.logprob) {
+      tops.push_back(nullptr);
+      continue;
+    }
+    // OpenAI's shape: the alternatives and the token itself, so that its
+    // value is among them even when it is not one of the most likely
+    // (lm-evaluation-harness compares it with their maximum). Texts that
+    // two ids share keep the likelier one.
+    json top = json::object();
+    for (const auto &[bytes, logprob] : t.top)
+      top.emplace(tokenString(bytes), logprob);
+    top.emplace(tokenString(t.bytes), *t.logprob);
+    tops.push_back(top);
+  }
+  return {{"tokens", texts},
+          {"token_logprobs", logprobs},
+          {"top_logprobs", tops},
+          {"text_offset", offsets}};
+}
+
+json completionResponse(const GenerationRequest &request,
+                        const ResponseIds &ids,
+                        const std::vector<ChoiceResult> &choices) {
+  json out = envelope(request, ids, false);
+  out["choices"] = json::array();
+  app::Reply total;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const app::Reply &reply = *choices[i].reply;
+    json choice = {{"index", i},
+                   {"finish_reason", finishReason(reply.end)},
+                   {"logprobs", choices[i].logprobs}};
+    if (request.chat)
+      choice["message"] = {{"role", "assistant"},
+                           {"content", choices[i].text}};
+    else
+      choice["text"] = choices[i].text;
+    out["choices"].push_back(choice);
+    total.promptTokens += reply.promptTokens;
+    total.reusedTokens += reply.reusedTokens;
+    total.tokens.insert(total.tokens.end(), reply.tokens.begin(),
+                        reply.tokens.end());
+    total.draft.enabled |= reply.draft.enabled;
+    total.draft.drafted += reply.draft.drafted;
+    total.draft.accepted += reply.draft.accepted;
+  }
+  out["usage"] = usage(total);
+  return out;
+}
+
+json completionResponse(const GenerationRequest &request,
+                        const ResponseIds &ids, const app::Reply &reply) {
+  return completionResponse(request, ids, {{&reply, reply.text, nullptr}});
+}
+
 json streamChunk(const GenerationRequest &request, const ResponseIds &ids,
-                 const std::string &text, bool first, const char *finish) {
+                 const std::string &text, bool first, const char *finish,
+                 const json &logprobs) {
   json out = envelope(request, ids, true);
   json choice = {{"index", 0},
-                 {"logprobs", nullptr},
+                 {"logprobs", logprobs},
                  {"finish_reason", finish ? json(finish) : json()}};
   if (request.chat) {
     json delta = json::object();

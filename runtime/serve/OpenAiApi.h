@@ -66,6 +66,13 @@ const std::vector<RequestField> &requestFields();
 
 const char *fieldHandlingName(FieldHandling handling);
 
+/// A completions prompt: text (BOS is prepended), or token ids.
+struct CompletionPrompt {
+  std::string text;
+  std::vector<int32_t> tokens;
+  bool isTokens = false;
+};
+
 /// What both endpoints read from a request.
 struct GenerationRequest {
   bool chat = false;
@@ -75,6 +82,9 @@ struct GenerationRequest {
   std::string prompt;
   std::vector<int32_t> promptTokens;
   bool promptIsTokens = false;
+  /// Completions with a list of several prompts: the ones after the first
+  /// (above), each answered as its own choice, in order.
+  std::vector<CompletionPrompt> morePrompts;
   /// max_tokens (or max_completion_tokens); absent: the endpoint's default.
   std::optional<int64_t> maxTokens;
   app::SamplingOptions sampling;
@@ -82,7 +92,18 @@ struct GenerationRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool includeUsage = false; ///< stream_options.include_usage
+  /// Log-probabilities of the reply's tokens (chat: logprobs true;
+  /// completions: logprobs N), with topLogprobs alternatives each (chat:
+  /// top_logprobs; completions: N).
+  bool logprobs = false;
+  int topLogprobs = 0;
+  /// Completions: the prompt comes first in the text (and in logprobs).
+  bool echo = false;
 };
+
+/// The most alternatives top_logprobs (chat) or logprobs (completions)
+/// may ask for.
+constexpr int kMaxTopLogprobs = 20;
 
 /// The server's limits on what a request may ask.
 struct RequestLimits {
@@ -101,21 +122,59 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
 /// OpenAI's finish_reason for how a reply ended: "stop" or "length".
 const char *finishReason(app::ReplyEnd end);
 
+/// A token as the logprobs fields write it.
+struct TokenScore {
+  std::string bytes;             ///< the token's text (app::tokenBytes)
+  std::optional<double> logprob; ///< none: nothing predicts it (the first
+                                 ///< token of an echoed prompt)
+  /// The most likely tokens' texts and log-probabilities, best first.
+  std::vector<std::pair<std::string, double>> top;
+  int64_t offset = 0; ///< where its text starts in the choice's text, in
+                      ///< characters (completions' text_offset)
+};
+
+/// A token's text as the "token" fields and keys write it: itself when it
+/// is valid UTF-8, else OpenAI's "bytes:\xNN..." of its bytes.
+std::string tokenString(const std::string &bytes);
+
+/// Chat's choices[i].logprobs: {"content": [{"token", "logprob", "bytes",
+/// "top_logprobs": [{"token", "logprob", "bytes"}]}], "refusal": null}.
+nlohmann::json chatLogprobs(const std::vector<TokenScore> &tokens);
+/// Completions' choices[i].logprobs: {"tokens", "token_logprobs",
+/// "top_logprobs" (each {token: logprob} with the token itself among
+/// them, or null), "text_offset"}.
+nlohmann::json completionLogprobs(const std::vector<TokenScore> &tokens);
+
 struct ResponseIds {
   std::string id;    ///< "chatcmpl-..." or "cmpl-..."
   int64_t created;   ///< Unix seconds
   std::string model; ///< the served model's name
 };
 
-/// The complete (not streamed) response.
+/// One choice of a complete response.
+struct ChoiceResult {
+  const app::Reply *reply = nullptr;
+  std::string text; ///< the reply's text (completions' echo: after the prompt)
+  /// The choice's logprobs (chatLogprobs, completionLogprobs); null: none.
+  nlohmann::json logprobs;
+};
+
+/// The complete (not streamed) response: choice i is choices[i]; usage
+/// sums them.
+nlohmann::json completionResponse(const GenerationRequest &request,
+                                  const ResponseIds &ids,
+                                  const std::vector<ChoiceResult> &choices);
+/// The response of one reply, its text as it is, without logprobs.
 nlohmann::json completionResponse(const GenerationRequest &request,
                                   const ResponseIds &ids,
                                   const app::Reply &reply);
-/// One streamed chunk carrying `text` (chat: the first carries the role);
-/// with `finish` set, the closing chunk.
+/// One streamed chunk carrying `text` (chat: the first carries the role)
+/// and the `logprobs` of the tokens behind it (null: none); with `finish`
+/// set, the closing chunk.
 nlohmann::json streamChunk(const GenerationRequest &request,
                            const ResponseIds &ids, const std::string &text,
-                           bool first, const char *finish);
+                           bool first, const char *finish,
+                           const nlohmann::json &logprobs = nullptr);
 /// The usage chunk (stream_options.include_usage): no choices.
 nlohmann::json usageChunk(const GenerationRequest &request,
                           const ResponseIds &ids, const app::Reply &reply);

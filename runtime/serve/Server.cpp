@@ -61,6 +61,14 @@ std::string event(const json &chunk) {
   return "data: " + jsonText(chunk) + "\n\n";
 }
 
+/// Characters (code points) of UTF-8 text: the bytes that start one.
+int64_t characters(const std::string &text) {
+  int64_t n = 0;
+  for (unsigned char c : text)
+    n += (c & 0xC0) != 0x80;
+  return n;
+}
+
 ApiError apiError(int status, const std::string &code,
                   const std::string &message) {
   ApiError e;
@@ -640,6 +648,26 @@ public:
 
   bool start(std::string *error) override {
     return !engine_ || engine_->start(error);
+  }
+
+  std::string tokenText(int32_t id) const override {
+    return app::tokenBytes(tokenizer_, id);
+  }
+
+  std::string decodeText(const std::vector<int32_t> &ids,
+                         std::vector<int64_t> *starts) const override {
+    // The stream holds back a character's bytes until it is complete:
+    // each id starts where the text it has not completed begins.
+    TextStream stream(tokenizer_);
+    std::string text;
+    int64_t chars = 0;
+    for (int32_t id : ids) {
+      starts->push_back(chars);
+      const std::string piece = stream.push(id);
+      chars += characters(piece);
+      text += piece;
+    }
+    return text + stream.finish();
   }
 
   EngineStats stats() const override {
@@ -1296,11 +1324,13 @@ struct Server::Impl {
                                 std::max<int64_t>(1, context - promptTokens))
                      : std::min<int64_t>(16, options.limits.maxTokens);
     // The prompt fills positions 0..P-1; every reply token but the last is
-    // fed back, so P + max_tokens - 1 positions are needed.
-    if (promptTokens + *maxTokens - 1 > context) {
+    // fed back, so P + max_tokens - 1 positions are needed (P without a
+    // reply).
+    const int64_t needed = promptTokens + std::max<int64_t>(*maxTokens, 1) - 1;
+    if (needed > context) {
       error->message = "this model's context holds " + std::to_string(context) +
                        " tokens; the request needs " +
-                       std::to_string(promptTokens + *maxTokens - 1) + " (" +
+                       std::to_string(needed) + " (" +
                        std::to_string(promptTokens) + " in the prompt, " +
                        std::to_string(*maxTokens) +
                        " for the reply, the last one not stored)";
@@ -1309,6 +1339,71 @@ struct Server::Impl {
       return false;
     }
     return true;
+  }
+
+  /// A scored token's entry, its alternatives' texts looked up.
+  TokenScore tokenScore(const app::TokenLogprob &score) const {
+    TokenScore t;
+    t.bytes = backend.tokenText(score.token);
+    t.logprob = score.logprob;
+    for (const auto &[id, logprob] : score.top)
+      t.top.push_back({backend.tokenText(id), logprob});
+    return t;
+  }
+
+  /// Entries of the reply's tokens [from, to) (of those that spell its
+  /// text), their offsets counted from `base` characters.
+  std::vector<TokenScore> replyScores(const app::Reply &reply, size_t from,
+                                      size_t to, int64_t base) const {
+    std::vector<int64_t> starts;
+    backend.decodeText(std::vector<int32_t>(reply.tokens.begin(),
+                                            reply.tokens.begin() + long(to)),
+                       &starts);
+    std::vector<TokenScore> out;
+    for (size_t i = from; i < to && i < reply.logprobs.size(); ++i) {
+      out.push_back(tokenScore(reply.logprobs[i]));
+      out.back().offset = base + starts[i];
+    }
+    return out;
+  }
+
+  json logprobsOf(const GenerationRequest &request,
+                  const std::vector<TokenScore> &scores) const {
+    return request.chat ? chatLogprobs(scores) : completionLogprobs(scores);
+  }
+
+  /// A complete response's choice: the text (after the echoed prompt)
+  /// and, when asked, its logprobs (the echoed prompt's tokens first).
+  ChoiceResult choiceResult(const GenerationRequest &request,
+                            const std::vector<int32_t> &prompt,
+                            const app::Reply &reply) const {
+    ChoiceResult choice;
+    choice.reply = &reply;
+    std::vector<TokenScore> scores;
+    if (request.echo) {
+      std::vector<int64_t> starts;
+      const std::string decoded = backend.decodeText(prompt, &starts);
+      // A text prompt is echoed as it was sent.
+      choice.text = request.promptIsTokens ? decoded : request.prompt;
+      for (size_t i = 0; request.logprobs && i < prompt.size(); ++i) {
+        TokenScore t;
+        if (i == 0)
+          t.bytes = backend.tokenText(prompt[0]);
+        else if (i - 1 < reply.promptLogprobs.size())
+          t = tokenScore(reply.promptLogprobs[i - 1]);
+        t.offset = starts[i];
+        scores.push_back(std::move(t));
+      }
+    }
+    const int64_t base = characters(choice.text);
+    choice.text += reply.text;
+    if (request.logprobs) {
+      std::vector<TokenScore> generated =
+          replyScores(reply, 0, reply.textTokens, base);
+      scores.insert(scores.end(), generated.begin(), generated.end());
+      choice.logprobs = logprobsOf(request, scores);
+    }
+    return choice;
   }
 
   void generate(const httplib::Request &, const std::string &body,
@@ -1320,10 +1415,23 @@ struct Server::Impl {
       return sendError(res, error);
     if (!request->model.empty() && request->model != options.modelName)
       return sendError(res, unknownModel(request->model));
-    std::vector<int32_t> prompt;
-    int64_t maxTokens = 0;
-    if (!prepare(*request, &prompt, &maxTokens, &error))
-      return sendError(res, error);
+    // Completions with a list of prompts: one choice each, answered one
+    // after another; every prompt is checked before any is generated.
+    std::vector<GenerationRequest> choices = {*request};
+    for (const CompletionPrompt &p : request->morePrompts) {
+      GenerationRequest one = *request;
+      one.prompt = p.text;
+      one.promptTokens = p.tokens;
+      one.promptIsTokens = p.isTokens;
+      choices.push_back(std::move(one));
+    }
+    std::vector<std::vector<int32_t>> prompts(choices.size());
+    std::vector<int64_t> budgets(choices.size());
+    for (size_t i = 0; i < choices.size(); ++i)
+      if (!prepare(choices[i], &prompts[i], &budgets[i], &error))
+        return sendError(res, error);
+    const std::vector<int32_t> &prompt = prompts[0];
+    const int64_t maxTokens = budgets[0];
 
     uint64_t number = requests.fetch_add(1);
     ResponseIds ids;
@@ -1338,6 +1446,8 @@ struct Server::Impl {
     reply.draftTokens = options.draftTokens;
     reply.stopTokens = stopTokens;
     reply.stopStrings = request->stop;
+    reply.topLogprobs = request->logprobs ? request->topLogprobs : -1;
+    reply.scorePrompt = request->echo && request->logprobs;
 
     // A streamed reply notices a client that left when a write fails; a
     // complete one is watched while it generates.
@@ -1350,11 +1460,20 @@ struct Server::Impl {
     reply.interrupt = &turn->cancel;
 
     if (!request->stream) {
-      app::Reply result;
-      std::string why;
-      if (!backend.complete(prompt, reply, &result, &why))
-        return sendError(res, apiError(500, "", why));
-      return sendJson(res, 200, completionResponse(*request, ids, result));
+      std::vector<app::Reply> results(choices.size());
+      std::vector<ChoiceResult> out;
+      for (size_t i = 0; i < choices.size(); ++i) {
+        app::ReplyOptions options = reply;
+        options.maxTokens = budgets[i];
+        std::string why;
+        if (!backend.complete(prompts[i], options, &results[i], &why))
+          return sendError(res, apiError(500, "", why));
+        out.push_back(choiceResult(choices[i], prompts[i], results[i]));
+        // A client that left ends the rest too.
+        if (turn->cancel.load())
+          break;
+      }
+      return sendJson(res, 200, completionResponse(*request, ids, out));
     }
 
     auto shared = std::make_shared<GenerationRequest>(*request);
@@ -1365,11 +1484,24 @@ struct Server::Impl {
           bool first = true;
           app::ReplyOptions options = reply;
           bool gone = false;
+          app::Reply result;
+          // Tokens whose entries went out: each chunk carries those of the
+          // tokens behind its text (Reply::textTokens).
+          size_t scored = 0;
+          auto scores = [&]() -> json {
+            if (!shared->logprobs)
+              return nullptr;
+            const size_t to = result.textTokens;
+            std::vector<TokenScore> entries =
+                replyScores(result, scored, to, 0);
+            scored = to;
+            return logprobsOf(*shared, entries);
+          };
           options.onText = [&](const std::string &text) {
             if (gone)
               return;
             std::string data =
-                event(streamChunk(*shared, ids, text, first, nullptr));
+                event(streamChunk(*shared, ids, text, first, nullptr, scores()));
             first = false;
             // A client that went away ends the reply.
             if (!sink.is_writable() || !sink.write(data.data(), data.size())) {
@@ -1377,15 +1509,17 @@ struct Server::Impl {
               turn->cancel.store(true);
             }
           };
-          app::Reply result;
           std::string why;
           bool ok = backend.complete(prompt, options, &result, &why);
           std::string tail;
           if (!ok) {
             tail = event(errorBody(apiError(500, "", why)));
           } else {
-            if (first) // no text at all: the role still comes first
-              tail += event(streamChunk(*shared, ids, "", true, nullptr));
+            // Tokens that added no text at the end (and, with no text at
+            // all, the role, which comes first) still get a chunk.
+            if (first || (shared->logprobs && scored < result.textTokens))
+              tail += event(
+                  streamChunk(*shared, ids, "", first, nullptr, scores()));
             tail += event(
                 streamChunk(*shared, ids, "", false, finishReason(result.end)));
             if (shared->includeUsage)
@@ -1444,6 +1578,16 @@ void Server::init() {
 Server::~Server() = default;
 
 bool Server::start(std::string *error) { return impl_->backend.start(error); }
+
+std::string Backend::decodeText(const std::vector<int32_t> &ids,
+                                std::vector<int64_t> *starts) const {
+  std::string text;
+  for (int32_t id : ids) {
+    starts->push_back(characters(text));
+    text += tokenText(id);
+  }
+  return text;
+}
 
 bool Backend::shiftedPromptIds(const GenerationRequest &request,
                                int64_t budget, std::vector<int32_t> *ids,

@@ -121,6 +121,15 @@ public:
   virtual bool complete(const std::vector<int32_t> &prompt,
                         const app::ReplyOptions &options, app::Reply *reply,
                         std::string *error) = 0;
+  /// A token's text for log-probabilities (app::tokenBytes). The default,
+  /// for backends without a tokenizer: empty.
+  virtual std::string tokenText(int32_t) const { return {}; }
+  /// The decoding of `ids` (as a reply's text is decoded) and where each
+  /// id's text starts in it, in characters (a token that completes a
+  /// character begun by others: where that character starts). The default:
+  /// the tokens' texts one after another.
+  virtual std::string decodeText(const std::vector<int32_t> &ids,
+                                 std::vector<int64_t> *starts) const;
   /// Readies the backend before the server listens (a batch engine starts
   /// its thread); false with `*error`.
   virtual bool start(std::string *) { return true; }

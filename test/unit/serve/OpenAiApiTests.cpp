@@ -58,9 +58,26 @@ TEST(OpenAiApi, CompletionPrompts) {
   ASSERT_TRUE(ids);
   EXPECT_TRUE(ids->promptIsTokens);
   EXPECT_EQ(ids->promptTokens, (std::vector<int32_t>{2, 10, 20}));
-  EXPECT_FALSE(parse(R"({"prompt": ["a", "b"]})", false, &error));
-  EXPECT_EQ(error.param, "prompt");
-  EXPECT_FALSE(parse(R"({"prompt": [2, -1]})", false, &error));
+  // Several prompts, strings or token-id lists: one choice each.
+  auto two = parse(R"({"prompt": ["a", "b"]})", false, &error);
+  ASSERT_TRUE(two) << error.message;
+  EXPECT_EQ(two->prompt, "a");
+  ASSERT_EQ(two->morePrompts.size(), 1u);
+  EXPECT_EQ(two->morePrompts[0].text, "b");
+  auto lists = parse(R"({"prompt": [[2, 10], [2, 30, 31]]})", false, &error);
+  ASSERT_TRUE(lists) << error.message;
+  EXPECT_TRUE(lists->promptIsTokens);
+  EXPECT_EQ(lists->promptTokens, (std::vector<int32_t>{2, 10}));
+  ASSERT_EQ(lists->morePrompts.size(), 1u);
+  EXPECT_TRUE(lists->morePrompts[0].isTokens);
+  EXPECT_EQ(lists->morePrompts[0].tokens, (std::vector<int32_t>{2, 30, 31}));
+  for (const char *bad :
+       {R"({"prompt": [2, -1]})", R"({"prompt": []})", R"({"prompt": [[]]})",
+        R"({"prompt": [[2], 3]})", R"({"prompt": ["a", [2, "x"]]})",
+        R"({"prompt": ["a", "b"], "stream": true})"}) {
+    EXPECT_FALSE(parse(bad, false, &error)) << bad;
+    EXPECT_EQ(error.param, "prompt") << bad;
+  }
   EXPECT_FALSE(parse(R"({"max_tokens": 3})", false, &error));
   EXPECT_EQ(error.message, "'prompt' is required");
 }
@@ -80,8 +97,10 @@ TEST(OpenAiApi, RefusedRequests) {
        true, "messages", ""},
       {R"({"prompt": "x", "max_tokens": 101})", false, "max_tokens",
        "invalid_value"},
-      {R"({"prompt": "x", "max_tokens": 0})", false, "max_tokens",
+      {R"({"prompt": "x", "max_tokens": -1})", false, "max_tokens",
        "invalid_value"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})",
+       true, "max_tokens", "invalid_value"},
       {R"({"prompt": "x", "temperature": 3})", false, "temperature",
        "invalid_value"},
       {R"({"prompt": "x", "temperature": "warm"})", false, "temperature", ""},
@@ -90,8 +109,15 @@ TEST(OpenAiApi, RefusedRequests) {
        ""},
       {R"({"prompt": "x", "stop": [""]})", false, "stop", ""},
       {R"({"prompt": "x", "n": 2})", false, "n", "unsupported_parameter"},
-      {R"({"prompt": "x", "echo": true})", false, "echo",
-       "unsupported_parameter"},
+      {R"({"prompt": "x", "logprobs": 21})", false, "logprobs",
+       "invalid_value"},
+      {R"({"prompt": "x", "logprobs": true})", false, "logprobs", ""},
+      {R"({"prompt": "x", "echo": true, "stream": true})", false, "echo", ""},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true,
+           "top_logprobs": 21})",
+       true, "top_logprobs", "invalid_value"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})",
+       true, "top_logprobs", ""},
       {R"({"prompt": "x", "presence_penalty": 2.5})", false, "presence_penalty",
        "invalid_value"},
       {R"({"prompt": "x", "frequency_penalty": -3})", false,
@@ -191,6 +217,90 @@ TEST(OpenAiApi, ResponsesAndChunks) {
   EXPECT_STREQ(finishReason(pccx::app::ReplyEnd::StopString), "stop");
   EXPECT_STREQ(finishReason(pccx::app::ReplyEnd::ContextFull), "length");
   EXPECT_STREQ(finishReason(pccx::app::ReplyEnd::Interrupted), "length");
+}
+
+TEST(OpenAiApi, LogprobsFields) {
+  ApiError error;
+  auto chat = parse(R"({"messages": [{"role": "user", "content": "x"}],
+                        "logprobs": true, "top_logprobs": 20})",
+                    true, &error);
+  ASSERT_TRUE(chat) << error.message;
+  EXPECT_TRUE(chat->logprobs);
+  EXPECT_EQ(chat->topLogprobs, 20);
+  auto off = parse(R"({"messages": [{"role": "user", "content": "x"}],
+                       "logprobs": false, "top_logprobs": 0})",
+                   true, &error);
+  ASSERT_FALSE(off);
+  EXPECT_EQ(error.param, "top_logprobs");
+  // lm-evaluation-harness' loglikelihood request.
+  auto scored = parse(R"({"model": "m", "prompt": [[2, 5, 6], [2, 7]],
+                          "temperature": 0, "max_tokens": 0, "logprobs": 1,
+                          "echo": true, "seed": 1234})",
+                      false, &error);
+  ASSERT_TRUE(scored) << error.message;
+  EXPECT_TRUE(scored->logprobs);
+  EXPECT_EQ(scored->topLogprobs, 1);
+  EXPECT_TRUE(scored->echo);
+  EXPECT_EQ(*scored->maxTokens, 0);
+  auto zero = parse(R"({"prompt": "x", "logprobs": 0})", false, &error);
+  ASSERT_TRUE(zero);
+  EXPECT_TRUE(zero->logprobs);
+  EXPECT_EQ(zero->topLogprobs, 0);
+  auto none = parse(R"({"prompt": "x"})", false, &error);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->logprobs);
+  EXPECT_FALSE(none->echo);
+}
+
+TEST(OpenAiApi, LogprobsShapes) {
+  EXPECT_EQ(tokenString(" the"), " the");
+  EXPECT_EQ(tokenString("\xE2\x80"), "bytes:\\xe2\\x80");
+  std::vector<TokenScore> tokens(2);
+  tokens[0].bytes = "<bos>";
+  tokens[1].bytes = "\xE2\x80";
+  tokens[1].logprob = -0.5;
+  tokens[1].top = {{"a", -0.25}, {"b", -1.0}};
+  tokens[1].offset = 3;
+  json chat = chatLogprobs({tokens[1]});
+  EXPECT_TRUE(chat["refusal"].is_null());
+  ASSERT_EQ(chat["content"].size(), 1u);
+  const json &entry = chat["content"][0];
+  EXPECT_EQ(entry["token"], "bytes:\\xe2\\x80");
+  EXPECT_EQ(entry["logprob"], -0.5);
+  EXPECT_EQ(entry["bytes"], json::array({0xE2, 0x80}));
+  ASSERT_EQ(entry["top_logprobs"].size(), 2u);
+  EXPECT_EQ(entry["top_logprobs"][0],
+            json({{"token", "a"}, {"logprob", -0.25}, {"bytes", {97}}}));
+
+  // The legacy shape: an echoed prompt's first token has nothing that
+  // predicts it; each top_logprobs holds the token itself too.
+  json legacy = completionLogprobs(tokens);
+  EXPECT_EQ(legacy["tokens"], json::array({"<bos>", "bytes:\\xe2\\x80"}));
+  EXPECT_EQ(legacy["token_logprobs"], json::array({nullptr, -0.5}));
+  EXPECT_EQ(legacy["text_offset"], json::array({0, 3}));
+  EXPECT_TRUE(legacy["top_logprobs"][0].is_null());
+  EXPECT_EQ(legacy["top_logprobs"][1],
+            json({{"a", -0.25}, {"b", -1.0}, {"bytes:\\xe2\\x80", -0.5}}));
+
+  // Several choices: indexes in order, usage summed.
+  ApiError error;
+  auto request = parse(R"({"prompt": ["a", "b"]})", false, &error);
+  ASSERT_TRUE(request);
+  pccx::app::Reply one, two;
+  one.promptTokens = 2;
+  one.tokens = {5};
+  two.promptTokens = 3;
+  two.tokens = {6, 7};
+  json whole = completionResponse(
+      *request, {"cmpl-1", 1, "m"},
+      {{&one, "x", nullptr}, {&two, "yz", legacy}});
+  ASSERT_EQ(whole["choices"].size(), 2u);
+  EXPECT_EQ(whole["choices"][1]["index"], 1);
+  EXPECT_EQ(whole["choices"][1]["text"], "yz");
+  EXPECT_TRUE(whole["choices"][0]["logprobs"].is_null());
+  EXPECT_EQ(whole["choices"][1]["logprobs"], legacy);
+  EXPECT_EQ(whole["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(whole["usage"]["completion_tokens"], 3);
 }
 
 namespace {
@@ -312,9 +422,9 @@ TEST(OpenAiApi, RefusedFieldsNameTheField) {
                            "(only {\"type\":\"text\"})");
   EXPECT_FALSE(parse(requestWith(true, "tool_choice", "auto"), true, &error));
   EXPECT_EQ(error.param, "tool_choice");
-  EXPECT_FALSE(parse(requestWith(false, "logprobs", 0), false, &error));
+  EXPECT_FALSE(parse(requestWith(true, "audio", 0), true, &error));
   EXPECT_EQ(error.message,
-            "'logprobs' is not supported by this server (leave it out)");
+            "'audio' is not supported by this server (leave it out)");
 }
 
 // Ignored fields, and fields in no row, are accepted whatever their value.
