@@ -55,25 +55,9 @@ void scorePromptRows(const std::vector<int32_t> &prompt, size_t from,
 }
 
 std::string tokenBytes(const Tokenizer &tokenizer, int32_t id) {
-  std::string piece = tokenizer.piece(id);
-  if (tokenizer.isSpecial(id))
-    return piece;
-  // Byte fallback: "<0xNN>" stands for the byte NN.
-  if (piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>' &&
-      std::isxdigit((unsigned char)piece[3]) &&
-      std::isxdigit((unsigned char)piece[4]))
-    return std::string(1, char(std::stoi(piece.substr(3, 2), nullptr, 16)));
-  static const std::string kSpace = "\xE2\x96\x81"; // U+2581
-  std::string text;
-  for (size_t i = 0; i < piece.size();) {
-    if (piece.compare(i, kSpace.size(), kSpace) == 0) {
-      text += ' ';
-      i += kSpace.size();
-    } else {
-      text += piece[i++];
-    }
-  }
-  return text;
+  // Pieces that are not text (special, unknown) stand for their spelling.
+  std::string text = tokenizer.tokenText(id);
+  return text.empty() ? tokenizer.piece(id) : text;
 }
 
 } // namespace pccx::app

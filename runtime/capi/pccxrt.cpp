@@ -2,6 +2,7 @@
 
 #include "runtime/capi/pccxrt.h"
 
+#include "runtime/app/Structured.h"
 #include "runtime/app/Sampler.h"
 #include "runtime/devices/Devices.h"
 #include "runtime/exec/Session.h"
@@ -23,6 +24,7 @@ struct pccxrt_model {
   std::unique_ptr<pccx::app::Sampler> sampler;
   pccx::app::SamplingOptions samplerOptions;
   std::unique_ptr<pccx::Tokenizer> tokenizer; // loaded on first use
+  std::unique_ptr<pccx::app::StructuredVocabulary> vocabulary; // the same
   /// Calls on one handle from several threads take turns: the session,
   /// the sampler and the lazily loaded tokenizer are not thread safe.
   std::mutex mutex;
@@ -448,5 +450,91 @@ int pccxrt_detokenize(pccxrt_model *m, const int32_t *ids, size_t count,
     return 0;
   });
 }
+
+struct pccxrt_json {
+  std::shared_ptr<pccx::grammar::JsonConstraint> constraint;
+};
+
+pccxrt_json *pccxrt_json_new(pccxrt_model *m, const char *schemaText,
+                             const int32_t *endTokens, size_t endCount) {
+  return guarded(m, (pccxrt_json *)nullptr, [&]() -> pccxrt_json * {
+    if (!m)
+      return nullptr;
+    if (endCount && !endTokens) {
+      failWith(m, "null argument");
+      return nullptr;
+    }
+    std::shared_ptr<const pccx::grammar::Schema> schema;
+    if (!schemaText) {
+      schema = pccx::grammar::anyObjectSchema();
+    } else {
+      auto json = pccx::grammar::Json::parse(schemaText, nullptr, false);
+      if (json.is_discarded()) {
+        failWith(m, "the schema is not valid JSON");
+        return nullptr;
+      }
+      std::string error;
+      if (!(schema = pccx::grammar::compileSchema(json, &error))) {
+        failWith(m, error);
+        return nullptr;
+      }
+    }
+    const pccx::Tokenizer *tokenizer = tokenizerOf(m);
+    if (!tokenizer)
+      return nullptr;
+    std::set<int32_t> ends(endTokens, endTokens + endCount);
+    if (!endTokens) {
+      for (int32_t id : m->model->eosTokens())
+        ends.insert(id);
+      if (int32_t eot = tokenizer->pieceId("<end_of_turn>"); eot >= 0)
+        ends.insert(eot);
+    }
+    for (int32_t id : ends)
+      if (id < 0 || id >= m->model->vocabSize()) {
+        failWith(m, "end token " + std::to_string(id) +
+                        " is outside the vocabulary");
+        return nullptr;
+      }
+    if (!m->vocabulary)
+      m->vocabulary = std::make_unique<pccx::app::StructuredVocabulary>(*tokenizer);
+    std::string error;
+    auto constraint = pccx::app::makeJsonConstraint(
+        schema, m->vocabulary->get(), ends, &error);
+    if (!constraint) {
+      failWith(m, error);
+      return nullptr;
+    }
+    return new pccxrt_json{std::move(constraint)};
+  });
+}
+
+int pccxrt_json_mask(pccxrt_json *json, float *logits, size_t count) {
+  return guarded(nullptr, -1, [&] {
+    if (!json || !logits)
+      return failWith(nullptr, "null argument");
+    std::vector<float> row(logits, logits + count);
+    if (!json->constraint->mask(row))
+      return failWith(nullptr, "no token can continue the JSON document");
+    std::memcpy(logits, row.data(), count * sizeof(float));
+    return 0;
+  });
+}
+
+int pccxrt_json_accept(pccxrt_json *json, int32_t token) {
+  return guarded(nullptr, -1, [&] {
+    if (!json)
+      return failWith(nullptr, "null argument");
+    if (!json->constraint->accept(token))
+      return failWith(nullptr, "token " + std::to_string(token) +
+                                   " cannot come next in the JSON document");
+    return 0;
+  });
+}
+
+int pccxrt_json_complete(const pccxrt_json *json) {
+  return json && json->constraint->complete() ? 1 : 0;
+}
+
+void pccxrt_json_free(pccxrt_json *json) { delete json; }
 
 } // extern "C"

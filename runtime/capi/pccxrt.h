@@ -147,6 +147,31 @@ int pccxrt_tokenize(pccxrt_model *model, const char *text, int add_bos,
 int pccxrt_detokenize(pccxrt_model *model, const int32_t *ids, size_t count,
                       char *text, size_t capacity, size_t *length);
 
+/* ---- structured output -------------------------------------------------
+ * A constraint for one reply: the tokens that would make the text stop
+ * being a prefix of a JSON document valid under a schema (the subset in
+ * docs/serving.md) are masked before sampling, and each chosen token
+ * advances it. Independent of its model handle once made (it keeps the
+ * vocabulary it needs); one constraint is used by one thread at a time. */
+typedef struct pccxrt_json pccxrt_json;
+
+/* A constraint under `schema` (JSON Schema text; NULL: any JSON object)
+ * over the bundle's tokenizer. `end_tokens` (`end_count` ids) end the reply
+ * once the document is complete; NULL: the model's EOS ids and, when the
+ * tokenizer has it, <end_of_turn>. NULL on failure: an invalid schema (the
+ * message names the keyword and where it is), no tokenizer, or one that
+ * cannot spell what the schema may need. */
+pccxrt_json *pccxrt_json_new(pccxrt_model *model, const char *schema,
+                             const int32_t *end_tokens, size_t end_count);
+/* Sets the logits (`count` floats, the model's vocab_size) of the tokens
+ * that cannot come next to -INFINITY; fails when no token can. */
+int pccxrt_json_mask(pccxrt_json *json, float *logits, size_t count);
+/* Takes the token chosen; fails (state unchanged) when it is not allowed. */
+int pccxrt_json_accept(pccxrt_json *json, int32_t token);
+/* 1 when a complete document has been read (an end token may come), else 0. */
+int pccxrt_json_complete(const pccxrt_json *json);
+void pccxrt_json_free(pccxrt_json *json);
+
 #ifdef __cplusplus
 }
 #endif

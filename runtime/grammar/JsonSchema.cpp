@@ -613,6 +613,26 @@ bool numberByte(Frame &f, uint8_t b, bool integer) {
   return false;
 }
 
+/// White space between tokens: one space, or a line break and up to
+/// kMaxIndent spaces or tabs (f.ws: 0 none yet, 1 a space, 2 + n a line
+/// break and n of indentation). Enough for compact and pretty-printed
+/// JSON, and a model cannot spend its tokens on blank space.
+bool takeSpace(Frame &f, uint8_t b) {
+  if (b == ' ' && f.ws == 0) {
+    f.ws = 1;
+    return true;
+  }
+  if (b == '\n' && f.ws == 0) {
+    f.ws = 2;
+    return true;
+  }
+  if ((b == ' ' || b == '\t') && f.ws >= 2 && f.ws < 2 + kMaxIndent) {
+    ++f.ws;
+    return true;
+  }
+  return false;
+}
+
 bool numberComplete(const Frame &f) {
   return f.phase == kZero || f.phase == kIntDigits || f.phase == kFracDigits ||
          f.phase == kExpDigits;
@@ -653,9 +673,8 @@ void Matcher::feedStack(Stack &s, uint8_t b, MatchState *out) const {
     switch (f.kind) {
     case kValue: {
       if (isSpace(b)) {
-        if (f.ws >= kMaxWhitespace)
+        if (!takeSpace(f, b))
           return;
-        ++f.ws;
         return emit();
       }
       if (node.kind == SchemaNode::AnyOf) {
@@ -752,9 +771,8 @@ void Matcher::feedStack(Stack &s, uint8_t b, MatchState *out) const {
     }
     case kArrayFrame: {
       if (isSpace(b)) {
-        if (f.ws >= kMaxWhitespace)
+        if (!takeSpace(f, b))
           return;
-        ++f.ws;
         return emit();
       }
       if (b == ']') {
@@ -795,9 +813,8 @@ void Matcher::feedStack(Stack &s, uint8_t b, MatchState *out) const {
           std::any_of(props.begin() + std::min<long>(f.next, count),
                       props.end(), [](const Property &p) { return p.required; });
       if (f.phase != kKey && isSpace(b)) {
-        if (f.ws >= kMaxWhitespace)
+        if (!takeSpace(f, b))
           return;
-        ++f.ws;
         return emit();
       }
       switch (f.phase) {

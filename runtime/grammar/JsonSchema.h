@@ -30,9 +30,9 @@ namespace pccx::grammar {
 /// Limits of the language (docs/serving.md lists them).
 constexpr int kMaxSchemaDepth = 32;  ///< nesting of a schema's subschemas
 constexpr int kMaxValueDepth = 32;   ///< nesting of arrays and objects read
-constexpr int kMaxWhitespace = 32;   ///< white space bytes in a row
+constexpr int kMaxIndent = 20;       ///< spaces or tabs after a line break
 constexpr int kMaxIntegerDigits = 16, kMaxFractionDigits = 16,
-              kMaxExponentDigits = 3;
+              kMaxExponentDigits = 2; // beyond, a double overflows
 constexpr size_t kMaxBranches = 64;  ///< live anyOf branches kept
 constexpr size_t kMaxSchemaNodes = 4096;
 constexpr size_t kMaxLiteralBytes = 1 << 20; ///< enum, const and key texts

@@ -17,6 +17,7 @@ libpccxrt.so when this file is installed in PREFIX/lib/python3/dist-packages
 """
 
 import ctypes
+import json
 import functools
 import operator
 import os
@@ -80,6 +81,11 @@ def _load():
         "pccxrt_eos_tokens": (ctypes.c_int, [handle, i32p, size_t, sizep]),
         "pccxrt_tokenize": (ctypes.c_int, [handle, ctypes.c_char_p, ctypes.c_int, i32p, size_t, sizep]),
         "pccxrt_detokenize": (ctypes.c_int, [handle, i32p, size_t, ctypes.c_char_p, size_t, sizep]),
+        "pccxrt_json_new": (handle, [handle, ctypes.c_char_p, i32p, size_t]),
+        "pccxrt_json_mask": (ctypes.c_int, [handle, f32p, size_t]),
+        "pccxrt_json_accept": (ctypes.c_int, [handle, ctypes.c_int32]),
+        "pccxrt_json_complete": (ctypes.c_int, [handle]),
+        "pccxrt_json_free": (None, [handle]),
     }
     for name, (result, args) in signatures.items():
         function = getattr(lib, name)
@@ -363,21 +369,39 @@ class Model:
             seen_pointer, seen_array.size, ctypes.byref(token)))
         return token.value
 
+    def json_constraint(self, schema=None, end_tokens=None):
+        """A JsonConstraint for one reply: `schema` a JSON Schema (a dict,
+        or its JSON text) of the subset docs/serving.md lists, None for any
+        JSON object; the reply may end with one of end_tokens (default: the
+        EOS ids and <end_of_turn>) once the document is complete."""
+        return JsonConstraint(self, schema, end_tokens)
+
     @_locked
     def generate(self, prompt, max_new_tokens=32, stop_tokens=None, on_token=None,
-                 on_text=None, **sampling):
+                 on_text=None, json_schema=None, **sampling):
         """Consumes `prompt` (text or token ids) and samples up to
         max_new_tokens ids, stopping after one of stop_tokens (default: the
         EOS ids); returns the generated ids (a stop id included). Calls
         on_token(id) as each one is chosen, and on_text(text) with the text
         the reply gained (whole UTF-8 characters: a character split over
-        tokens comes with its last token). Sampling keywords as in sample()."""
+        tokens comes with its last token). Sampling keywords as in sample().
+        json_schema (a dict, JSON text, or True for any object): structured
+        output, the reply is a JSON document valid under it, ended by a stop
+        token, unless max_new_tokens cuts it first."""
         ids = self.tokenize(prompt) if isinstance(prompt, str) else _ids(prompt)[0].tolist()
         stops = set(self.eos_tokens if stop_tokens is None else stop_tokens)
+        constraint = None
+        if json_schema is not None and json_schema is not False:
+            constraint = JsonConstraint(self, None if json_schema is True else json_schema,
+                                        sorted(stops))
         last = self.consume(ids, logits="last")
         seen, generated, shown = list(ids), [], ""
         for n in range(max_new_tokens):
+            if constraint:
+                constraint.mask(last)
             token = self.sample(last, seen, **sampling)
+            if constraint:
+                constraint.accept(token)
             generated.append(token)
             seen.append(token)
             if on_token:
@@ -414,3 +438,46 @@ class Model:
         self._check(_lib.pccxrt_detokenize(self._handle, pointer, array.size, text, length.value + 1,
                                            ctypes.byref(length)))
         return text.raw[:length.value].decode("utf-8", errors="replace")
+
+
+class JsonConstraint:
+    """Structured output for one reply (Model.json_constraint): mask(logits)
+    sets the logits of the tokens that cannot come next to -inf, in place;
+    accept(token) takes the token chosen; complete says whether a whole
+    document has been read."""
+
+    def __init__(self, model, schema=None, end_tokens=None):
+        text = None
+        if schema is not None:
+            text = (schema if isinstance(schema, str) else json.dumps(schema)).encode("utf-8")
+        ends, pointer = _ids([] if end_tokens is None else list(end_tokens))
+        self._vocab = model.vocab_size
+        self._handle = _lib.pccxrt_json_new(model._open_handle(), text,
+                                            pointer if end_tokens is not None else None,
+                                            ends.size)
+        if not self._handle:
+            raise PccxrtError(_lib.pccxrt_last_error(None).decode("utf-8", "replace"))
+
+    def _check(self, status):
+        if status != 0:
+            raise PccxrtError(_lib.pccxrt_last_error(None).decode("utf-8", "replace"))
+
+    def mask(self, logits):
+        if not isinstance(logits, np.ndarray) or logits.dtype != np.float32 \
+                or not logits.flags["C_CONTIGUOUS"]:
+            raise TypeError("logits must be a contiguous float32 numpy array")
+        self._check(_lib.pccxrt_json_mask(
+            self._handle, logits.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), logits.size))
+        return logits
+
+    def accept(self, token):
+        self._check(_lib.pccxrt_json_accept(self._handle, _int(token, "token", _C_INT)))
+
+    @property
+    def complete(self):
+        return bool(_lib.pccxrt_json_complete(self._handle))
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            _lib.pccxrt_json_free(self._handle)
+            self._handle = None

@@ -46,6 +46,7 @@ const std::vector<RequestField> &requestFields() {
       {"logprobs", kChatEndpoint, H::Supported, ""},
       {"logprobs", kCompletionsEndpoint, H::Supported, ""},
       {"top_logprobs", kChatEndpoint, H::Supported, ""},
+      {"response_format", kChatEndpoint, H::Supported, ""},
       {"echo", kCompletionsEndpoint, H::Supported, ""},
       // Asking for something the server does not do: refused, so that no
       // request silently gets something else.
@@ -55,7 +56,6 @@ const std::vector<RequestField> &requestFields() {
       {"tool_choice", kChatEndpoint, H::Refused, "\"none\""},
       {"functions", kChatEndpoint, H::Refused, "[]"},
       {"function_call", kChatEndpoint, H::Refused, "\"none\""},
-      {"response_format", kChatEndpoint, H::Refused, "{\"type\":\"text\"}"},
       {"modalities", kChatEndpoint, H::Refused, "[\"text\"]"},
       {"audio", kChatEndpoint, H::Refused, ""},
       {"reasoning_effort", kChatEndpoint, H::Refused, ""},
@@ -255,6 +255,55 @@ void readLogprobs(bool chat, Reader &r, GenerationRequest *req) {
   r.boolean("echo", &req->echo);
 }
 
+/// response_format (chat): text, json_object (with llama.cpp's optional
+/// "schema"), or json_schema {"name", "schema", "strict", "description"}.
+/// The schema is read again from the body in its written order: properties
+/// are generated in the order the schema declares them.
+void readResponseFormat(const std::string &body, Reader &r,
+                        GenerationRequest *req) {
+  const json *format = r.field("response_format");
+  if (!format || format->is_null())
+    return;
+  const char *kParam = "response_format";
+  if (!format->is_object() || !format->contains("type") ||
+      !(*format)["type"].is_string())
+    return r.fail(kParam, "'response_format' must be an object with a "
+                          "string 'type' (text, json_object or json_schema)");
+  const std::string type = (*format)["type"].get<std::string>();
+  if (type == "text")
+    return;
+  const grammar::Json ordered = grammar::Json::parse(body, nullptr, false);
+  const grammar::Json &spec = ordered["response_format"];
+  const grammar::Json *schema = nullptr;
+  std::string where;
+  if (type == "json_object") {
+    if (spec.contains("schema")) {
+      schema = &spec["schema"];
+      where = "response_format.schema";
+    }
+  } else if (type == "json_schema") {
+    if (!spec.contains("json_schema") || !spec["json_schema"].is_object() ||
+        !spec["json_schema"].contains("schema"))
+      return r.fail(kParam, "response_format of type json_schema needs "
+                            "'json_schema': {\"name\", \"schema\"}");
+    schema = &spec["json_schema"]["schema"];
+    where = "response_format.json_schema.schema";
+  } else {
+    return r.fail(kParam, "response_format type '" + type +
+                              "' is not one of text, json_object, "
+                              "json_schema",
+                  "invalid_value");
+  }
+  if (!schema) {
+    req->schema = grammar::anyObjectSchema();
+    return;
+  }
+  std::string why;
+  req->schema = grammar::compileSchema(*schema, &why);
+  if (!req->schema)
+    r.fail(where.c_str(), where + ": " + why, "invalid_value");
+}
+
 } // namespace
 
 std::optional<GenerationRequest> parseRequest(const std::string &body,
@@ -411,6 +460,8 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
     }
   }
   readLogprobs(chat, r, &req);
+  if (chat)
+    readResponseFormat(body, r, &req);
   if (!chat && !r.failed() && req.stream) {
     // A stream has one choice, and its chunks carry only generated text.
     if (!req.morePrompts.empty())

@@ -11,6 +11,7 @@
 #define PCCX_RUNTIME_SERVE_OPENAIAPI_H
 
 #include "runtime/app/Chat.h"
+#include "runtime/grammar/JsonSchema.h"
 
 #include <nlohmann/json.hpp>
 
@@ -99,6 +100,9 @@ struct GenerationRequest {
   int topLogprobs = 0;
   /// Completions: the prompt comes first in the text (and in logprobs).
   bool echo = false;
+  /// Chat's response_format json_object or json_schema: the reply is
+  /// decoded under this schema (null: free text).
+  std::shared_ptr<const grammar::Schema> schema;
 };
 
 /// The most alternatives top_logprobs (chat) or logprobs (completions)

@@ -1,5 +1,6 @@
 //===- Server.cpp - the OpenAI-compatible HTTP server ---------------------===//
 
+#include "runtime/app/Structured.h"
 #include "runtime/serve/Server.h"
 
 #include "hw/support/JsonText.h"
@@ -567,6 +568,15 @@ public:
   int64_t capacity() const override { return session_.capacity(); }
   std::set<int32_t> stopTokens() const override { return stop_; }
 
+  std::shared_ptr<grammar::JsonConstraint>
+  jsonConstraint(std::shared_ptr<const grammar::Schema> schema,
+                 std::string *error) override {
+    std::set<int32_t> ends = stop_;
+    ends.insert(format_.endOfTurn());
+    return app::makeJsonConstraint(std::move(schema), vocabulary_.get(), ends,
+                                   error);
+  }
+
   bool promptIds(const GenerationRequest &request, std::vector<int32_t> *ids,
                  ApiError *error) override {
     std::string why;
@@ -696,6 +706,7 @@ private:
 
   exec::Session &session_;
   const Tokenizer &tokenizer_;
+  app::StructuredVocabulary vocabulary_{tokenizer_};
   const app::ChatFormat &format_;
   int32_t bos_;
   int64_t vocab_;
@@ -1448,6 +1459,17 @@ struct Server::Impl {
     reply.stopStrings = request->stop;
     reply.topLogprobs = request->logprobs ? request->topLogprobs : -1;
     reply.scorePrompt = request->echo && request->logprobs;
+    if (request->schema) {
+      // Structured output (chat: one choice). Refused before the request
+      // waits when the vocabulary cannot spell what the schema may need.
+      std::string why;
+      reply.constraint = backend.jsonConstraint(request->schema, &why);
+      if (!reply.constraint) {
+        ApiError refusal = apiError(400, "invalid_value", why);
+        refusal.param = "response_format";
+        return sendError(res, refusal);
+      }
+    }
 
     // A streamed reply notices a client that left when a write fails; a
     // complete one is watched while it generates.
@@ -1578,6 +1600,13 @@ void Server::init() {
 Server::~Server() = default;
 
 bool Server::start(std::string *error) { return impl_->backend.start(error); }
+
+std::shared_ptr<grammar::JsonConstraint>
+Backend::jsonConstraint(std::shared_ptr<const grammar::Schema>,
+                        std::string *error) {
+  *error = "this server's model has no tokenizer to constrain replies with";
+  return nullptr;
+}
 
 std::string Backend::decodeText(const std::vector<int32_t> &ids,
                                 std::vector<int64_t> *starts) const {

@@ -121,6 +121,13 @@ public:
   virtual bool complete(const std::vector<int32_t> &prompt,
                         const app::ReplyOptions &options, app::Reply *reply,
                         std::string *error) = 0;
+  /// A constraint for one reply of structured output (response_format):
+  /// null with `*error` when the model's vocabulary cannot spell what the
+  /// schema may need. The default, for backends without a tokenizer:
+  /// refused.
+  virtual std::shared_ptr<grammar::JsonConstraint>
+  jsonConstraint(std::shared_ptr<const grammar::Schema> schema,
+                 std::string *error);
   /// A token's text for log-probabilities (app::tokenBytes). The default,
   /// for backends without a tokenizer: empty.
   virtual std::string tokenText(int32_t) const { return {}; }

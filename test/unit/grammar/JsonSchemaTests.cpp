@@ -170,6 +170,9 @@ void randomWalks(const std::string &schemaText, int walks, int maxTokens) {
   const std::set<int32_t> ends = {0};
   Matcher matcher(schema);
   int completed = 0;
+  // PCCX_GRAMMAR_WALKS=K runs K times as many (a longer search than CI's).
+  if (const char *factor = getenv("PCCX_GRAMMAR_WALKS"))
+    walks *= std::max(1, atoi(factor));
   for (int walk = 0; walk < walks; ++walk) {
     std::mt19937 rng(uint32_t(walk * 7919 + 1));
     JsonConstraint constraint(schema, vocab, ends);
@@ -216,7 +219,7 @@ void randomWalks(const std::string &schemaText, int walks, int maxTokens) {
     }
     ++completed;
     auto parsed = nlohmann::json::parse(text, nullptr, false);
-    ASSERT_FALSE(parsed.is_discarded()) << text;
+    ASSERT_FALSE(parsed.is_discarded()) << "[" << text << "] " << schemaText;
     EXPECT_TRUE(validates(parsed, Json::parse(schemaText))) << text;
   }
   EXPECT_GT(completed, 0) << schemaText;
@@ -232,6 +235,7 @@ TEST(JsonSchema, AcceptsWhatValidatesAndNothingElse) {
       "required":["name","age"],"additionalProperties":false})");
   EXPECT_TRUE(matches(person, R"({"name":"Ann","age":31})"));
   EXPECT_TRUE(matches(person, "{ \"name\" : \"Ann\",\n  \"age\": -4, \"tags\": [\"a\",\"b\"] }"));
+  EXPECT_TRUE(matches(person, "{\n  \"name\": \"Ann\",\n  \"age\": 3\n}"));
   EXPECT_TRUE(matches(person, R"({"name":"caf\u00e9","age":0})"));
   EXPECT_FALSE(matches(person, R"({"age":31,"name":"Ann"})"));  // order
   EXPECT_FALSE(matches(person, R"({"name":"Ann"})"));            // required
@@ -267,8 +271,11 @@ TEST(JsonSchema, AcceptsWhatValidatesAndNothingElse) {
   EXPECT_FALSE(matches(number, "12345678901234567")); // digits are bounded
 
   auto spaces = compile(R"({"type":"array"})");
-  EXPECT_TRUE(matches(spaces, "[" + std::string(kMaxWhitespace, ' ') + "]"));
-  EXPECT_FALSE(matches(spaces, "[" + std::string(kMaxWhitespace + 1, ' ') + "]"));
+  EXPECT_TRUE(matches(spaces, "[\n" + std::string(kMaxIndent, ' ') + "1, 2,\n\t3\n]"));
+  EXPECT_FALSE(matches(spaces, "[\n" + std::string(kMaxIndent + 1, ' ') + "]"));
+  EXPECT_FALSE(matches(spaces, "[  1]"));    // two spaces
+  EXPECT_FALSE(matches(spaces, "[\n\n1]"));  // two line breaks
+  EXPECT_FALSE(matches(spaces, "[\r\n1]"));  // a carriage return
 }
 
 TEST(JsonSchema, RefusalsNameTheKeywordAndPlace) {
@@ -314,6 +321,10 @@ TEST(JsonSchema, MasksEqualBruteForceAndWalksValidate) {
       "b":{"type":"boolean"}},"required":["a"],"additionalProperties":false})",
               40, 120);
   randomWalks(R"({"type":["string","null"],"maxLength":5})", 40, 60);
+  randomWalks(R"({"type":"array","maxItems":2,"items":{"type":"object","properties":{
+      "k":{"type":"string","maxLength":3},"v":{"anyOf":[{"type":"number"},{"type":"boolean"}]}},
+      "required":["k"]}})",
+              40, 200);
 }
 
 TEST(JsonSchema, HugeEnumAndFreeObjects) {
