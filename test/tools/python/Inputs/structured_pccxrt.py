@@ -1,0 +1,50 @@
+"""Structured output from Python: Model.generate(json_schema=...) and a
+JsonConstraint driven by hand give replies that parse and validate (the
+subset's validator of the pccx-run tests), and a schema beyond the subset
+is refused naming the keyword.
+
+usage: structured_pccxrt.py BUNDLE"""
+import json
+import os
+import sys
+
+import numpy as np
+import pccxrt
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "pccx-run", "Inputs"))
+from json_subset import SCHEMAS, validates  # noqa: E402
+
+with pccxrt.Model(sys.argv[1]) as model:
+    stops = set(model.eos_tokens)
+    for name in ["person", "scalar"]:
+        ids = model.generate("Answer in JSON:", max_new_tokens=160, json_schema=SCHEMAS[name],
+                             temperature=1.0, seed=7)
+        model.reset()
+        ended = ids[-1] in stops
+        text = model.detokenize([i for i in ids if i not in stops])
+        print(name, "ended", ended, "valid", ended and validates(json.loads(text), SCHEMAS[name]))
+    ids = model.generate("x", max_new_tokens=160, json_schema=True, temperature=1.0, seed=3)
+    model.reset()
+    text = model.detokenize([i for i in ids if i not in stops])
+    print("any object", ids[-1] in stops and isinstance(json.loads(text), dict))
+
+    # By hand: the mask leaves the chosen token finite, and the constraint
+    # says when the document is complete.
+    constraint = model.json_constraint({"enum": ["yes", "no"]})
+    logits = model.consume(model.tokenize("x"), logits="last")
+    out = []
+    while not constraint.complete:
+        constraint.mask(logits)
+        token = int(np.argmax(logits))
+        constraint.accept(token)
+        out.append(token)
+        logits = model.consume([token], logits="last")
+    print("by hand", json.loads(model.detokenize(out)) in ["yes", "no"])
+    try:
+        constraint.accept(out[0])
+    except pccxrt.PccxrtError as error:
+        print("refused token:", error)
+    try:
+        model.json_constraint({"type": "string", "format": "email"})
+    except pccxrt.PccxrtError as error:
+        print("refused schema:", error)
