@@ -122,6 +122,8 @@ INSTANCES = {
     "build/bin/bench-sim-gemv [--reps R] [--threads T] [--isa KERNEL] [--hardware | --integer]":
         "build/bin/bench-sim-gemv --reps 1 --threads 1 --integer",
     "build/bin/bench-sampler [--vocab V] [--reps R]": "build/bin/bench-sampler --vocab 4096 --reps 2",
+    "build/bin/bench-json-mask [--tokenizer MODEL | --vocab-size V] [--bundle BUNDLE] [--threads N] [--steps S]":
+        "build/bin/bench-json-mask --vocab-size 4096 --bundle model.pccx --threads 1 --steps 2",
     "bench/serve-load.py [--build build] [--bundle FILE.pccx] [--timeout 300]":
         "bench/serve-load.py --build build --timeout 60",
     "build/bin/pccx-prof BUNDLE --batch B [--positions P] [--machine kv260-as-built]":
