@@ -91,4 +91,22 @@ printf '%s\n' "$CHAT_1" "$CHAT_2" > "$OUT/chat.txt"
 "$BIN/pccx-run" "$OUT/demo.pccx" --chat-file "$OUT/chat.txt" --max-new-tokens 96 \
   --repetition-penalty 1.3
 
+step "8. Scoring through the server as lm-evaluation-harness does (pccx-serve, echo + logprobs)"
+echo "(tools/loglikelihood.py sends the harness' loglikelihood request for each item's choices"
+echo " and picks the likeliest continuation: its multiple-choice accuracy)"
+"$BIN/pccx-serve" "$OUT/demo.pccx" --port 0 --quiet > "$OUT/serve.out" 2> "$OUT/serve.log" &
+SERVER=$!
+URL=
+for _ in $(seq 100); do
+  URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$OUT/serve.out")
+  [ -n "$URL" ] && break
+  sleep 0.1
+done
+[ -n "$URL" ] || { cat "$OUT/serve.log" >&2; kill "$SERVER"; exit 1; }
+STATUS=0
+python3 "$SRC/tools/loglikelihood.py" "$URL" "$MODEL/choices.jsonl" || STATUS=$?
+kill -TERM "$SERVER"
+wait "$SERVER"
+[ "$STATUS" -eq 0 ]
+
 printf '\nOutputs are in %s/.\n' "$OUT"
