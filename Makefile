@@ -127,7 +127,7 @@ test: test-deps build aarch64
 # Makefile gets the current options.
 FUZZ_BUILD_DIR ?= $(BUILD_DIR)-fuzz
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS := safetensors shard-index config isa asm bundle ir http tokenizer
+FUZZ_TARGETS := safetensors shard-index config isa asm bundle ir http tokenizer json-schema
 SANITIZE_FLAGS := -fsanitize=address,undefined -fsanitize=float-cast-overflow \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer -g1
 $(FUZZ_BUILD_DIR)/build.ninja: FORCE

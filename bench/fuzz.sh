@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 build=${2:-build-fuzz}
 out=${FUZZ_OUT:-$build/fuzz-out}
-targets=${FUZZ_TARGETS:-"safetensors shard-index config isa asm bundle ir http tokenizer"}
+targets=${FUZZ_TARGETS:-"safetensors shard-index config isa asm bundle ir http tokenizer json-schema"}
 mkdir -p "$out"
 status=0
 

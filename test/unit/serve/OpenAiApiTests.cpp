@@ -415,11 +415,10 @@ TEST(OpenAiApi, RefusedFieldsNameTheField) {
         }
       });
   ApiError error;
-  EXPECT_FALSE(
-      parse(requestWith(true, "response_format", {{"type", "json_object"}}),
-            true, &error));
-  EXPECT_EQ(error.message, "'response_format' is not supported by this server "
-                           "(only {\"type\":\"text\"})");
+  EXPECT_FALSE(parse(requestWith(true, "modalities", {"text", "audio"}),
+                     true, &error));
+  EXPECT_EQ(error.message, "'modalities' is not supported by this server "
+                           "(only [\"text\"])");
   EXPECT_FALSE(parse(requestWith(true, "tool_choice", "auto"), true, &error));
   EXPECT_EQ(error.param, "tool_choice");
   EXPECT_FALSE(parse(requestWith(true, "audio", 0), true, &error));
