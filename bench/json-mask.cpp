@@ -125,6 +125,14 @@ std::vector<Scenario> scenarios() {
       pick = name;
   }
   cities += "]";
+  // A hostile schema: 64 alternatives that share every prefix up to the
+  // last member, so every branch stays alive through a long free string.
+  std::string branches = "{\"anyOf\":[";
+  for (int i = 0; i < 64; ++i)
+    branches += (i ? "," : "") +
+                std::string(R"({"type":"object","properties":{"text":{"type":"string"},"k":{"const":)") +
+                std::to_string(i) + R"(}},"required":["text","k"],"additionalProperties":false})";
+  branches += "]}";
   return {
       {"object with string, integer, enum array",
        R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},)"
@@ -142,6 +150,9 @@ std::vector<Scenario> scenarios() {
        R"({"type":"object","properties":{"city":{"enum":)" + cities +
            R"(}},"required":["city"],"additionalProperties":false})",
        "{\"city\": \"" + pick + "\"}"},
+      {"64 anyOf branches alive (hostile)", branches,
+       "{\"text\": \"A long string that every branch reads the same way, so that all "
+       "sixty-four stay alive until the last member\", \"k\": 63}"},
   };
 }
 

@@ -901,6 +901,58 @@ void Matcher::feedStack(Stack &s, uint8_t b, MatchState *out) const {
   }
 }
 
+namespace {
+
+uint64_t stackHash(const Frame *begin, const Frame *end) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  for (const Frame *f = begin; f != end; ++f) {
+    mix(uint64_t(f->kind) | uint64_t(f->phase) << 8 | uint64_t(f->ws) << 16 |
+        uint64_t(f->escape) << 24 | uint64_t(f->need) << 32 |
+        uint64_t(f->lo) << 40 | uint64_t(f->hi) << 48 |
+        uint64_t(f->freeKey) << 56);
+    mix(uint64_t(uint32_t(f->schema)) | uint64_t(uint32_t(f->node)) << 32);
+    mix(uint64_t(uint32_t(f->next)) | uint64_t(uint32_t(f->value)) << 32);
+    mix(f->chars);
+  }
+  return h;
+}
+
+/// Branches that met again are one; past kMaxBranches the newest are
+/// dropped (each one kept still ends in a valid document). In place, by
+/// hash first.
+void dedupe(MatchState *state) {
+  thread_local std::vector<uint64_t> kept;
+  kept.clear();
+  std::vector<Frame> &frames = state->frames;
+  uint32_t begin = 0, write = 0;
+  size_t stacks = 0;
+  for (uint32_t end : state->ends) {
+    const uint64_t h = stackHash(frames.data() + begin, frames.data() + end);
+    bool seen = false;
+    uint32_t kb = 0;
+    for (size_t k = 0; k < kept.size() && !seen; ++k) {
+      const uint32_t ke = state->ends[k];
+      seen = kept[k] == h && ke - kb == end - begin &&
+             std::equal(frames.begin() + kb, frames.begin() + ke,
+                        frames.begin() + begin);
+      kb = ke;
+    }
+    if (!seen && stacks < kMaxBranches) {
+      std::copy(frames.begin() + begin, frames.begin() + end,
+                frames.begin() + write);
+      write += end - begin;
+      state->ends[stacks++] = write;
+      kept.push_back(h);
+    }
+    begin = end;
+  }
+  frames.resize(write);
+  state->ends.resize(stacks);
+}
+
+} // namespace
+
 bool Matcher::step(const MatchState &in, uint8_t byte, MatchState *out) const {
   out->frames.clear();
   out->ends.clear();
@@ -915,30 +967,8 @@ bool Matcher::step(const MatchState &in, uint8_t byte, MatchState *out) const {
     feedStack(scratch, byte, out);
     begin = end;
   }
-  if (out->ends.size() > 1) {
-    // Branches that met again are one; past kMaxBranches the newest are
-    // dropped (each kept one still ends in a valid document).
-    MatchState unique;
-    uint32_t b = 0;
-    for (uint32_t e : out->ends) {
-      bool seen = false;
-      uint32_t ub = 0;
-      for (uint32_t ue : unique.ends) {
-        if (ue - ub == e - b &&
-            std::equal(out->frames.begin() + b, out->frames.begin() + e,
-                       unique.frames.begin() + ub))
-          seen = true;
-        ub = ue;
-      }
-      if (!seen && unique.ends.size() < kMaxBranches) {
-        unique.frames.insert(unique.frames.end(), out->frames.begin() + b,
-                             out->frames.begin() + e);
-        unique.ends.push_back(uint32_t(unique.frames.size()));
-      }
-      b = e;
-    }
-    *out = std::move(unique);
-  }
+  if (out->ends.size() > 1)
+    dedupe(out);
   return !out->ends.empty();
 }
 
