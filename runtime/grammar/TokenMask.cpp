@@ -70,8 +70,9 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> texts)
 TokenVocabulary::Trie TokenVocabulary::build(std::vector<int32_t> ids) const {
   Trie trie;
   auto &nodes = trie.nodes;
-  std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
-    return texts_[size_t(a)] < texts_[size_t(b)];
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+    const int order = texts_[size_t(a)].compare(texts_[size_t(b)]);
+    return order < 0 || (order == 0 && a < b);
   });
   // Insert in byte order: each node's tokens, and its subtree's, are a
   // range of `order`, and children are made in byte order.
