@@ -691,20 +691,11 @@ void Matcher::feedStack(Stack &s, uint8_t b, MatchState *out) const {
         continue;
       }
       const uint8_t t = node.types;
-      if (b == '{' && (t & kObject)) {
+      if ((b == '{' && (t & kObject)) || (b == '[' && (t & kArray))) {
         if (deepEnough())
           return;
-        f.kind = kObjectFrame;
-        f.phase = kOpen;
-        f.ws = 0;
-        f.next = 0;
-        return emit();
-      }
-      if (b == '[' && (t & kArray)) {
-        if (deepEnough())
-          return;
-        f.kind = kArrayFrame;
-        f.phase = kArrayOpen;
+        f.kind = b == '{' ? kObjectFrame : kArrayFrame;
+        f.phase = b == '{' ? kOpen : kArrayOpen;
         f.ws = 0;
         f.next = 0;
         return emit();
