@@ -2,6 +2,7 @@
 //-------------===//
 
 #include "runtime/app/ChatConsole.h"
+#include "runtime/grammar/TokenMask.h"
 #include "runtime/app/Generate.h"
 #include "runtime/app/LineEditor.h"
 
@@ -249,6 +250,8 @@ int runChatConsole(ChatSession &chat, int input,
       };
     else
       reply.onText = nullptr;
+    if (options.newConstraint)
+      reply.constraint = options.newConstraint();
     Reply result;
     std::string error;
     const int64_t shiftedBefore = chat.shiftedExchanges();
@@ -270,6 +273,10 @@ int runChatConsole(ChatSession &chat, int input,
                                {"position_after", result.positionAfter},
                                {"dropped_exchanges",
                                 chat.shiftedExchanges() - shiftedBefore},
+                               {"json_complete",
+                                reply.constraint
+                                    ? nlohmann::json(reply.constraint->complete())
+                                    : nlohmann::json()},
                                {"prompt_seconds", result.promptSeconds},
                                {"reply_seconds", result.replySeconds}};
       out << support::jsonText(record) << "\n" << std::flush;
@@ -284,7 +291,9 @@ int runChatConsole(ChatSession &chat, int input,
         err << "(the model's context of " << chat.capacity()
             << " positions is full; /reset starts a new conversation)\n";
       else if (result.end == ReplyEnd::MaxTokens)
-        err << "(reply cut at " << reply.maxTokens << " tokens)\n";
+        err << "(reply cut at " << reply.maxTokens << " tokens"
+            << (reply.constraint ? ": the JSON document is incomplete" : "")
+            << ")\n";
       err << "(" << formatRate(int64_t(result.tokens.size()), result.replySeconds)
           << ")\n";
     }

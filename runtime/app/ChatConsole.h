@@ -32,6 +32,9 @@ struct ChatConsoleOptions {
   std::string historyPath;
   /// Stands before messages on `err`.
   std::string tool = "pccx-run";
+  /// Structured output: a new constraint for each reply (each turn's
+  /// reply is one JSON document). None: free text.
+  std::function<std::shared_ptr<grammar::JsonConstraint>()> newConstraint;
 };
 
 /// Runs the conversation reading turns from file descriptor `input`

@@ -84,8 +84,9 @@ std::string checkRunRequest(const RunRequest &r) {
   const bool structured = !r.jsonSchemaPath.empty() || r.jsonObject;
   if (!r.jsonSchemaPath.empty() && r.jsonObject)
     return "--json-schema and --json-object exclude each other";
-  if (structured && (r.chat || batchInput(r) || !r.perplexityPath.empty()))
-    return "--json-schema and --json-object apply to --prompt and --tokens";
+  if (structured && (batchInput(r) || !r.perplexityPath.empty()))
+    return "--json-schema and --json-object apply to --prompt, --tokens and "
+           "--chat";
   if (batchInput(r) && !r.referenceDir.empty())
     return "--compare-reference does not apply to several sequences";
   if (!r.perplexityPath.empty() &&

@@ -124,7 +124,8 @@ GENERATION:
                            document valid under the schema in FILE (the
                            subset in docs/serving.md), and the reply ends
                            (with a stop token) only once it is complete.
-                           Prints the mask's cost per token
+                           Prints the mask's cost per token. With --chat:
+                           each turn's reply
   --json-object            the same for any JSON object
 )";
 
@@ -474,6 +475,9 @@ static int run(int argc, char **argv) {
                                        &stops, &error))
     return fail(error);
   gen.stopTokens.insert(stops.begin(), stops.end());
+  // Structured output: the constraint of the reply (a chat: of each
+  // turn's reply, which also ends at <end_of_turn>).
+  std::function<std::shared_ptr<pccx::grammar::JsonConstraint>()> newConstraint;
   if (!request.jsonSchemaPath.empty() || request.jsonObject) {
     if (!tokenizer)
       return fail(request.bundlePath + " carries no tokenizer; structured "
@@ -484,11 +488,20 @@ static int run(int argc, char **argv) {
                                                   &error);
     if (!schema)
       return fail(error);
-    pccx::app::StructuredVocabulary vocabulary(*tokenizer);
-    gen.constraint = pccx::app::makeJsonConstraint(
-        schema, vocabulary.get(), gen.stopTokens, &error);
+    std::set<int32_t> ends = gen.stopTokens;
+    if (int32_t eot = tokenizer->pieceId("<end_of_turn>");
+        request.chat && eot >= 0)
+      ends.insert(eot);
+    auto vocabulary =
+        pccx::app::StructuredVocabulary(*tokenizer).get();
+    gen.constraint =
+        pccx::app::makeJsonConstraint(schema, vocabulary, ends, &error);
     if (!gen.constraint)
       return fail(error);
+    newConstraint = [schema, vocabulary, ends] {
+      return std::make_shared<pccx::grammar::JsonConstraint>(schema,
+                                                             vocabulary, ends);
+    };
   }
 
   // Device.
@@ -523,9 +536,11 @@ static int run(int argc, char **argv) {
     return 0;
   }
   case RunMode::Chat: {
+    pccx::app::ChatModeOptions options = chatOptions(request, gen);
+    options.console.newConstraint = newConstraint;
     int chatStatus = pccx::app::runChatMode(*model, session, *tokenizer,
-                                            chatOptions(request, gen),
-                                            std::cout, std::cerr, &error);
+                                            options, std::cout, std::cerr,
+                                            &error);
     return chatStatus < 0 ? fail(error) : chatStatus;
   }
   case RunMode::Generate:

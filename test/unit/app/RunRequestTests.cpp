@@ -109,6 +109,27 @@ TEST(RunRequest, ConflictsAreRefusedWithTheirMessage) {
   EXPECT_EQ(checkRunRequest(chatDraft),
             "--draft applies to --prompt and --tokens");
 
+  RunRequest structuredBatch;
+  structuredBatch.bundlePath = "model.pccx";
+  structuredBatch.batchTokens = "2,10";
+  structuredBatch.jsonObject = true;
+  EXPECT_EQ(checkRunRequest(structuredBatch),
+            "--json-schema and --json-object apply to --prompt, --tokens and "
+            "--chat");
+  RunRequest bothStructured;
+  bothStructured.bundlePath = "model.pccx";
+  bothStructured.prompt = "x";
+  bothStructured.hasPrompt = true;
+  bothStructured.jsonObject = true;
+  bothStructured.jsonSchemaPath = "schema.json";
+  EXPECT_EQ(checkRunRequest(bothStructured),
+            "--json-schema and --json-object exclude each other");
+  RunRequest structuredChat;
+  structuredChat.bundlePath = "model.pccx";
+  structuredChat.chat = true;
+  structuredChat.jsonSchemaPath = "schema.json";
+  EXPECT_EQ(checkRunRequest(structuredChat), "");
+
   RunRequest batchReference;
   batchReference.bundlePath = "model.pccx";
   batchReference.batchTokens = "2,10";

@@ -1,7 +1,8 @@
 """pccx-run --json-schema and --json-object: for each schema of
 json_subset.SCHEMAS and any object, greedy and four seeded sampled replies;
 every reply that ends is a document that parses and validates, and one cut
-by --max-new-tokens says so. Prints a line per schema.
+by --max-new-tokens says so. Then a chat of three turns under one schema:
+each turn's reply is a document of its own. Prints a line per check.
 
 usage: check_json_output.py BUNDLE WORKDIR
 """
@@ -47,3 +48,20 @@ for name, schema in cases:
             sys.exit("%s: reply does not validate: %r" % (name, text))
         valid += 1
     print("%s: %d of 5 ended, all %d valid" % (name, ended, valid))
+
+# A chat: each turn's reply is one document.
+turns = os.path.join(work, "turns.txt")
+with open(turns, "w") as f:
+    f.write("Who are you?\nAnd your friend?\nAnd the third?\n")
+run = subprocess.run(["pccx-run", bundle, "--chat-file", turns, "--json-schema",
+                      os.path.join(work, "person.json"), "--max-new-tokens", "120",
+                      "--temperature", "1", "--seed", "2", "--json"],
+                     capture_output=True, text=True, timeout=120)
+if run.returncode != 0:
+    sys.exit("chat: pccx-run failed: %s" % run.stderr)
+records = [json.loads(line) for line in run.stdout.splitlines()]
+ended = [r for r in records if r["json_complete"]]
+for r in ended:
+    if not validates(json.loads(r["reply_text"]), SCHEMAS["person"]):
+        sys.exit("chat: reply does not validate: %r" % r["reply_text"])
+print("chat: %d turns, %d complete, all valid" % (len(records), len(ended)))
