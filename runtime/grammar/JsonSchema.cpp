@@ -470,13 +470,11 @@ enum class StringStep { Char, Close, Refuse };
 StringStep stringByte(Frame &f, uint8_t b, int64_t maxLength, bool keys) {
   if (f.escape == 1) {
     switch (b) {
-    case '"': case '\\': case 'b': case 'f': case 'n': case 'r': case 't':
-      f.escape = 0;
-      ++f.chars;
-      return StringStep::Char;
     case '/':
       if (keys)
         return StringStep::Refuse;
+      [[fallthrough]];
+    case '"': case '\\': case 'b': case 'f': case 'n': case 'r': case 't':
       f.escape = 0;
       ++f.chars;
       return StringStep::Char;
