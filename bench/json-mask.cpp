@@ -156,16 +156,20 @@ std::vector<Scenario> scenarios() {
   };
 }
 
-/// Splits `text` into token ids by longest match.
-bool tokenizeLongest(const std::vector<std::string> &texts,
-                     const std::string &text, std::vector<int32_t> *ids) {
+/// Every token id by its text (the first id of a text).
+std::unordered_map<std::string, int32_t>
+idsByText(const std::vector<std::string> &texts) {
   std::unordered_map<std::string, int32_t> byText;
-  size_t longest = 1;
   for (size_t id = 0; id < texts.size(); ++id)
-    if (!texts[id].empty()) {
+    if (!texts[id].empty())
       byText.emplace(texts[id], int32_t(id));
-      longest = std::max(longest, texts[id].size());
-    }
+  return byText;
+}
+
+/// Splits `text` into token ids by longest match.
+bool tokenizeLongest(const std::unordered_map<std::string, int32_t> &byText,
+                     size_t longest, const std::string &text,
+                     std::vector<int32_t> *ids) {
   for (size_t at = 0; at < text.size();) {
     size_t n = std::min(longest, text.size() - at);
     for (; n > 0; --n) {
@@ -281,6 +285,7 @@ int main(int argc, char **argv) {
   std::printf("\n| reply | tokens | mask ms mean | p90 | max | allowed ids (mean) |%s\n",
               decodeMs > 0 ? " mask / decode step |" : "");
   std::printf("|---|---:|---:|---:|---:|---:|%s\n", decodeMs > 0 ? "---:|" : "");
+  const auto byText = idsByText(texts);
   for (const Scenario &s : scenarios()) {
     std::string error;
     auto schema =
@@ -288,7 +293,8 @@ int main(int argc, char **argv) {
             ? grammar::anyObjectSchema()
             : grammar::compileSchema(grammar::Json::parse(s.schema), &error);
     std::vector<int32_t> ids;
-    if (!schema || !tokenizeLongest(texts, s.document, &ids)) {
+    if (!schema || !tokenizeLongest(byText, vocabulary->longestText(),
+                                    s.document, &ids)) {
       std::fprintf(stderr, "bench-json-mask: %s: %s\n", s.name,
                    schema ? "the vocabulary cannot spell the reply" : error.c_str());
       return 1;
@@ -305,7 +311,7 @@ int main(int argc, char **argv) {
     for (int32_t id : ids) {
       std::fill(logits.begin(), logits.end(), 0.0f);
       const double m0 = now();
-      constraint.mask(logits);
+      constraint.mask(logits.data(), logits.size());
       times.push_back((now() - m0) * 1e3);
       allowed += double(std::count_if(logits.begin(), logits.end(),
                                       [](float v) { return v == 0.0f; }));

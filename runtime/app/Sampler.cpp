@@ -75,7 +75,7 @@ void Sampler::applyPenalties(std::vector<float> &logits,
 }
 
 bool Sampler::applyConstraint(std::vector<float> &logits) {
-  if (!constraint_ || constraint_->mask(logits))
+  if (!constraint_ || constraint_->mask(logits.data(), logits.size()))
     return true;
   stuck_ = true;
   return false;

@@ -512,10 +512,8 @@ int pccxrt_json_mask(pccxrt_json *json, float *logits, size_t count) {
   return guarded(nullptr, -1, [&] {
     if (!json || !logits)
       return failWith(nullptr, "null argument");
-    std::vector<float> row(logits, logits + count);
-    if (!json->constraint->mask(row))
+    if (!json->constraint->mask(logits, count))
       return failWith(nullptr, "no token can continue the JSON document");
-    std::memcpy(logits, row.data(), count * sizeof(float));
     return 0;
   });
 }

@@ -103,6 +103,10 @@ struct SchemaNode {
   uint8_t types = kAllTypes;
   // Objects.
   std::vector<Property> properties;
+  /// For each i in 0..properties: the first required property from i on
+  /// (properties.size() when none), so that a byte of an object costs no
+  /// walk over its properties.
+  std::vector<int32_t> nextRequired;
   int32_t additional = -1; ///< additional members' schema; -1: none allowed
   int32_t keyRoot = -1;
   // Arrays.
@@ -393,6 +397,11 @@ public:
           return -1;
         schema_.trie.insert(node.keyRoot, properties[i].key, int32_t(i), true);
       }
+      std::vector<int32_t> nextRequired(properties.size() + 1);
+      nextRequired.back() = int32_t(properties.size());
+      for (size_t i = properties.size(); i-- > 0;)
+        nextRequired[i] = properties[i].required ? int32_t(i) : nextRequired[i + 1];
+      schema_.nodes[size_t(index)].nextRequired = std::move(nextRequired);
       schema_.nodes[size_t(index)].properties = std::move(properties);
     }
     return index;
@@ -793,14 +802,11 @@ void Matcher::feedStack(Stack &s, uint8_t b, MatchState *out) const {
       const int32_t count = int32_t(props.size());
       // Declared keys the next member may have: from the next property
       // up to the first required one (properties come in their order).
-      int32_t hi = f.next;
-      while (hi < count && !props[size_t(hi)].required)
-        ++hi;
-      hi = std::min(hi, count - 1);
+      const int32_t firstRequired =
+          count ? node.nextRequired[size_t(std::min(f.next, count))] : 0;
+      const int32_t hi = std::min(firstRequired, count - 1);
       const bool declaredLeft = f.next < count;
-      const bool requiredLeft =
-          std::any_of(props.begin() + std::min<long>(f.next, count),
-                      props.end(), [](const Property &p) { return p.required; });
+      const bool requiredLeft = firstRequired < count;
       if (f.phase != kKey && isSpace(b)) {
         if (!takeSpace(f, b))
           return;

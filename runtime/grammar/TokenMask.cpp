@@ -58,6 +58,7 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> texts)
       ids.push_back(int32_t(id));
       if (texts_[id].size() == 1)
         singleByte_[uint8_t(texts_[id][0])] = true;
+      longest_ = std::max(longest_, texts_[id].size());
       if (plainText(texts_[id]))
         plain_[id] = 1;
       else
@@ -136,10 +137,7 @@ JsonConstraint::JsonConstraint(std::shared_ptr<const Schema> schema,
     : matcher_(std::move(schema)), vocabulary_(std::move(vocabulary)),
       endTokens_(std::move(endTokens)) {
   state_ = matcher_.start();
-  size_t longest = 0;
-  for (size_t id = 0; id < vocabulary_->size(); ++id)
-    longest = std::max(longest, vocabulary_->text(int32_t(id)).size());
-  levels_.resize(longest + 1);
+  levels_.resize(vocabulary_->longestText() + 1);
 }
 
 std::string JsonConstraint::checkVocabulary() const {
@@ -187,9 +185,9 @@ void JsonConstraint::visit(const TokenVocabulary::Trie &trie, uint32_t index,
   }
 }
 
-bool JsonConstraint::mask(std::vector<float> &logits) {
+bool JsonConstraint::mask(float *logits, size_t count) {
   const auto t0 = std::chrono::steady_clock::now();
-  allowed_.assign(std::max(logits.size(), vocabulary_->size()), 0);
+  allowed_.assign(std::max(count, vocabulary_->size()), 0);
   if (!state_.ended) {
     levels_[0] = state_;
     if (matcher_.plainRoom(state_) == INT64_MAX) {
@@ -207,10 +205,10 @@ bool JsonConstraint::mask(std::vector<float> &logits) {
           allowed_[size_t(id)] = 1;
   }
   bool any = false;
-  for (size_t i = 0; i < logits.size() && !any; ++i)
+  for (size_t i = 0; i < count && !any; ++i)
     any = allowed_[i] && !std::isnan(logits[i]);
   if (any)
-    for (size_t i = 0; i < logits.size(); ++i)
+    for (size_t i = 0; i < count; ++i)
       if (!allowed_[i])
         logits[i] = -INFINITY;
   ++masks_;

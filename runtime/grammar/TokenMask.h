@@ -30,6 +30,8 @@ public:
   const std::string &text(int32_t id) const { return texts_[size_t(id)]; }
   /// Whether some token is exactly this one byte.
   bool hasByte(uint8_t byte) const { return singleByte_[byte]; }
+  /// The longest token text: the deepest a mask's walk goes.
+  size_t longestText() const { return longest_; }
   size_t trieNodes() const { return all_.nodes.size(); }
 
 private:
@@ -53,6 +55,7 @@ private:
   /// length bound, which take every plain one at once (`plain_`).
   Trie special_;
   std::vector<uint8_t> plain_;
+  size_t longest_ = 0;
   bool singleByte_[256] = {};
 };
 
@@ -67,9 +70,10 @@ public:
   /// Empty when every byte the schema may need has a one-byte token in the
   /// vocabulary; else which byte is missing.
   std::string checkVocabulary() const;
-  /// Sets the logits of the tokens that cannot come next to -inf. False
-  /// when none can (then nothing is changed).
-  bool mask(std::vector<float> &logits);
+  /// Sets the `count` logits of the tokens that cannot come next to -inf
+  /// (ids past the vocabulary never can). False when none can (then
+  /// nothing is changed).
+  bool mask(float *logits, size_t count);
   /// Takes the token chosen; false (state unchanged) when it is not
   /// allowed.
   bool accept(int32_t token);

@@ -71,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       for (size_t j = 0; j < i && fed; ++j)
         fed = here.accept(int32_t(1 + uint8_t(reply[j])));
       std::vector<float> logits(vocabulary()->size(), 0.0f);
-      const bool any = here.mask(logits);
+      const bool any = here.mask(logits.data(), logits.size());
       bool expectAny = false;
       for (size_t id = 0; id < logits.size(); ++id) {
         bool allowed;

@@ -182,7 +182,7 @@ void randomWalks(const std::string &schemaText, int walks, int maxTokens) {
     bool ended = false;
     for (int step = 0; step < maxTokens && !ended; ++step) {
       std::vector<float> logits(vocab->size(), 0.0f);
-      ASSERT_TRUE(constraint.mask(logits)) << "stuck after: " << text;
+      ASSERT_TRUE(constraint.mask(logits.data(), logits.size())) << "stuck after: " << text;
       std::vector<bool> expect = bruteForce(matcher, shadow, *vocab, ends);
       std::vector<int32_t> allowed;
       for (size_t id = 0; id < logits.size(); ++id) {
