@@ -22,21 +22,25 @@ inline std::string jsonText(const nlohmann::json &value, int indent = -1) {
                     nlohmann::json::error_handler_t::replace);
 }
 
+/// Appends `byte` written \xNN (lower-case hex).
+inline void appendHexEscape(std::string &out, unsigned char byte) {
+  static const char kHex[] = "0123456789abcdef";
+  out += "\\x";
+  out += kHex[byte >> 4];
+  out += kHex[byte & 15];
+}
+
 /// `text` for a one-line log: printable ASCII kept, backslash and every
 /// other byte (controls, newlines, non-ASCII) written as \xNN, so request
 /// data can neither forge a line nor carry terminal escapes.
 inline std::string logSafe(const std::string &text) {
-  static const char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(text.size());
   for (unsigned char c : text) {
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
+    if (c >= 0x20 && c < 0x7f && c != '\\')
       out += char(c);
-    } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
+    else
+      appendHexEscape(out, c);
   }
   return out;
 }

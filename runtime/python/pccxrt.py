@@ -451,7 +451,6 @@ class JsonConstraint:
         if schema is not None:
             text = (schema if isinstance(schema, str) else json.dumps(schema)).encode("utf-8")
         ends, pointer = _ids([] if end_tokens is None else list(end_tokens))
-        self._vocab = model.vocab_size
         self._handle = _lib.pccxrt_json_new(model._open_handle(), text,
                                             pointer if end_tokens is not None else None,
                                             ends.size)

@@ -1,6 +1,7 @@
 //===- OpenAiApi.cpp - OpenAI-compatible requests and responses ----------===//
 
 #include "runtime/serve/OpenAiApi.h"
+#include "hw/support/JsonText.h"
 
 #include <climits>
 #include <cmath>
@@ -533,13 +534,9 @@ std::string tokenString(const std::string &bytes) {
     return bytes;
   } catch (const json::type_error &) {
   }
-  static const char kHex[] = "0123456789abcdef";
   std::string out = "bytes:";
-  for (unsigned char c : bytes) {
-    out += "\\x";
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
+  for (unsigned char c : bytes)
+    support::appendHexEscape(out, c);
   return out;
 }
 
