@@ -21,7 +21,7 @@ mkdir -p "$WORK"
 if [ ! -f "$CKPT/config.json" ]; then
   echo "generating $PRESET into $CKPT ..."
   /usr/bin/time -f "%e %M" -o "$WORK/gen.time" \
-    "$BIN/pccx-make-checkpoint" --preset "$PRESET" -o "$CKPT"
+    "$BIN/pccx-make-checkpoint" --preset "$PRESET" -o "$CKPT" --overwrite
   echo "generated in $(cut -d' ' -f1 "$WORK/gen.time") s"
 fi
 CKPT_BYTES=$(du -sb "$CKPT" | cut -f1)

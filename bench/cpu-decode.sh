@@ -30,7 +30,7 @@ c["num_kv_shared_layers"] = min(c["num_kv_shared_layers"], max(0, n - 5))
 json.dump(c, open(sys.argv[2], "w"), indent=1)
 ' "$LAYERS" "$WORK/e2b-$LAYERS.json"
     echo "generating $CKPT ..." >&2
-    "$BIN/pccx-make-checkpoint" --config "$WORK/e2b-$LAYERS.json" -o "$CKPT" >&2
+    "$BIN/pccx-make-checkpoint" --config "$WORK/e2b-$LAYERS.json" -o "$CKPT" --overwrite >&2
   fi
   echo "compiling $BUNDLE ..." >&2
   "$BIN/pccx-compile" "$CKPT" --max-seq-len 2048 --quiet -o "$BUNDLE" >&2

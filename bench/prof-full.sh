@@ -20,7 +20,7 @@ mkdir -p "$WORK"
 if [ ! -f "$BUNDLE" ]; then
   if [ ! -f "$CKPT/config.json" ]; then
     echo "generating $PRESET into $CKPT ..." >&2
-    "$BIN/pccx-make-checkpoint" --preset "$PRESET" -o "$CKPT" >&2
+    "$BIN/pccx-make-checkpoint" --preset "$PRESET" -o "$CKPT" --overwrite >&2
   fi
   echo "compiling $BUNDLE ..." >&2
   "$BIN/pccx-compile" "$CKPT" --max-seq-len 2048 -o "$BUNDLE" >&2

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -139,39 +140,134 @@ bool presetConfig(const std::string &name, Gemma3nTextConfig *config,
   return true;
 }
 
-bool writeCheckpoint(const std::string &dir,
+namespace {
+
+bool isCheckpointFile(const std::string &name) {
+  return name == "config.json" || endsWith(name, ".safetensors") ||
+         endsWith(name, ".safetensors.index.json");
+}
+
+/// "a, b, c, ..." of the first three names.
+std::string someNames(const std::vector<std::string> &names) {
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < 3; ++i)
+    text += (i ? ", " : "") + names[i];
+  return names.size() > 3 ? text + ", ..." : text;
+}
+
+/// A checkpoint's files, sorted, its shards counted rather than listed:
+/// "config.json, model.safetensors.index.json, 4 .safetensors files".
+std::string describeCheckpointFiles(const std::vector<std::string> &names) {
+  std::string text, shard;
+  size_t shards = 0;
+  for (const std::string &name : names) {
+    if (endsWith(name, ".safetensors")) {
+      shard = name;
+      ++shards;
+      continue;
+    }
+    text += (text.empty() ? "" : ", ") + name;
+  }
+  if (shards)
+    text +=
+        (text.empty() ? "" : ", ") +
+        (shards == 1 ? shard : std::to_string(shards) + " .safetensors files");
+  return text;
+}
+
+} // namespace
+
+bool checkCheckpointOutput(const std::string &dir, bool overwrite,
+                           std::string *error) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0)
+    return true; // created by the writer (or an error it reports)
+  if (!S_ISDIR(st.st_mode)) {
+    *error = dir + ": exists and is not a directory";
+    return false;
+  }
+  DIR *d = ::opendir(dir.c_str());
+  if (!d) {
+    *error = dir + ": cannot list the directory: " + std::strerror(errno);
+    return false;
+  }
+  std::vector<std::string> names, checkpointFiles;
+  std::string subdirectory;
+  while (dirent *e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..")
+      continue;
+    names.push_back(name);
+    if (isCheckpointFile(name))
+      checkpointFiles.push_back(name);
+    struct stat entry;
+    if (::lstat((dir + "/" + name).c_str(), &entry) == 0 &&
+        S_ISDIR(entry.st_mode))
+      subdirectory = name;
+  }
+  ::closedir(d);
+  if (!subdirectory.empty()) {
+    *error = dir + ": holds the directory '" + subdirectory +
+             "'; a checkpoint replaces a directory of files only, never a "
+             "tree (remove it yourself, or give another directory)";
+    return false;
+  }
+  if (names.empty() || overwrite)
+    return true;
+  std::sort(names.begin(), names.end());
+  std::sort(checkpointFiles.begin(), checkpointFiles.end());
+  *error = checkpointFiles.empty()
+               ? dir + ": is not empty (" + someNames(names) +
+                     "); remove what it holds"
+               : dir + ": already holds a checkpoint (" +
+                     describeCheckpointFiles(checkpointFiles) + "); remove it";
+  *error += ", or give --overwrite to replace the directory whole";
+  return false;
+}
+
+bool writeCheckpoint(const std::string &path,
                      const std::vector<OutputTensor> &unsorted,
                      const std::vector<OutputFileText> &files,
                      const CheckpointWriteOptions &options,
                      std::string *error) {
-  // Like mkdir -p: every missing parent too.
-  for (size_t at = dir.find('/', 1);; at = dir.find('/', at + 1)) {
+  std::string dir = path;
+  while (dir.size() > 1 && dir.back() == '/')
+    dir.pop_back();
+  // Like mkdir -p for the parents: the directory itself is renamed into
+  // place.
+  for (size_t at = dir.find('/', 1); at != std::string::npos;
+       at = dir.find('/', at + 1)) {
     std::string part = dir.substr(0, at);
-    if (!part.empty() && ::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
       *error = part + ": cannot create directory: " + std::strerror(errno);
       return false;
     }
-    if (at == std::string::npos)
-      break;
   }
-  // One writer per directory: two runs at once would each leave complete
-  // files, but a mix of both checkpoints. The lock goes with the process.
+  // One writer per existing directory: a second run is refused at once
+  // rather than after writing gigabytes. (Two runs into a missing one
+  // cannot mix either: each renames a whole directory.) The lock goes with
+  // the process.
   int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirFd < 0) {
-    *error = dir + ": cannot open directory: " + std::strerror(errno);
-    return false;
-  }
   struct DirLock {
     int fd;
-    ~DirLock() { ::close(fd); } // releases the flock
+    ~DirLock() {
+      if (fd >= 0)
+        ::close(fd); // releases the flock
+    }
   } lock{dirFd};
-  if (::flock(dirFd, LOCK_EX | LOCK_NB) != 0) {
+  if (dirFd >= 0 && ::flock(dirFd, LOCK_EX | LOCK_NB) != 0) {
     *error = dir + (errno == EWOULDBLOCK
                         ? ": another process is writing a checkpoint here"
                         : ": cannot lock directory: " +
                               std::string(std::strerror(errno)));
     return false;
   }
+  if (!checkCheckpointOutput(dir, options.overwrite, error))
+    return false;
+  OutputDirectory out;
+  if (!out.open(dir, error))
+    return false;
+  const std::string &temp = out.tempPath();
 
   // Tensors sorted by name, packed into shards in that order.
   std::vector<const OutputTensor *> tensors;
@@ -209,7 +305,7 @@ bool writeCheckpoint(const std::string &dir,
     for (const OutputTensor *t : shards[s])
       if (!writer.declare(t->name, t->dtype, t->shape, error))
         return false;
-    if (!writer.begin(dir + "/" + file, error))
+    if (!writer.begin(temp + "/" + file, error))
       return false;
     for (const OutputTensor *t : shards[s]) {
       weightMap[t->name] = file;
@@ -226,21 +322,16 @@ bool writeCheckpoint(const std::string &dir,
     nlohmann::ordered_json index;
     index["metadata"] = {{"total_size", total}};
     index["weight_map"] = weightMap;
-    if (!writeTextFile(dir + "/model.safetensors.index.json",
+    if (!writeTextFile(temp + "/model.safetensors.index.json",
                        index.dump(2) + "\n", error))
       return false;
   }
-  // config.json last: a directory with one holds a whole checkpoint.
-  const OutputFileText *config = nullptr;
-  for (const OutputFileText &f : files) {
-    if (f.name == "config.json") {
-      config = &f;
-      continue;
-    }
-    if (!writeTextFile(dir + "/" + f.name, f.content, error))
+  for (const OutputFileText &f : files)
+    if (!(f.copyFrom.empty()
+              ? writeTextFile(temp + "/" + f.name, f.content, error)
+              : copyRegularFile(f.copyFrom, temp + "/" + f.name, error)))
       return false;
-  }
-  return !config || writeTextFile(dir + "/config.json", config->content, error);
+  return out.commit(options.overwrite, error);
 }
 
 bool generateCheckpoint(const Gemma3nTextConfig &config,
@@ -286,8 +377,9 @@ bool generateCheckpoint(const Gemma3nTextConfig &config,
   }
   CheckpointWriteOptions write;
   write.maxShardBytes = options.maxShardBytes;
+  write.overwrite = options.overwrite;
   write.progress = options.progress;
-  return writeCheckpoint(dir, tensors, {{"config.json", config.toJson(2)}},
+  return writeCheckpoint(dir, tensors, {{"config.json", config.toJson(2), ""}},
                          write, error);
 }
 

@@ -40,6 +40,8 @@ struct GeneratorOptions {
   /// Shards are filled up to this many bytes of tensor data (a tensor is
   /// never split); one file, model.safetensors, when everything fits.
   uint64_t maxShardBytes = uint64_t(4) << 30;
+  /// Replace a directory that already holds files (CheckpointWriteOptions).
+  bool overwrite = false;
   /// Called after each tensor with bytes written so far and the total.
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
@@ -54,31 +56,47 @@ struct OutputTensor {
   uint64_t bytes = 0;
   std::function<bool(SafetensorsWriter &, std::string *)> write;
 };
-/// A file beside the weights (config.json, the tokenizer, ...).
+/// A file beside the weights (config.json, the tokenizer, ...): `content`,
+/// or, when `copyFrom` is set, the bytes of that regular file (copied in
+/// chunks, never read whole).
 struct OutputFileText {
   std::string name;
   std::string content;
+  std::string copyFrom;
 };
 struct CheckpointWriteOptions {
   uint64_t maxShardBytes = uint64_t(4) << 30;
+  /// Replace a directory that already holds files (a checkpoint or
+  /// anything else) whole; otherwise only a missing or empty one is written.
+  bool overwrite = false;
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
-/// Writes a checkpoint directory `dir` (created if missing, locked while
-/// written): `tensors` sorted by name into shards of at most
-/// options.maxShardBytes (model.safetensors when one holds them all, with
-/// model.safetensors.index.json otherwise), then `files`, config.json last.
-/// Every file is written to a temporary name and renamed.
+/// Refuses an output `dir` that exists and is not a directory, or holds
+/// anything without options.overwrite (naming a checkpoint's files when it
+/// holds one), or holds a directory (--overwrite replaces a directory of
+/// files, never a tree).
+bool checkCheckpointOutput(const std::string &dir, bool overwrite,
+                           std::string *error);
+
+/// Writes a checkpoint directory `dir`: `tensors` sorted by name into
+/// shards of at most options.maxShardBytes (model.safetensors when one
+/// holds them all, with model.safetensors.index.json otherwise), then
+/// `files`. The directory is written beside `dir` under a temp name
+/// (hw/support/OutputFile.h, OutputDirectory; missing parents are created)
+/// and renamed into place once complete, so an interrupted or failed run
+/// leaves nothing, and a replaced directory (checkCheckpointOutput) leaves
+/// no file behind. An existing `dir` is locked while written: a second
+/// writer of it is refused.
 bool writeCheckpoint(const std::string &dir,
                      const std::vector<OutputTensor> &tensors,
                      const std::vector<OutputFileText> &files,
                      const CheckpointWriteOptions &options,
                      std::string *error);
 
-/// Writes config.json and the weights for `config` into `dir` (created if
-/// missing). Every file is written to a temporary name and renamed, so an
-/// interrupted run leaves no file that looks complete; config.json comes
-/// last.
+/// Writes config.json and the weights for `config` into `dir`, as
+/// writeCheckpoint does (options.overwrite to replace a directory that
+/// holds files).
 bool generateCheckpoint(const Gemma3nTextConfig &config,
                         const std::string &dir,
                         const GeneratorOptions &options, std::string *error);

@@ -3,14 +3,18 @@
 #include "runtime/import/MatFormer.h"
 
 #include "hw/support/InputFile.h"
+#include "hw/support/OutputFile.h"
 
 #include <nlohmann/json.hpp>
 
-#include <dirent.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
 
 using nlohmann::json;
 
@@ -54,6 +58,34 @@ const std::vector<PublishedSlice> &publishedSlices() {
        "44444888888888888888888888888888888"},
   };
   return slices;
+}
+
+const std::vector<std::string> &sliceCompanionFiles() {
+  // What a Hugging Face Gemma 3n repository holds beside config.json and
+  // the weights that a slice still uses or must carry: the tokenizer, the
+  // chat template, the generation defaults, the multimodal processor's
+  // configs, the model card and the license terms.
+  static const std::vector<std::string> names = {
+      "tokenizer.model",
+      "tokenizer.json",
+      "tokenizer_config.json",
+      "special_tokens_map.json",
+      "added_tokens.json",
+      "chat_template.jinja",
+      "chat_template.json",
+      "generation_config.json",
+      "preprocessor_config.json",
+      "processor_config.json",
+      "README.md",
+      "LICENSE",
+      "LICENSE.md",
+      "LICENSE.txt",
+      "NOTICE",
+      "NOTICE.md",
+      "NOTICE.txt",
+      "USE_POLICY.md",
+  };
+  return names;
 }
 
 namespace {
@@ -469,39 +501,103 @@ bool copyStoredBytes(const TensorView &view, SafetensorsWriter &writer,
   return true;
 }
 
-/// The regular files of `dir` other than the weights and config.json,
-/// with their content.
+/// Whether `path` is `dir` or lies inside it (both resolved).
+bool isWithin(const std::string &path, const std::string &dir) {
+  return path == dir || dir == "/" ||
+         path.compare(0, dir.size() + 1, dir + "/") == 0;
+}
+
+/// The directory a checkpoint's files may lead into: the checkpoint's own
+/// (resolved), or for a snapshot of the Hugging Face cache
+/// (.../models--ORG--NAME/snapshots/REVISION, whose files are links to
+/// ../../blobs) the repository's folder.
+std::string checkpointRoot(const std::string &realDir) {
+  // The name of the path's component that ends before `end`, and where it
+  // starts (its slash).
+  auto component = [&](size_t end, size_t *slash) {
+    *slash = end == 0 ? std::string::npos : realDir.rfind('/', end - 1);
+    return *slash == std::string::npos
+               ? std::string()
+               : realDir.substr(*slash + 1, end - *slash - 1);
+  };
+  size_t revision, snapshots, repository;
+  component(realDir.size(), &revision);
+  if (revision == std::string::npos ||
+      component(revision, &snapshots) != "snapshots" ||
+      component(snapshots, &repository).compare(0, 8, "models--") != 0)
+    return realDir;
+  return realDir.substr(0, snapshots);
+}
+
+/// The companion files (sliceCompanionFiles) `dir` holds, to be copied
+/// from where they resolve to. A link that leads out of the checkpoint is
+/// an error naming it and its target; what is not a regular file is left
+/// out.
 bool companionFiles(const std::string &dir, std::vector<OutputFileText> *out,
                     std::string *error) {
-  DIR *d = ::opendir(dir.c_str());
-  if (!d) {
-    *error = dir + ": cannot list the directory";
+  const std::string realDir = resolvedPath(dir);
+  if (realDir.empty()) {
+    *error = dir + ": cannot resolve the path: " + std::strerror(errno);
     return false;
   }
-  std::vector<std::string> names;
-  while (dirent *e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    auto ends = [&](const char *suffix) {
-      const size_t n = std::char_traits<char>::length(suffix);
-      return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
-    };
-    if (name.empty() || name[0] == '.' || name == "config.json" ||
-        ends(".safetensors") || name == "model.safetensors.index.json")
-      continue;
+  const std::string root = checkpointRoot(realDir);
+  for (const std::string &name : sliceCompanionFiles()) {
+    const std::string path = dir + "/" + name;
     struct stat st;
-    if (::stat((dir + "/" + name).c_str(), &st) == 0 && S_ISREG(st.st_mode))
-      names.push_back(name);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  for (const std::string &name : names) {
-    OutputFileText f{name, ""};
-    if (!support::readInputFile(dir + "/" + name, uint64_t(1) << 30,
-                                &f.content, error))
+    if (::lstat(path.c_str(), &st) != 0)
+      continue;
+    char real[PATH_MAX];
+    if (!::realpath(path.c_str(), real)) {
+      *error = path + ": cannot resolve it" +
+               (S_ISLNK(st.st_mode) ? " (a dangling symlink?)" : "") + ": " +
+               std::strerror(errno);
       return false;
-    out->push_back(std::move(f));
+    }
+    if (!isWithin(real, root)) {
+      *error = path + ": a symlink to " + real + ", outside the checkpoint " +
+               root +
+               "; a slice copies no file from outside it (replace the link "
+               "with the file)";
+      return false;
+    }
+    if (::stat(real, &st) == 0 && S_ISREG(st.st_mode))
+      out->push_back({name, "", real});
   }
   return true;
+}
+
+/// Refuses an output directory that is the checkpoint `fromDir`, lies
+/// inside it, or holds it: the slice would replace its own source.
+bool checkSliceOutput(const std::string &fromDir, const std::string &outDir,
+                      std::string *error) {
+  const std::string from = resolvedPath(fromDir), out = resolvedPath(outDir);
+  if (from.empty() || out.empty()) {
+    *error = (from.empty() ? fromDir : outDir) +
+             ": cannot resolve the path: " + std::strerror(errno);
+    return false;
+  }
+  auto trimmed = [](std::string path) {
+    while (path.size() > 1 && path.back() == '/')
+      path.pop_back();
+    return path;
+  };
+  const std::string named = "the output directory " + outDir;
+  if (out == from) {
+    // Two spellings of one directory: say which it is.
+    const bool aliased = trimmed(fromDir) != trimmed(outDir);
+    *error = named + " is the checkpoint it is cut from, " + fromDir +
+             (aliased ? " (both are " + from + ")" : "") +
+             "; write the slice to another directory";
+  } else if (isWithin(out, from)) {
+    *error = named + " is inside the checkpoint it is cut from, " + fromDir +
+             "; write the slice outside it";
+  } else if (isWithin(from, out)) {
+    *error = named + " holds the checkpoint it is cut from, " + fromDir +
+             ", and would replace it; write the slice elsewhere";
+  } else {
+    return true;
+  }
+  return false;
 }
 
 } // namespace
@@ -511,6 +607,8 @@ bool writeSlicedCheckpoint(const std::string &fromDir,
                            const std::string &outDir,
                            const CheckpointWriteOptions &options,
                            std::string *error) {
+  if (!checkSliceOutput(fromDir, outDir, error))
+    return false;
   Gemma3nTextConfig config;
   std::unique_ptr<Checkpoint> checkpoint;
   if (!openCheckpoint(fromDir, sliceText, &config, &checkpoint, error))
@@ -548,7 +646,7 @@ bool writeSlicedCheckpoint(const std::string &fromDir,
                       nlohmann::ordered_json::error_handler_t::replace) +
         "\n";
   }
-  files.push_back({"config.json", configText});
+  files.push_back({"config.json", configText, ""});
   return writeCheckpoint(outDir, tensors, files, options, error);
 }
 

@@ -92,13 +92,23 @@ bool reopenCheckpoint(const std::string &dir,
                       std::unique_ptr<Checkpoint> *checkpoint,
                       std::string *error);
 
+/// The files beside the weights and config.json that a slice copies from
+/// its checkpoint when present (tokenizer, chat template, generation and
+/// processor configs, model card, license terms); nothing else is copied.
+const std::vector<std::string> &sliceCompanionFiles();
+
 /// Writes the slice `sliceText` of the checkpoint in `fromDir` as a
 /// checkpoint of its own in `outDir`, as the MatFormer Lab does: the kept
 /// tensors' stored bytes (renamed and cut, nothing converted), the config
 /// with the slice recorded (a multimodal config keeps its other parts, with
-/// the sliced text_config), and every other file of `fromDir` (tokenizer,
-/// chat template, ...) copied. Compiling it gives the bundle that compiling
-/// `fromDir` with the slice gives, byte for byte.
+/// the sliced text_config), and the companion files `fromDir` holds
+/// (sliceCompanionFiles), copied in chunks. A companion that is a symlink
+/// leading out of the checkpoint is an error (for a Hugging Face cache
+/// snapshot, the repository's folder, whose blobs the snapshot's links
+/// name, is the checkpoint); one that is not a regular file is left out.
+/// `outDir` may not be `fromDir`, lie inside it or hold it (after resolving
+/// symlinks); it is written as writeCheckpoint writes. Compiling it gives
+/// the bundle that compiling `fromDir` with the slice gives, byte for byte.
 bool writeSlicedCheckpoint(const std::string &fromDir,
                            const std::string &sliceText,
                            const std::string &outDir,

@@ -20,21 +20,34 @@ namespace {
 
 const char kHelp[] =
     R"(USAGE: pccx-make-checkpoint (--preset NAME | --config FILE) -o DIR [options]
-       pccx-make-checkpoint --from CKPT --matformer-slice S -o DIR
+       pccx-make-checkpoint --from CKPT --matformer-slice S -o DIR [options]
 
 Writes a Gemma 3n text checkpoint in Hugging Face layout into DIR:
 config.json (a bare gemma3n_text config) and bf16 safetensors with
 deterministic pseudo-random weights scaled so that activations stay near
 unit size. Large checkpoints are sharded with model.safetensors.index.json.
-Files appear under their final names only once complete.
+
+DIR is written whole: into a new directory beside it (DIR.tmp.PID.N)
+that is renamed to DIR once complete, so a failed or interrupted run
+leaves nothing. DIR may be missing or empty. One that holds anything is
+refused unless --overwrite, which replaces it whole (no stale shard or
+index survives); one that holds a subdirectory, or that another run is
+writing, is refused even then.
 
 With --from, DIR becomes the MatFormer slice S of checkpoint CKPT, as the
 MatFormer Lab writes it (docs/matformer.md): the kept layers renumbered,
 each FFN cut to its width, the per-layer inputs of the kept layers, the
 stored bytes copied unchanged, the config with the slice recorded, and
-CKPT's other files (tokenizer, chat template, ...) beside them. transformers
-loads it; pccx-compile compiles it to the bundle that pccx-compile CKPT
---matformer-slice S gives, byte for byte.
+CKPT's companion files beside them. transformers loads it; pccx-compile
+compiles it to the bundle that pccx-compile CKPT --matformer-slice S gives,
+byte for byte. DIR may not be CKPT, lie inside it or hold it (symlinks
+resolved). Of CKPT's other files only these are copied, in 1 MiB chunks,
+when present:
+@COMPANIONS@
+A symlink among them that leads out of CKPT is an error naming it and its
+target (in a Hugging Face cache snapshot, models--ORG--NAME/snapshots/REV,
+the links into the repository's blobs are inside it); one that is not a
+regular file is skipped.
 
 OPTIONS:
   --preset NAME       tiny  seconds to compile and run; has full and sliding
@@ -43,7 +56,8 @@ OPTIONS:
                       e2b   the released E2B text decoder sizes (~10 GB)
                       e4b   the released E4B text decoder sizes (~14 GB)
   --config FILE       use the text config of this config.json instead
-  -o DIR              output directory (created if missing)
+  -o DIR              output directory (written whole, see above)
+  --overwrite         replace a DIR that already holds files, whole
   --seed N            weight seed (default 0); the same seed and config
                       always give byte-identical files
   --prefix P          tensor name prefix (default "model."; the multimodal
@@ -58,6 +72,24 @@ OPTIONS:
   -h, --help          show this help
   --version           print the version and exit
 )";
+
+/// kHelp with the companion files a slice copies filled in, wrapped and
+/// indented.
+std::string helpText() {
+  std::string help = kHelp, list, line;
+  const auto &names = pccx::import::sliceCompanionFiles();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string item = names[i] + (i + 1 < names.size() ? "," : "");
+    if (!line.empty() && line.size() + 1 + item.size() > 70) {
+      list += "  " + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + item;
+  }
+  list += "  " + line;
+  const std::string slot = "@COMPANIONS@";
+  return help.replace(help.find(slot), slot.size(), list);
+}
 
 bool parseSize(const char *text, uint64_t *out) {
   char *end = nullptr;
@@ -99,10 +131,12 @@ static int run(int argc, char **argv) {
   pccx::tools::CommandLine cl("pccx-make-checkpoint");
   auto fail = [&](const std::string &message) { return cl.fail(message); };
   int64_t seed = int64_t(options.seed);
-  cl.help([] { return std::string(kHelp); });
+  cl.help(helpText);
   cl.text("--preset", &preset);
   cl.text("--config", &configPath);
   cl.text("-o", &outDir);
+  bool overwrite = false;
+  cl.flag("--overwrite", &overwrite);
   cl.count("--seed", &seed);
   cl.text("--prefix", &options.prefix);
   cl.value("--shard-size", [&](const std::string &v) {
@@ -128,6 +162,7 @@ static int run(int argc, char **argv) {
       return fail("no output directory (-o DIR)");
     pccx::import::CheckpointWriteOptions write;
     write.maxShardBytes = options.maxShardBytes;
+    write.overwrite = overwrite;
     write.progress = progressLine();
     std::string error;
     if (!pccx::import::writeSlicedCheckpoint(fromDir, slice, outDir, write,
@@ -150,6 +185,7 @@ static int run(int argc, char **argv) {
     std::cout << config.toJson(2);
     return 0;
   }
+  options.overwrite = overwrite;
   options.progress = progressLine();
   if (!pccx::import::generateCheckpoint(config, outDir, options, &error))
     return fail(error);

@@ -5,6 +5,7 @@
 // Expected config values are transformers' Gemma3nTextConfig defaults.
 //===----------------------------------------------------------------------===//
 
+#include "runtime/import/CheckpointGenerator.h"
 #include "runtime/import/Gemma3nConfig.h"
 #include "runtime/import/Safetensors.h"
 
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -756,6 +758,67 @@ TEST(Checkpoint, ShardedErrors) {
             index({{"a", one}, {"c", two}}));
   EXPECT_TRUE(contains(checkpointError(bad),
                        bad + "/" + two + ": header is not valid JSON"));
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoint writer: whole directories, never over another unasked
+//===----------------------------------------------------------------------===//
+
+std::vector<std::string> entriesOf(const std::string &dir) {
+  std::vector<std::string> names;
+  for (const auto &e : fs::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(CheckpointWriter, AnOldCheckpointIsRefusedOrReplacedWhole) {
+  TempDir tmp;
+  Gemma3nTextConfig config;
+  std::string error;
+  ASSERT_TRUE(presetConfig("tiny", &config, &error)) << error;
+  const std::string dir = tmp.file("ckpt");
+  GeneratorOptions sharded;
+  sharded.maxShardBytes = 64 << 10;
+  ASSERT_TRUE(generateCheckpoint(config, dir, sharded, &error)) << error;
+  const std::vector<std::string> old = entriesOf(dir);
+  ASSERT_TRUE(fs::exists(dir + "/model.safetensors.index.json"));
+
+  // One file over shards: the importer would follow the old index.
+  GeneratorOptions single;
+  single.seed = 5;
+  EXPECT_FALSE(generateCheckpoint(config, dir, single, &error));
+  EXPECT_TRUE(contains(error, dir +
+                                  ": already holds a checkpoint (config.json, "
+                                  "model.safetensors.index.json, "));
+  EXPECT_EQ(entriesOf(dir), old);
+  EXPECT_FALSE(tempFileExists(dir));
+
+  single.overwrite = true;
+  ASSERT_TRUE(generateCheckpoint(config, dir, single, &error)) << error;
+  EXPECT_EQ(entriesOf(dir),
+            std::vector<std::string>({"config.json", "model.safetensors"}));
+  EXPECT_FALSE(tempFileExists(dir));
+  auto ckpt = Checkpoint::open(dir, &error);
+  ASSERT_NE(ckpt, nullptr) << error;
+  EXPECT_EQ(ckpt->files().size(), 1u);
+}
+
+TEST(CheckpointWriter, OutputDirectoryChecks) {
+  TempDir tmp;
+  std::string error;
+  EXPECT_TRUE(checkCheckpointOutput(tmp.file("missing"), false, &error));
+  EXPECT_TRUE(checkCheckpointOutput(tmp.sub("empty"), false, &error));
+  const std::string notes = tmp.sub("notes");
+  writeFile(notes + "/todo.txt", "x");
+  EXPECT_FALSE(checkCheckpointOutput(notes, false, &error));
+  EXPECT_TRUE(contains(error, notes + ": is not empty (todo.txt)"));
+  EXPECT_TRUE(checkCheckpointOutput(notes, true, &error)) << error;
+  fs::create_directories(notes + "/.git");
+  EXPECT_FALSE(checkCheckpointOutput(notes, true, &error));
+  EXPECT_TRUE(contains(error, notes + ": holds the directory '.git'"));
+  EXPECT_FALSE(checkCheckpointOutput(notes + "/todo.txt", true, &error));
+  EXPECT_TRUE(contains(error, "exists and is not a directory"));
 }
 
 //===----------------------------------------------------------------------===//

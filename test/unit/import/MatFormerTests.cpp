@@ -4,7 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
 #include <vector>
 
 using namespace pccx::import;
@@ -130,6 +136,83 @@ TEST(MatFormerSlices, RefusalsNameTheRule) {
     all.layersToSkip.push_back(l);
   EXPECT_FALSE(sliceConfig(full, all, &out, &error));
   EXPECT_NE(error.find("keeps at least one layer"), std::string::npos) << error;
+}
+
+/// A tiny checkpoint in a fresh directory, with a slice file halving every
+/// FFN; removed afterwards.
+struct SliceSource {
+  std::string root, src, slice;
+  SliceSource() {
+    char tmpl[] = "/tmp/pccx-slice-XXXXXX";
+    if (!mkdtemp(tmpl))
+      std::abort();
+    root = tmpl;
+    src = root + "/src";
+    slice = root + "/half.json";
+    Gemma3nTextConfig config;
+    std::string error;
+    EXPECT_TRUE(presetConfig("tiny", &config, &error)) << error;
+    EXPECT_TRUE(generateCheckpoint(config, src, {}, &error)) << error;
+    std::ofstream(slice)
+        << "{\"ffn_hidden_dims\": [64, 64, 48, 64, 48, 64, 48]}";
+  }
+  ~SliceSource() { std::filesystem::remove_all(root); }
+};
+
+TEST(MatFormerWriter, ASliceIsNeverWrittenOverItsSource) {
+  SliceSource s;
+  std::string error;
+  EXPECT_FALSE(writeSlicedCheckpoint(s.src, s.slice, s.src + "/", {}, &error));
+  EXPECT_NE(error.find("the output directory " + s.src +
+                       "/ is the checkpoint it is cut from, " + s.src + ";"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(
+      writeSlicedCheckpoint(s.src, s.slice, s.src + "/half", {}, &error));
+  EXPECT_NE(error.find("is inside the checkpoint it is cut from"),
+            std::string::npos)
+      << error;
+  CheckpointWriteOptions overwrite;
+  overwrite.overwrite = true;
+  EXPECT_FALSE(
+      writeSlicedCheckpoint(s.src, s.slice, s.root, overwrite, &error));
+  EXPECT_NE(error.find("holds the checkpoint it is cut from"),
+            std::string::npos)
+      << error;
+  EXPECT_TRUE(std::filesystem::exists(s.src + "/model.safetensors"));
+}
+
+TEST(MatFormerWriter, OnlyKnownCompanionsFromInsideTheCheckpointAreCopied) {
+  SliceSource s;
+  std::ofstream(s.src + "/tokenizer.model") << "pieces";
+  std::ofstream(s.src + "/notes.md") << "not a companion";
+  std::ofstream(s.root + "/secret") << "outside";
+  ASSERT_EQ(symlink("../secret", (s.src + "/special_tokens_map.json").c_str()),
+            0);
+  std::string error;
+  EXPECT_FALSE(
+      writeSlicedCheckpoint(s.src, s.slice, s.root + "/leak", {}, &error));
+  EXPECT_NE(error.find(s.src + "/special_tokens_map.json: a symlink to "),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("/secret, outside the checkpoint "), std::string::npos)
+      << error;
+  EXPECT_FALSE(std::filesystem::exists(s.root + "/leak"));
+
+  std::filesystem::remove(s.src + "/special_tokens_map.json");
+  ASSERT_TRUE(
+      writeSlicedCheckpoint(s.src, s.slice, s.root + "/out", {}, &error))
+      << error;
+  std::vector<std::string> names;
+  for (const auto &e : std::filesystem::directory_iterator(s.root + "/out"))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"config.json", "model.safetensors",
+                                             "tokenizer.model"}));
+  std::ifstream copied(s.root + "/out/tokenizer.model");
+  std::string text((std::istreambuf_iterator<char>(copied)),
+                   std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "pieces");
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
@@ -143,6 +144,99 @@ TEST_F(OutputFileTest, ADirectoryIsRefusedByName) {
   std::string error;
   EXPECT_FALSE(writeOutputFile(dir_, "x", 1, &error));
   EXPECT_EQ(error, dir_ + ": is a directory");
+}
+
+TEST_F(OutputFileTest, CopyRegularFileCopiesEveryByteAndRefusesAFifo) {
+  std::string from = dir_ + "/from", to = dir_ + "/to", error;
+  std::string bytes(3 * (size_t(1) << 20) + 7, '\0'); // over three chunks
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = char(i * 7 + i / 4096);
+  ASSERT_TRUE(writeOutputFile(from, bytes.data(), bytes.size(), &error));
+  ASSERT_TRUE(copyRegularFile(from, to, &error)) << error;
+  EXPECT_EQ(read(to), bytes);
+  std::string fifo = dir_ + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_FALSE(copyRegularFile(fifo, dir_ + "/copy", &error));
+  EXPECT_NE(error.find("a FIFO"), std::string::npos) << error;
+  EXPECT_EQ(entries(), 3); // from, to, fifo: no temp file left
+}
+
+TEST_F(OutputFileTest, ResolvedPathFollowsLinksAndNamesWhatIsNotThereYet) {
+  char real[PATH_MAX];
+  ASSERT_NE(realpath(dir_.c_str(), real), nullptr);
+  const std::string base = real;
+  ASSERT_EQ(mkdir((dir_ + "/target").c_str(), 0755), 0);
+  ASSERT_EQ(symlink("target", (dir_ + "/link").c_str()), 0);
+  EXPECT_EQ(resolvedPath(dir_ + "/link"), base + "/target");
+  EXPECT_EQ(resolvedPath(dir_ + "/link/"), base + "/target");
+  EXPECT_EQ(resolvedPath(dir_ + "/link/new/../x"), base + "/target/x");
+  EXPECT_EQ(resolvedPath(dir_ + "/missing/../link/./y"), base + "/target/y");
+  EXPECT_EQ(resolvedPath("/"), "/");
+}
+
+TEST_F(OutputFileTest, ADirectoryAppearsWholeOnCommit) {
+  std::string path = dir_ + "/ckpt", error;
+  OutputDirectory out;
+  ASSERT_TRUE(out.open(path, &error)) << error;
+  ASSERT_TRUE(writeOutputFile(out.tempPath() + "/a", "a", 1, &error));
+  struct stat st;
+  EXPECT_NE(stat(path.c_str(), &st), 0); // nothing at the path yet
+  ASSERT_TRUE(out.commit(/*replace=*/false, &error)) << error;
+  EXPECT_EQ(read(path + "/a"), "a");
+  EXPECT_EQ(entries(), 1);
+}
+
+TEST_F(OutputFileTest, ADirectoryReplacesAnotherWholeOnlyWhenAsked) {
+  std::string path = dir_ + "/ckpt", error;
+  ASSERT_EQ(mkdir(path.c_str(), 0755), 0);
+  ASSERT_TRUE(writeOutputFile(path + "/old-shard", "1", 1, &error));
+  ASSERT_TRUE(writeOutputFile(path + "/old-index", "2", 1, &error));
+  {
+    OutputDirectory out;
+    ASSERT_TRUE(out.open(path, &error)) << error;
+    ASSERT_TRUE(writeOutputFile(out.tempPath() + "/new", "n", 1, &error));
+    EXPECT_FALSE(out.commit(/*replace=*/false, &error));
+    EXPECT_NE(error.find("is not empty"), std::string::npos) << error;
+  }
+  EXPECT_EQ(read(path + "/old-shard"), "1");
+  EXPECT_EQ(entries(), 1); // the temp directory went
+  OutputDirectory out;
+  ASSERT_TRUE(out.open(path, &error)) << error;
+  ASSERT_TRUE(writeOutputFile(out.tempPath() + "/new", "n", 1, &error));
+  ASSERT_TRUE(out.commit(/*replace=*/true, &error)) << error;
+  EXPECT_EQ(read(path + "/new"), "n");
+  struct stat st;
+  EXPECT_NE(stat((path + "/old-shard").c_str(), &st), 0);
+  EXPECT_NE(stat((path + "/old-index").c_str(), &st), 0);
+  EXPECT_EQ(entries(), 1);
+}
+
+TEST_F(OutputFileTest, RemovePartialOutputsRemovesATempDirectoryWithItsFiles) {
+  std::string error;
+  OutputDirectory out;
+  ASSERT_TRUE(out.open(dir_ + "/ckpt", &error)) << error;
+  ASSERT_TRUE(writeOutputFile(out.tempPath() + "/done", "d", 1, &error));
+  OutputFile partial;
+  ASSERT_TRUE(partial.open(out.tempPath() + "/partial", &error)) << error;
+  EXPECT_EQ(entries(), 1);
+  removePartialOutputs();
+  EXPECT_EQ(entries(), 0);
+}
+
+TEST_F(OutputFileTest, ADirectoryOutputNeverHoldsTheWorkingDirectory) {
+  char saved[PATH_MAX];
+  ASSERT_NE(getcwd(saved, sizeof saved), nullptr);
+  std::string inner = dir_ + "/inner", error;
+  ASSERT_EQ(mkdir(inner.c_str(), 0755), 0);
+  ASSERT_EQ(chdir(inner.c_str()), 0);
+  OutputDirectory out;
+  EXPECT_FALSE(out.open(".", &error));
+  EXPECT_NE(error.find("is the working directory or holds it"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(out.open(dir_, &error));
+  ASSERT_EQ(chdir(saved), 0);
+  EXPECT_EQ(entries(), 1);
 }
 
 // Run in a fresh process (below) whose SIGINT its parent ignores: with the
