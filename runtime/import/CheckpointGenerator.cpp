@@ -178,7 +178,7 @@ std::string describeCheckpointFiles(const std::vector<std::string> &names) {
 } // namespace
 
 bool checkCheckpointOutput(const std::string &dir, bool overwrite,
-                           std::string *error) {
+                           std::string *error, const char *overwriteFlag) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0)
     return true; // created by the writer (or an error it reports)
@@ -221,7 +221,9 @@ bool checkCheckpointOutput(const std::string &dir, bool overwrite,
                      "); remove what it holds"
                : dir + ": already holds a checkpoint (" +
                      describeCheckpointFiles(checkpointFiles) + "); remove it";
-  *error += ", or give --overwrite to replace the directory whole";
+  if (overwriteFlag)
+    *error += std::string(", or give ") + overwriteFlag +
+              " to replace the directory whole";
   return false;
 }
 

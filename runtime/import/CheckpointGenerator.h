@@ -73,11 +73,12 @@ struct CheckpointWriteOptions {
 };
 
 /// Refuses an output `dir` that exists and is not a directory, or holds
-/// anything without options.overwrite (naming a checkpoint's files when it
-/// holds one), or holds a directory (--overwrite replaces a directory of
-/// files, never a tree).
+/// anything without `overwrite` (naming a checkpoint's files when it holds
+/// one, and the option that replaces it, `overwriteFlag`, unless null), or holds a
+/// directory (overwriting replaces a directory of files, never a tree).
 bool checkCheckpointOutput(const std::string &dir, bool overwrite,
-                           std::string *error);
+                           std::string *error,
+                           const char *overwriteFlag = "--overwrite");
 
 /// Writes a checkpoint directory `dir`: `tensors` sorted by name into
 /// shards of at most options.maxShardBytes (model.safetensors when one

@@ -444,9 +444,13 @@ class JsonConstraint:
     """Structured output for one reply (Model.json_constraint): mask(logits)
     sets the logits of the tokens that cannot come next to -inf, in place;
     accept(token) takes the token chosen; complete says whether a whole
-    document has been read."""
+    document has been read. Threads may share a constraint: its calls take
+    turns (one lock per constraint), since the C object is one thread's at
+    a time."""
 
     def __init__(self, model, schema=None, end_tokens=None):
+        self._lock = threading.RLock()
+        self._handle = None
         text = None
         if schema is not None:
             text = (schema if isinstance(schema, str) else json.dumps(schema)).encode("utf-8")
@@ -457,26 +461,48 @@ class JsonConstraint:
         if not self._handle:
             raise PccxrtError(_lib.pccxrt_last_error(None).decode("utf-8", "replace"))
 
+    def _open_handle(self):
+        if not self._handle:
+            raise PccxrtError("the JSON constraint is closed")
+        return self._handle
+
     def _check(self, status):
         if status != 0:
             raise PccxrtError(_lib.pccxrt_last_error(None).decode("utf-8", "replace"))
 
+    @_locked
     def mask(self, logits):
         if not isinstance(logits, np.ndarray) or logits.dtype != np.float32 \
                 or not logits.flags["C_CONTIGUOUS"]:
             raise TypeError("logits must be a contiguous float32 numpy array")
         self._check(_lib.pccxrt_json_mask(
-            self._handle, logits.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), logits.size))
+            self._open_handle(), logits.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+            logits.size))
         return logits
 
+    @_locked
     def accept(self, token):
-        self._check(_lib.pccxrt_json_accept(self._handle, _int(token, "token", _C_INT)))
+        self._check(_lib.pccxrt_json_accept(self._open_handle(),
+                                            _int(token, "token", _C_INT)))
 
     @property
+    @_locked
     def complete(self):
-        return bool(_lib.pccxrt_json_complete(self._handle))
+        return bool(_lib.pccxrt_json_complete(self._open_handle()))
+
+    def close(self):
+        if getattr(self, "_lock", None) is None:  # __init__ failed early
+            return
+        with self._lock:
+            if self._handle:
+                _lib.pccxrt_json_free(self._handle)
+                self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def __del__(self):
-        if getattr(self, "_handle", None):
-            _lib.pccxrt_json_free(self._handle)
-            self._handle = None
+        self.close()

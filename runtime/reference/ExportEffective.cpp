@@ -2,11 +2,11 @@
 
 #include "runtime/reference/ExportEffective.h"
 
-#include <dirent.h>
 #include "hw/support/OutputFile.h"
 
 #include "runtime/bundle/ModelManifest.h"
 
+#include "runtime/import/CheckpointGenerator.h"
 #include "runtime/import/Gemma3nConfig.h"
 #include "runtime/import/Safetensors.h"
 #include "runtime/reference/BundleWeights.h"
@@ -49,36 +49,14 @@ bool writeText(const std::string &path, const std::string &text,
 } // namespace
 
 bool checkExportDirectory(const std::string &dir, bool overwrite,
-                          std::string *error) {
-  if (overwrite)
-    return true;
-  DIR *d = ::opendir(dir.c_str());
-  if (!d)
-    return true; // created by the export (or an error it reports)
-  std::string found;
-  while (dirent *e = ::readdir(d)) {
-    std::string name = e->d_name;
-    bool weights = name.size() > 12 &&
-                   (name.compare(name.size() - 12, 12, ".safetensors") == 0 ||
-                    name.find(".safetensors.index.json") != std::string::npos);
-    if (name == "config.json" || weights) {
-      found = name;
-      break;
-    }
-  }
-  ::closedir(d);
-  if (found.empty())
-    return true;
-  *error = dir + " already holds a checkpoint (" + found +
-           "); the export would replace its weights (remove it first, or "
-           "pass --export-overwrite)";
-  return false;
+                          std::string *error, const char *overwriteFlag) {
+  return import::checkCheckpointOutput(dir, overwrite, error, overwriteFlag);
 }
 
 bool exportEffectiveWeights(const bundle::Bundle &bundle,
                             const std::string &dir, std::string *error,
-                            bool overwrite) {
-  if (!checkExportDirectory(dir, overwrite, error))
+                            bool overwrite, const char *overwriteFlag) {
+  if (!checkExportDirectory(dir, overwrite, error, overwriteFlag))
     return false;
   bundle::ModelManifest m;
   if (!bundle::readModelManifest(bundle, &m, error))
@@ -150,10 +128,13 @@ bool exportEffectiveWeights(const bundle::Bundle &bundle,
       break;
     }
 
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    *error = dir + ": " + std::strerror(errno);
+  // Written beside `dir` and renamed into place once complete: nothing
+  // half-written on failure, and no file of a replaced checkpoint (a stale
+  // shard or index the importer would follow) left behind.
+  OutputDirectory out;
+  if (!out.open(dir, error))
     return false;
-  }
+  const std::string &temp = out.tempPath();
   std::vector<import::ExpectedTensor> tensors =
       import::expectedTensors(config, prefix);
   import::SafetensorsWriter writer;
@@ -162,7 +143,7 @@ bool exportEffectiveWeights(const bundle::Bundle &bundle,
   for (const import::ExpectedTensor &t : tensors)
     if (!writer.declare(t.name, import::DType::F32, t.shape, error))
       return false;
-  if (!writer.begin(dir + "/model.safetensors", error))
+  if (!writer.begin(temp + "/model.safetensors", error))
     return false;
   std::map<std::string, const import::ExpectedTensor *> byName;
   for (const import::ExpectedTensor &t : tensors)
@@ -204,9 +185,10 @@ bool exportEffectiveWeights(const bundle::Bundle &bundle,
         return false;
     }
   }
-  if (!writer.finish(error))
+  if (!writer.finish(error) ||
+      !writeText(temp + "/config.json", config.toJson(2), error))
     return false;
-  return writeText(dir + "/config.json", config.toJson(2), error);
+  return out.commit(overwrite, error);
 }
 
 } // namespace pccx::reference

@@ -20,15 +20,20 @@
 
 namespace pccx::reference {
 
-/// Refuses a `dir` that already holds a checkpoint (config.json or
-/// safetensors files) unless `overwrite`: an export must not silently
-/// replace the weights of a checkpoint, such as the one compiled.
+/// Refuses a `dir` that holds anything unless `overwrite`
+/// (import::checkCheckpointOutput): an export must not silently replace the
+/// weights of a checkpoint, such as the one compiled. With it, the export
+/// replaces the directory whole (written beside it, then renamed), so no
+/// shard or index of the old checkpoint survives.
+/// `overwriteFlag`: the option a refusal names (null: none).
 bool checkExportDirectory(const std::string &dir, bool overwrite,
-                          std::string *error);
+                          std::string *error,
+                          const char *overwriteFlag = "--export-overwrite");
 
 bool exportEffectiveWeights(const bundle::Bundle &bundle,
                             const std::string &dir, std::string *error,
-                            bool overwrite = false);
+                            bool overwrite = false,
+                            const char *overwriteFlag = "--export-overwrite");
 
 } // namespace pccx::reference
 

@@ -193,7 +193,7 @@ bool contentText(const json &content, std::string *text, std::string *why) {
 /// Completions' prompt: a string, a list of strings, token ids, or a list
 /// of token-id lists; each string or id list is one prompt.
 void readPrompts(const json &prompt, std::vector<CompletionPrompt> *out,
-                 Reader &r) {
+                 int64_t maxPrompts, Reader &r) {
   const char *shape = "'prompt' must be a string, a list of strings, a list "
                       "of token ids, or a list of token-id lists";
   auto tokens = [&](const json &list) {
@@ -217,7 +217,16 @@ void readPrompts(const json &prompt, std::vector<CompletionPrompt> *out,
     r.fail("prompt", shape);
   } else if (prompt[0].is_number_integer()) {
     tokens(prompt);
+  } else if (int64_t(prompt.size()) > maxPrompts) {
+    r.fail("prompt",
+           "'prompt' lists " + std::to_string(prompt.size()) +
+               " prompts; this server takes at most " +
+               std::to_string(maxPrompts) +
+               " per request (--max-prompts): send the others in requests "
+               "of their own",
+           "too_many_prompts");
   } else {
+    out->reserve(prompt.size());
     for (const json &p : prompt) {
       if (p.is_string())
         out->push_back({p.get<std::string>(), {}, false});
@@ -369,7 +378,7 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
   } else {
     std::vector<CompletionPrompt> prompts;
     if (const json *prompt = r.field("prompt"))
-      readPrompts(*prompt, &prompts, r);
+      readPrompts(*prompt, &prompts, limits.maxPrompts, r);
     else
       r.fail("prompt", "'prompt' is required");
     if (!prompts.empty()) {

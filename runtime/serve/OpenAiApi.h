@@ -110,8 +110,20 @@ struct GenerationRequest {
 constexpr int kMaxTopLogprobs = 20;
 
 /// The server's limits on what a request may ask.
+/// The server's limits on what a request may ask. The per-request budgets
+/// are checked before a request waits for a turn, so that nothing one
+/// request asks grows beyond them (docs/serving.md, "Limits").
 struct RequestLimits {
   int64_t maxTokens = 1024; ///< the largest max_tokens accepted
+  /// Completions: the most prompts one request may list (checked while
+  /// the body is read, before any is copied or encoded).
+  int64_t maxPrompts = 32;
+  /// The most tokens one request may need: over its choices, the prompt's
+  /// tokens and the reply's budget. Server default: 4 x the context.
+  int64_t maxRequestTokens = 0;
+  /// The most prompt tokens one request may have scored (echo with
+  /// logprobs). Server default: 2 x the context.
+  int64_t maxScoredTokens = 0;
 };
 
 /// Parses a request body. `chat` selects /v1/chat/completions. Returns

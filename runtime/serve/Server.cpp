@@ -316,9 +316,10 @@ private:
 /// byte, kept-alive ones between requests. One thread polls them all, so an
 /// idle client holds no serving thread; a socket that becomes readable is
 /// handed to `ready` (which queues it for a thread), one whose deadline
-/// passes is closed. At most `capacity` wait: past it the one closest to
-/// its deadline is closed, so a flood of idle connections cannot grow the
-/// room or keep newer clients out.
+/// passes is closed. At most `capacity` wait: past it a new connection
+/// that has sent nothing yet is closed (the oldest), else the one closest
+/// to its deadline, so a flood of idle connections cannot grow the room,
+/// keep newer clients out, or push out clients being served.
 class WaitingRoom {
 public:
   /// `deadline` is when reading the socket's next request must end.
@@ -345,11 +346,17 @@ public:
         return;
       }
       if (parked_.size() >= capacity_) {
-        auto earliest = std::min_element(
-            parked_.begin(), parked_.end(),
-            [](const Guest &a, const Guest &b) { return a.until < b.until; });
-        closeSocket(earliest->fd);
-        parked_.erase(earliest);
+        // A connection that never sent a byte goes first (the oldest of
+        // them): a flood of silent sockets must not push out a client
+        // that has been served and is inside its idle timeout.
+        auto evicted = std::min_element(
+            parked_.begin(), parked_.end(), [](const Guest &a, const Guest &b) {
+              if (a.fresh != b.fresh)
+                return a.fresh;
+              return a.until < b.until;
+            });
+        closeSocket(evicted->fd);
+        parked_.erase(evicted);
       }
       parked_.push_back({fd, served, deadline, fresh, nextId_++});
     }
@@ -545,6 +552,50 @@ std::optional<ApiError> framingError(const httplib::Request &req,
   return std::nullopt;
 }
 
+/// A decoding's text and its length in characters, piece by piece.
+class PieceDecoder : public TextDecoder {
+public:
+  int64_t push(int32_t id) override {
+    const int64_t start = chars_;
+    const std::string piece = next(id);
+    chars_ += characters(piece);
+    text_ += piece;
+    return start;
+  }
+  std::string finish() override { return text_ + rest(); }
+
+protected:
+  /// The text `id` adds, and what is held back at the end.
+  virtual std::string next(int32_t id) = 0;
+  virtual std::string rest() { return {}; }
+
+private:
+  std::string text_;
+  int64_t chars_ = 0;
+};
+
+/// A tokenizer's decoding (TextStream: the few ids since the text last came
+/// out whole are decoded again, not the whole text).
+class StreamDecoder : public PieceDecoder {
+public:
+  explicit StreamDecoder(const Tokenizer &tokenizer) : stream_(tokenizer) {}
+
+private:
+  std::string next(int32_t id) override { return stream_.push(id); }
+  std::string rest() override { return stream_.finish(); }
+  TextStream stream_;
+};
+
+/// Token texts one after another (backends without a tokenizer).
+class ConcatenatingDecoder : public PieceDecoder {
+public:
+  explicit ConcatenatingDecoder(const Backend &backend) : backend_(backend) {}
+
+private:
+  std::string next(int32_t id) override { return backend_.tokenText(id); }
+  const Backend &backend_;
+};
+
 /// The backend over a real model and session.
 class ModelBackend : public Backend {
 public:
@@ -664,20 +715,34 @@ public:
     return app::tokenBytes(tokenizer_, id);
   }
 
-  std::string decodeText(const std::vector<int32_t> &ids,
-                         std::vector<int64_t> *starts) const override {
-    // The stream holds back a character's bytes until it is complete:
-    // each id starts where the text it has not completed begins.
-    TextStream stream(tokenizer_);
-    std::string text;
+  std::unique_ptr<TextDecoder> textDecoder() const override {
+    return std::make_unique<StreamDecoder>(tokenizer_);
+  }
+
+  std::vector<int64_t> promptTextStarts(const GenerationRequest &request,
+                                        const std::vector<int32_t> &ids) override {
+    // The encoder's spans in the text as sent; BOS (prepended) spans nothing.
+    std::vector<int32_t> text;
+    std::vector<size_t> byteStarts;
+    std::string why;
+    const size_t bos = bos_ >= 0 && !ids.empty() && ids[0] == bos_ ? 1 : 0;
+    if (request.chat || request.promptIsTokens ||
+        !tokenizer_.encode(request.prompt, &text, &byteStarts, &why) ||
+        text.size() + bos != ids.size() ||
+        !std::equal(text.begin(), text.end(), ids.begin() + long(bos)))
+      return Backend::promptTextStarts(request, ids);
+    std::vector<int64_t> starts(bos, 0);
     int64_t chars = 0;
-    for (int32_t id : ids) {
-      starts->push_back(chars);
-      const std::string piece = stream.push(id);
-      chars += characters(piece);
-      text += piece;
+    size_t counted = 0;
+    for (size_t begin : byteStarts) {
+      // Back to the start of the character the span begins in.
+      while (begin > 0 && (uint8_t(request.prompt[begin]) & 0xC0) == 0x80)
+        --begin;
+      for (; counted < begin; ++counted)
+        chars += (uint8_t(request.prompt[counted]) & 0xC0) != 0x80;
+      starts.push_back(chars);
     }
-    return text + stream.finish();
+    return starts;
   }
 
   EngineStats stats() const override {
@@ -865,8 +930,20 @@ struct Server::Impl {
   };
 
   Impl(Backend &backend, const ServeOptions &options)
-      : backend(backend), options(options), stopTokens(backend.stopTokens()),
-        http(*this) {}
+      : backend(backend), options(withDefaultBudgets(options, backend)),
+        stopTokens(backend.stopTokens()), http(*this) {}
+
+  /// The per-request budgets left at 0 follow the context.
+  static ServeOptions withDefaultBudgets(ServeOptions options,
+                                         const Backend &backend) {
+    const int64_t context = std::max<int64_t>(1, backend.capacity());
+    RequestLimits &limits = options.limits;
+    if (limits.maxRequestTokens <= 0)
+      limits.maxRequestTokens = 4 * context;
+    if (limits.maxScoredTokens <= 0)
+      limits.maxScoredTokens = 2 * context;
+    return options;
+  }
 
   std::unique_ptr<Backend> owned;
   Backend &backend;
@@ -912,8 +989,10 @@ struct Server::Impl {
   /// Waits for the request's turn; null (with `*error`) when the queue is
   /// full or the server is stopping. `gone`, when set, is polled while the
   /// reply generates: true ends it (a client that left).
-  std::shared_ptr<Turn> waitForTurn(ApiError *error,
-                                    std::function<bool()> gone) {
+  /// `admittedBefore`: the request had a turn already (a list's next
+  /// prompt), and is not refused for a full queue.
+  std::shared_ptr<Turn> waitForTurn(ApiError *error, std::function<bool()> gone,
+                                    bool admittedBefore) {
     std::unique_lock<std::mutex> lock(queueMutex);
     if (stopping.load()) {
       *error = apiError(503, "shutting_down", "the server is shutting down");
@@ -921,7 +1000,7 @@ struct Server::Impl {
     }
     const uint64_t parallel = uint64_t(std::max(1, options.parallel));
     const uint64_t ahead = (nextTicket - admitted) + uint64_t(active);
-    if (ahead > uint64_t(options.maxQueue) + parallel - 1) {
+    if (!admittedBefore && ahead > uint64_t(options.maxQueue) + parallel - 1) {
       *error = apiError(
           503, "queue_full",
           "the server is busy: " + std::to_string(ahead) +
@@ -1305,6 +1384,46 @@ struct Server::Impl {
     return e;
   }
 
+  /// Whether a request's prompts (`prompts`, with reply budgets
+  /// `budgets`) are within the server's per-request budgets: its tokens in
+  /// all, and the prompt tokens it has scored (echo with logprobs: each a
+  /// row of the head over the whole vocabulary).
+  bool withinRequestBudget(const GenerationRequest &request,
+                           const std::vector<std::vector<int32_t>> &prompts,
+                           const std::vector<int64_t> &budgets,
+                           ApiError *error) const {
+    int64_t total = 0, scored = 0;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      total += int64_t(prompts[i].size()) + budgets[i];
+      if (request.echo && request.logprobs)
+        scored += int64_t(prompts[i].size());
+    }
+    const RequestLimits &limits = options.limits;
+    const char *param = request.chat ? "messages" : "prompt";
+    if (total > limits.maxRequestTokens) {
+      *error = apiError(400, "request_too_large",
+                        "the request needs " + std::to_string(total) +
+                            " tokens (prompts and replies of its " +
+                            std::to_string(prompts.size()) +
+                            " choices); this server allows at most " +
+                            std::to_string(limits.maxRequestTokens) +
+                            " per request (--max-request-tokens)");
+      error->param = param;
+      return false;
+    }
+    if (scored > limits.maxScoredTokens) {
+      *error = apiError(400, "request_too_large",
+                        "the request asks to score " + std::to_string(scored) +
+                            " prompt tokens (echo with logprobs); this server "
+                            "scores at most " +
+                            std::to_string(limits.maxScoredTokens) +
+                            " per request (--max-scored-tokens)");
+      error->param = "echo";
+      return false;
+    }
+    return true;
+  }
+
   /// The prompt's token ids, and the reply budget.
   bool prepare(const GenerationRequest &request, std::vector<int32_t> *ids,
                int64_t *maxTokens, ApiError *error) {
@@ -1363,17 +1482,18 @@ struct Server::Impl {
   }
 
   /// Entries of the reply's tokens [from, to) (of those that spell its
-  /// text), their offsets counted from `base` characters.
+  /// text), their offsets from `decoder`, which has read the tokens before
+  /// `from`, plus `base` characters.
   std::vector<TokenScore> replyScores(const app::Reply &reply, size_t from,
-                                      size_t to, int64_t base) const {
-    std::vector<int64_t> starts;
-    backend.decodeText(std::vector<int32_t>(reply.tokens.begin(),
-                                            reply.tokens.begin() + long(to)),
-                       &starts);
+                                      size_t to, int64_t base,
+                                      TextDecoder &decoder) const {
     std::vector<TokenScore> out;
-    for (size_t i = from; i < to && i < reply.logprobs.size(); ++i) {
+    for (size_t i = from; i < to; ++i) {
+      const int64_t start = decoder.push(reply.tokens[i]);
+      if (i >= reply.logprobs.size())
+        continue;
       out.push_back(tokenScore(reply.logprobs[i]));
-      out.back().offset = base + starts[i];
+      out.back().offset = base + start;
     }
     return out;
   }
@@ -1392,25 +1512,32 @@ struct Server::Impl {
     choice.reply = &reply;
     std::vector<TokenScore> scores;
     if (request.echo) {
+      // A text prompt is echoed as it was sent, its offsets in that text;
+      // token ids, as they decode.
       std::vector<int64_t> starts;
-      const std::string decoded = backend.decodeText(prompt, &starts);
-      // A text prompt is echoed as it was sent.
-      choice.text = request.promptIsTokens ? decoded : request.prompt;
+      if (request.promptIsTokens) {
+        choice.text = backend.decodeText(prompt, &starts);
+      } else {
+        choice.text = request.prompt;
+        if (request.logprobs)
+          starts = backend.promptTextStarts(request, prompt);
+      }
       for (size_t i = 0; request.logprobs && i < prompt.size(); ++i) {
         TokenScore t;
         if (i == 0)
           t.bytes = backend.tokenText(prompt[0]);
         else if (i - 1 < reply.promptLogprobs.size())
           t = tokenScore(reply.promptLogprobs[i - 1]);
-        t.offset = starts[i];
+        t.offset = i < starts.size() ? starts[i] : 0;
         scores.push_back(std::move(t));
       }
     }
     const int64_t base = characters(choice.text);
     choice.text += reply.text;
     if (request.logprobs) {
+      std::unique_ptr<TextDecoder> decoder = backend.textDecoder();
       std::vector<TokenScore> generated =
-          replyScores(reply, 0, reply.textTokens, base);
+          replyScores(reply, 0, reply.textTokens, base, *decoder);
       scores.insert(scores.end(), generated.begin(), generated.end());
       choice.logprobs = logprobsOf(request, scores);
     }
@@ -1426,21 +1553,31 @@ struct Server::Impl {
       return sendError(res, error);
     if (!request->model.empty() && request->model != options.modelName)
       return sendError(res, unknownModel(request->model));
-    // Completions with a list of prompts: one choice each, answered one
-    // after another; every prompt is checked before any is generated.
-    std::vector<GenerationRequest> choices = {*request};
-    for (const CompletionPrompt &p : request->morePrompts) {
+    // Completions with a list of prompts: one choice each. The others are
+    // moved out first, so that each choice's copy holds its own prompt only
+    // (copying the list into every choice grew with its square).
+    std::vector<CompletionPrompt> more = std::move(request->morePrompts);
+    request->morePrompts.clear();
+    std::vector<GenerationRequest> choices;
+    choices.reserve(1 + more.size());
+    choices.push_back(*request);
+    for (CompletionPrompt &p : more) {
       GenerationRequest one = *request;
-      one.prompt = p.text;
-      one.promptTokens = p.tokens;
+      one.prompt = std::move(p.text);
+      one.promptTokens = std::move(p.tokens);
       one.promptIsTokens = p.isTokens;
       choices.push_back(std::move(one));
     }
+    more.clear();
+    // Every prompt is encoded, and the whole request's cost checked, before
+    // any is generated.
     std::vector<std::vector<int32_t>> prompts(choices.size());
     std::vector<int64_t> budgets(choices.size());
     for (size_t i = 0; i < choices.size(); ++i)
       if (!prepare(choices[i], &prompts[i], &budgets[i], &error))
         return sendError(res, error);
+    if (!withinRequestBudget(*request, prompts, budgets, &error))
+      return sendError(res, error);
     const std::vector<int32_t> &prompt = prompts[0];
     const int64_t maxTokens = budgets[0];
 
@@ -1476,17 +1613,21 @@ struct Server::Impl {
     std::function<bool()> gone;
     if (Connection *conn = tlConnection; conn && !request->stream)
       gone = [conn] { return conn->clientGone(); };
-    std::shared_ptr<Turn> turn = waitForTurn(&error, std::move(gone));
-    if (!turn)
-      return sendError(res, error);
-    reply.interrupt = &turn->cancel;
 
     if (!request->stream) {
       std::vector<app::Reply> results(choices.size());
       std::vector<ChoiceResult> out;
       for (size_t i = 0; i < choices.size(); ++i) {
+        // Each prompt waits for a turn of its own: the requests that came
+        // meanwhile go in between a long list's prompts, which cannot hold
+        // a slot for all of them.
+        std::shared_ptr<Turn> turn =
+            waitForTurn(&error, gone, /*admittedBefore=*/i > 0);
+        if (!turn)
+          return sendError(res, error);
         app::ReplyOptions options = reply;
         options.maxTokens = budgets[i];
+        options.interrupt = &turn->cancel;
         std::string why;
         if (!backend.complete(prompts[i], options, &results[i], &why))
           return sendError(res, apiError(500, "", why));
@@ -1498,6 +1639,12 @@ struct Server::Impl {
       return sendJson(res, 200, completionResponse(*request, ids, out));
     }
 
+    std::shared_ptr<Turn> turn =
+        waitForTurn(&error, std::move(gone), /*admittedBefore=*/false);
+    if (!turn)
+      return sendError(res, error);
+    reply.interrupt = &turn->cancel;
+
     auto shared = std::make_shared<GenerationRequest>(*request);
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
@@ -1508,14 +1655,16 @@ struct Server::Impl {
           bool gone = false;
           app::Reply result;
           // Tokens whose entries went out: each chunk carries those of the
-          // tokens behind its text (Reply::textTokens).
+          // tokens behind its text (Reply::textTokens), their offsets from
+          // one decoder that reads each token once.
           size_t scored = 0;
+          std::unique_ptr<TextDecoder> decoder = backend.textDecoder();
           auto scores = [&]() -> json {
             if (!shared->logprobs)
               return nullptr;
             const size_t to = result.textTokens;
             std::vector<TokenScore> entries =
-                replyScores(result, scored, to, 0);
+                replyScores(result, scored, to, 0, *decoder);
             scored = to;
             return logprobsOf(*shared, entries);
           };
@@ -1608,14 +1757,24 @@ Backend::jsonConstraint(std::shared_ptr<const grammar::Schema>,
   return nullptr;
 }
 
+std::unique_ptr<TextDecoder> Backend::textDecoder() const {
+  return std::make_unique<ConcatenatingDecoder>(*this);
+}
+
+std::vector<int64_t>
+Backend::promptTextStarts(const GenerationRequest &,
+                          const std::vector<int32_t> &ids) {
+  std::vector<int64_t> starts;
+  (void)decodeText(ids, &starts);
+  return starts;
+}
+
 std::string Backend::decodeText(const std::vector<int32_t> &ids,
                                 std::vector<int64_t> *starts) const {
-  std::string text;
-  for (int32_t id : ids) {
-    starts->push_back(characters(text));
-    text += tokenText(id);
-  }
-  return text;
+  std::unique_ptr<TextDecoder> decoder = textDecoder();
+  for (int32_t id : ids)
+    starts->push_back(decoder->push(id));
+  return decoder->finish();
 }
 
 bool Backend::shiftedPromptIds(const GenerationRequest &request,

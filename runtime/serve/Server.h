@@ -94,6 +94,19 @@ bool bearerTokenMatches(const std::string &authorization,
 /// threads, and the tool from its own, so lines must not interleave.
 void logLine(const std::string &line);
 
+/// Decodes a text id by id, each push costing that id (not the text so
+/// far): a streamed reply's logprobs offsets stay linear in its length.
+class TextDecoder {
+public:
+  virtual ~TextDecoder() = default;
+  /// Adds `id`; returns where its text starts in the decoding, in
+  /// characters (an id that completes a character begun by others: where
+  /// that character starts).
+  virtual int64_t push(int32_t id) = 0;
+  /// The decoding of every id pushed so far; call once, after the last.
+  virtual std::string finish() = 0;
+};
+
 /// What the server asks of the model. The HTTP layer talks to the model
 /// only through this, so that it can be tested and fuzzed without a device.
 class Backend {
@@ -131,12 +144,19 @@ public:
   /// A token's text for log-probabilities (app::tokenBytes). The default,
   /// for backends without a tokenizer: empty.
   virtual std::string tokenText(int32_t) const { return {}; }
+  /// A decoder for one text (a reply's, an echoed prompt's), fed id by id.
+  /// The default: the tokens' texts one after another.
+  virtual std::unique_ptr<TextDecoder> textDecoder() const;
+  /// Where each of a text prompt's `ids` (promptIds' encoding of
+  /// request.prompt) starts in request.prompt as the client sent it, in
+  /// characters: the offsets of an echoed prompt. The default: where each
+  /// starts in the decoding of `ids`.
+  virtual std::vector<int64_t> promptTextStarts(const GenerationRequest &request,
+                                                const std::vector<int32_t> &ids);
   /// The decoding of `ids` (as a reply's text is decoded) and where each
-  /// id's text starts in it, in characters (a token that completes a
-  /// character begun by others: where that character starts). The default:
-  /// the tokens' texts one after another.
-  virtual std::string decodeText(const std::vector<int32_t> &ids,
-                                 std::vector<int64_t> *starts) const;
+  /// id's text starts in it, in characters (textDecoder()).
+  std::string decodeText(const std::vector<int32_t> &ids,
+                         std::vector<int64_t> *starts) const;
   /// Readies the backend before the server listens (a batch engine starts
   /// its thread); false with `*error`.
   virtual bool start(std::string *) { return true; }

@@ -142,6 +142,33 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids) const {
   return text;
 }
 
+bool Tokenizer::encode(const std::string &text, std::vector<int32_t> *ids,
+                       std::vector<size_t> *byteStarts,
+                       std::string *error) const {
+  sentencepiece::ImmutableSentencePieceText spt;
+  try {
+    spt = sp_->EncodeAsImmutableProto(text);
+  } catch (const std::exception &e) {
+    *error = std::string("tokenizer: ") + e.what();
+    return false;
+  }
+  ids->clear();
+  byteStarts->clear();
+  for (size_t i = 0, n = spt.pieces_size(); i < n; ++i) {
+    const auto piece = spt.pieces(int(i));
+    ids->push_back(int32_t(piece.id()));
+    // Byte pieces of one character share its span; a span is never past
+    // the text, whatever the model.
+    byteStarts->push_back(std::min<size_t>(piece.begin(), text.size()));
+  }
+  if (ids->empty() && !text.empty()) {
+    // An encoder that gives no pieces for some text failed.
+    *error = "tokenizer: the text gave no tokens";
+    return false;
+  }
+  return true;
+}
+
 int32_t Tokenizer::pieceId(const std::string &piece) const {
   int id = sp_->PieceToId(piece);
   // Unknown pieces map to the unknown id, whose own piece differs.
@@ -196,16 +223,32 @@ std::string TextStream::push(int32_t id) {
   size_t stable = text.size();
   while (stable >= 3 && text.compare(stable - 3, 3, kReplacement) == 0)
     stable -= 3;
+  std::string added;
   if (text.compare(0, emitted_.size(), emitted_) != 0) {
     // The decoding changed text already given out: give nothing, go on
     // from the new text.
     emitted_ = text.substr(0, stable);
-    return {};
+  } else if (stable > emitted_.size()) {
+    added = text.substr(emitted_.size(), stable - emitted_.size());
+    emitted_ = text.substr(0, stable);
   }
-  if (stable <= emitted_.size())
-    return {};
-  std::string added = text.substr(emitted_.size(), stable - emitted_.size());
-  emitted_ = text.substr(0, stable);
+  if (stable == text.size() && ids_.size() > 1) {
+    // Everything is out: go on from the last id that decodes to some text
+    // alone, that text as the part already given. Ids that decode to
+    // nothing (control pieces) are left out: SentencePiece skips them, but
+    // a window starting with one would drop the next piece's leading space
+    // as at the start of a text.
+    size_t last = ids_.size();
+    while (last > 0 && tokenizer_.decode({ids_[last - 1]}).empty())
+      --last;
+    if (last == 0) {
+      ids_.clear();
+      emitted_.clear();
+    } else {
+      ids_.assign(1, ids_[last - 1]);
+      emitted_ = tokenizer_.decode(ids_);
+    }
+  }
   return added;
 }
 

@@ -23,6 +23,11 @@ public:
   ~Tokenizer();
   bool encode(const std::string &text, std::vector<int32_t> *ids,
               std::string *error) const;
+  /// encode() that also tells where each id's text begins in `text` (as
+  /// given, before normalization), in bytes: an echoed prompt's offsets
+  /// follow the text the client sent, not its normalized decoding.
+  bool encode(const std::string &text, std::vector<int32_t> *ids,
+              std::vector<size_t> *byteStarts, std::string *error) const;
   std::string decode(const std::vector<int32_t> &ids) const;
   /// The id of a piece of the vocabulary (e.g. "<start_of_turn>"), -1 when
   /// the vocabulary has no such piece.
@@ -68,7 +73,10 @@ private:
 /// in U+FFFD may be a character whose bytes (byte-fallback pieces, an emoji
 /// or a rare CJK character) are still arriving. finish() returns what is
 /// held back at the end, so the pushes and finish() together spell exactly
-/// the decoding of all the ids.
+/// the decoding of all the ids. Each push costs the few ids since the text
+/// last came out whole, not the whole reply: once everything decoded is
+/// out, the ids before the last one with text are dropped (it stays, so
+/// that the next id is decoded inside a text, as in the whole decoding).
 class TextStream {
 public:
   explicit TextStream(const Tokenizer &tokenizer) : tokenizer_(tokenizer) {}

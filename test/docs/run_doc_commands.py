@@ -111,12 +111,14 @@ INSTANCES = {
         "pccx-run model.pccx --chat --system Terse. --max-new-tokens 8 --temperature 0.7 --top-p 0.9",
     "pccx-serve MODEL.pccx [--host 127.0.0.1] [--port 8080] [--model-name NAME] [--device sim|kv260] "
     "[device options: --numerics MODE, --threads N, --uio-name NAME, --udmabuf NAME, --dma-window MODE, "
-    "--dma-buffer SOURCE, --dma-heap NAME, --dma-heap-mib N, --device-option KEY=VALUE] [--max-body-bytes N] [--max-tokens-limit N] [--max-queue N] [--parallel N] "
+    "--dma-buffer SOURCE, --dma-heap NAME, --dma-heap-mib N, --device-option KEY=VALUE] [--max-body-bytes N] [--max-tokens-limit N] [--max-prompts N] "
+    "[--max-request-tokens N] [--max-scored-tokens N] [--max-queue N] [--parallel N] "
     "[--connection-threads N] [--request-timeout S] [--idle-timeout S] [--host-threads N] [--ctx-size N] [--context-shift] "
     "[--draft ngram [--draft-tokens K]] [--markers-in-text] [--quiet] "
     "[--api-key KEY | --api-key-file FILE] [--cors-origin ORIGIN ...] [--no-webui]":
         "pccx-serve batch.pccx --host 127.0.0.1 --port 8080 --model-name m --device sim --numerics reference "
-        "--threads 1 --max-body-bytes 4096 --max-tokens-limit 64 --max-queue 2 --parallel 1 --connection-threads 2 "
+        "--threads 1 --max-body-bytes 4096 --max-tokens-limit 64 --max-prompts 4 --max-request-tokens 512 "
+        "--max-scored-tokens 128 --max-queue 2 --parallel 1 --connection-threads 2 "
         "--request-timeout 5 --idle-timeout 2 --host-threads 2 --ctx-size 64 --context-shift --draft ngram --draft-tokens 3 --markers-in-text "
         "--quiet --api-key-file key.txt --cors-origin '*' --no-webui",
     "build/bin/bench-sim-gemv [--reps R] [--threads T] [--isa KERNEL] [--hardware | --integer]":

@@ -97,7 +97,9 @@ static int run(int argc, char **argv) {
     std::string error;
     auto bundle = pccx::bundle::Bundle::open(positional[0], &error);
     if (!bundle ||
-        !pccx::reference::exportEffectiveWeights(*bundle, exportDir, &error)) {
+        !pccx::reference::exportEffectiveWeights(*bundle, exportDir, &error,
+                                                 /*overwrite=*/false,
+                                                 /*overwriteFlag=*/nullptr)) {
       std::cerr << "pccx-objdump: error: " << error << "\n";
       return 1;
     }

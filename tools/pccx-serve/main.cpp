@@ -76,6 +76,16 @@ LIMITS:
   --max-tokens-limit N     largest max_tokens a request may ask (default
                            1024); prompt + reply must also fit the
                            bundle's context (400 context_length_exceeded)
+  --max-prompts N          prompts one /v1/completions request may list
+                           (default 32); more get 400 too_many_prompts
+  --max-request-tokens N   tokens one request may need, over all its
+                           prompts: each prompt's tokens plus its reply's
+                           max_tokens (default 4 x the context); more get
+                           400 request_too_large before anything runs.
+                           A list's prompts each wait for a turn of their
+                           own, so other requests go in between them
+  --max-scored-tokens N    prompt tokens one request may have scored
+                           (echo with logprobs; default 2 x the context)
   --parallel N             requests generated at once (default 1): with a
                            bundle compiled with --decode-batch, up to that
                            many share each pass over the weights; requests
@@ -173,6 +183,12 @@ static int run(int argc, char **argv) {
   cl.range("--max-tokens-limit", 1, INT64_MAX,
            [&](int64_t n) { options.limits.maxTokens = n; });
   cl.renamed("--max-tokens", "--max-tokens-limit");
+  cl.range("--max-prompts", 1, 100000,
+           [&](int64_t n) { options.limits.maxPrompts = n; });
+  cl.range("--max-request-tokens", 1, INT64_MAX,
+           [&](int64_t n) { options.limits.maxRequestTokens = n; });
+  cl.range("--max-scored-tokens", 1, INT64_MAX,
+           [&](int64_t n) { options.limits.maxScoredTokens = n; });
   cl.flag("--markers-in-text", &markersInText);
   cl.flag("--quiet", [&] { options.logRequests = false; });
   cl.flag("--no-webui", [&] { options.webUi = false; });

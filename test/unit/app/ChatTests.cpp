@@ -115,6 +115,55 @@ TEST(TextStream, IncompleteBytesComeOutAtTheEnd) {
   EXPECT_EQ(streamed, t->decode(ids));
 }
 
+// A long reply streams exactly as it decodes whole, though each push now
+// decodes only the ids since the text last came out whole: words, runs of
+// byte-fallback pieces (emoji, CJK) and bytes that never complete.
+TEST(TextStream, LongTextStreamsAsItDecodes) {
+  auto t = tokenizer(true, true);
+  ASSERT_TRUE(t);
+  std::string text;
+  for (int i = 0; i < 200; ++i)
+    text += (i % 3 == 0)   ? "And the \xF0\x9F\x98\x80 story "
+            : (i % 3 == 1) ? "\xE4\xBD\xA0\xE5\xA5\xBD, "
+                           : "Moses said unto them ";
+  std::vector<int32_t> ids = encode(*t, text);
+  ASSERT_GT(ids.size(), 1000u);
+  // A lone lead byte in the middle: it stays U+FFFD in both.
+  std::vector<int32_t> lone = encode(*t, "\xF0\x9F\x98\x80");
+  ids.insert(ids.begin() + long(ids.size() / 2), lone.front());
+  TextStream stream(*t);
+  std::string streamed;
+  for (int32_t id : ids)
+    streamed += stream.push(id);
+  streamed += stream.finish();
+  EXPECT_EQ(streamed, t->decode(ids));
+}
+
+// encode() with offsets: the same ids, and where each piece's text begins
+// in the text as given, runs of spaces the normalizer collapses included.
+TEST(Tokenizer, OffsetsIndexTheTextAsGiven) {
+  auto t = tokenizer(true, true);
+  ASSERT_TRUE(t);
+  const std::string text = "Tell   me  a \xE4\xBD\xA0 story";
+  std::vector<int32_t> ids;
+  std::vector<size_t> starts;
+  std::string error;
+  ASSERT_TRUE(t->encode(text, &ids, &starts, &error)) << error;
+  EXPECT_EQ(ids, encode(*t, text));
+  ASSERT_EQ(starts.size(), ids.size());
+  for (size_t i = 1; i < starts.size(); ++i)
+    EXPECT_LE(starts[i - 1], starts[i]);
+  // The word after the CJK character starts at its own byte in the text as
+  // given (its space, or itself), not where the collapsed spaces of the
+  // normalized text would put it (3 bytes earlier).
+  const size_t after = text.find("\xE4\xBD\xA0") + 3;
+  auto next = std::find_if(starts.begin(), starts.end(),
+                           [&](size_t s) { return s >= after; });
+  ASSERT_NE(next, starts.end());
+  EXPECT_LE(*next, after + 1);
+  EXPECT_LE(starts.back(), text.size());
+}
+
 } // namespace
 
 TEST(Chat, RendersGemmaTurns) {

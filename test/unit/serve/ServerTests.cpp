@@ -623,3 +623,225 @@ TEST(ServeWebUi, OffIsAnUnknownRoute) {
     EXPECT_EQ(json::parse(bodyOf(out))["error"]["code"], "unknown_url");
   }
 }
+
+//===----------------------------------------------------------------------===//
+// Per-request budgets, interleaving, streamed logprobs, the idle room
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A /v1/completions body listing `count` prompts of `text`.
+std::string promptList(size_t count, const std::string &text,
+                       const std::string &rest) {
+  std::string body = "{\"prompt\": [";
+  for (size_t i = 0; i < count; ++i)
+    body += (i ? ",\"" : "\"") + text + "\"";
+  return body + "]" + rest + "}";
+}
+
+ServeOptions budgetOptions() {
+  ServeOptions o = quietOptions();
+  o.maxBodyBytes = 1 << 20;
+  return o;
+}
+
+} // namespace
+
+// 3 000 one-token prompts in a 12 KB body: each choice used to copy the
+// whole request, all prompts included (memory grew with the square of the
+// count, to gigabytes), before anything was checked.
+TEST(ServeBudget, APromptListBeyondTheLimitIsRefusedBeforeAnyWork) {
+  ScriptedBackend backend;
+  Server server(backend, budgetOptions());
+  std::string out = server.serveBytes(
+      post("/v1/completions", promptList(3000, "x", ", \"max_tokens\": 1")));
+  ASSERT_EQ(statuses(out), std::vector<int>{400}) << out.substr(0, 400);
+  json error = json::parse(bodyOf(out))["error"];
+  EXPECT_EQ(error["param"], "prompt");
+  EXPECT_EQ(error["code"], "too_many_prompts");
+  EXPECT_NE(error["message"].get<std::string>().find("at most 32"),
+            std::string::npos);
+  EXPECT_EQ(backend.started.load(), 0);
+  // At the limit, every prompt is one choice.
+  out = server.serveBytes(
+      post("/v1/completions", promptList(32, "x", ", \"max_tokens\": 1")));
+  ASSERT_EQ(statuses(out), std::vector<int>{200});
+  EXPECT_EQ(json::parse(bodyOf(out))["choices"].size(), 32u);
+}
+
+// The tokens of all of a request's prompts and replies, and the prompt
+// tokens it has scored, are counted before it waits or runs.
+TEST(ServeBudget, RequestAndScoredTokensAreCountedBeforeWork) {
+  ScriptedBackend backend;
+  ServeOptions o = budgetOptions();
+  o.limits.maxRequestTokens = 100;
+  o.limits.maxScoredTokens = 30;
+  Server server(backend, o);
+  // 4 x (10 prompt tokens + 20 reply tokens) = 120 > 100.
+  std::string out = server.serveBytes(post(
+      "/v1/completions", promptList(4, "0123456789", ", \"max_tokens\": 20")));
+  ASSERT_EQ(statuses(out), std::vector<int>{400});
+  json error = json::parse(bodyOf(out))["error"];
+  EXPECT_EQ(error["code"], "request_too_large");
+  EXPECT_NE(error["message"].get<std::string>().find("needs 120 tokens"),
+            std::string::npos)
+      << error;
+  // 3 x 30 = 90 fits.
+  out = server.serveBytes(post(
+      "/v1/completions", promptList(3, "0123456789", ", \"max_tokens\": 20")));
+  EXPECT_EQ(statuses(out), std::vector<int>{200});
+  const int started = backend.started.load();
+  EXPECT_EQ(started, 3);
+  // Scored: 4 x 10 echoed prompt tokens > 30.
+  out = server.serveBytes(
+      post("/v1/completions",
+           promptList(4, "0123456789",
+                      ", \"max_tokens\": 0, \"echo\": true, \"logprobs\": 1")));
+  ASSERT_EQ(statuses(out), std::vector<int>{400});
+  error = json::parse(bodyOf(out))["error"];
+  EXPECT_EQ(error["param"], "echo");
+  EXPECT_EQ(error["code"], "request_too_large");
+  EXPECT_EQ(backend.started.load(), started);
+}
+
+// By default the budgets follow the context: a single request that fits
+// the context always fits them.
+TEST(ServeBudget, DefaultsFollowTheContext) {
+  ScriptedBackend backend; // a context of 4096
+  Server server(backend, budgetOptions());
+  std::string out = server.serveBytes(post(
+      "/v1/completions",
+      promptList(1, std::string(3000, 'x'), ", \"max_tokens\": 1000")));
+  EXPECT_EQ(statuses(out), std::vector<int>{200});
+  // 5 x (3000 + 1000) > 4 x 4096.
+  out = server.serveBytes(post(
+      "/v1/completions",
+      promptList(5, std::string(3000, 'x'), ", \"max_tokens\": 1000")));
+  ASSERT_EQ(statuses(out), std::vector<int>{400});
+  EXPECT_EQ(json::parse(bodyOf(out))["error"]["code"], "request_too_large");
+}
+
+// A list's prompts each wait for a turn of their own: a request that came
+// while the list was answered goes in between its prompts, not after all
+// of them.
+TEST(ServeLoad, AListOfPromptsLetsOthersInBetween) {
+  ScriptedBackend backend;
+  backend.delay = std::chrono::milliseconds(20);
+  LiveServer live(backend, budgetOptions());
+  std::atomic<int> finished{0};
+  int listPlace = 0, singlePlace = 0;
+  // 6 prompts x 25 tokens x 20 ms: about 3 s.
+  std::thread list([&] {
+    auto r = live.client().Post(
+        "/v1/completions", promptList(6, "x", ", \"max_tokens\": 25"),
+        "application/json");
+    EXPECT_TRUE(r && r->status == 200);
+    listPlace = ++finished;
+  });
+  while (backend.started.load() == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto r = live.client().Post("/v1/completions",
+                              R"({"prompt": "x", "max_tokens": 1})",
+                              "application/json");
+  EXPECT_TRUE(r && r->status == 200);
+  singlePlace = ++finished;
+  list.join();
+  EXPECT_EQ(singlePlace, 1);
+  EXPECT_EQ(listPlace, 2);
+}
+
+namespace {
+
+/// Replies with one-byte tokens carrying log-probabilities, and counts
+/// the tokens its decoders read.
+class ScoringBackend : public ScriptedBackend {
+public:
+  mutable std::atomic<int64_t> decoded{0};
+
+  std::string tokenText(int32_t) const override { return "a"; }
+  std::unique_ptr<TextDecoder> textDecoder() const override {
+    struct Counting : TextDecoder {
+      explicit Counting(std::atomic<int64_t> &n) : n(n) {}
+      int64_t push(int32_t) override { return n++, chars++; }
+      std::string finish() override { return std::string(size_t(chars), 'a'); }
+      std::atomic<int64_t> &n;
+      int64_t chars = 0;
+    };
+    return std::make_unique<Counting>(decoded);
+  }
+  bool complete(const std::vector<int32_t> &, const app::ReplyOptions &options,
+                app::Reply *reply, std::string *) override {
+    *reply = app::Reply();
+    reply->end = app::ReplyEnd::MaxTokens;
+    for (int64_t i = 0; i < options.maxTokens; ++i) {
+      reply->tokens.push_back(7);
+      reply->text += "a";
+      app::TokenLogprob score;
+      score.token = 7;
+      score.logprob = -0.5;
+      reply->logprobs.push_back(score);
+      reply->textTokens = reply->tokens.size();
+      if (options.onText)
+        options.onText("a");
+    }
+    return true;
+  }
+};
+
+} // namespace
+
+// Each streamed chunk's logprobs offsets come from one decoder that reads
+// every token once: 1 000 tokens, 1 000 reads (each chunk used to decode
+// the whole reply again, 90 s of CPU for 1 000 tokens).
+TEST(ServeLogprobs, StreamedOffsetsReadEachTokenOnce) {
+  ScoringBackend backend;
+  ServeOptions o = budgetOptions();
+  o.limits.maxTokens = 1000;
+  Server server(backend, o);
+  std::string out = server.serveBytes(post(
+      "/v1/completions",
+      R"({"prompt": "x", "max_tokens": 1000, "logprobs": 1, "stream": true})"));
+  ASSERT_EQ(statuses(out), std::vector<int>{200});
+  EXPECT_EQ(backend.decoded.load(), 1000);
+  // The offsets still count from the reply's start.
+  const size_t last = out.rfind("\"text_offset\":[");
+  ASSERT_NE(last, std::string::npos);
+  EXPECT_EQ(out.compare(last, 19, "\"text_offset\":[999]"), 0)
+      << out.substr(last, 40);
+}
+
+// Past the room's capacity, connections that never sent a byte are closed
+// first: a flood of silent sockets does not push out a kept-alive client
+// inside its idle timeout.
+TEST(ServeLoad, SilentConnectionsDoNotEvictAKeptAliveClient) {
+  ScriptedBackend backend;
+  ServeOptions o = quietOptions();
+  o.requestTimeoutSeconds = 30;
+  o.idleTimeoutSeconds = 20;
+  o.maxWaitingConnections = 50;
+  LiveServer live(backend, o);
+  httplib::Client kept("127.0.0.1", live.port());
+  kept.set_keep_alive(true);
+  kept.set_read_timeout(5, 0);
+  int sockets = 0; // the client's new connections
+  kept.set_socket_options([&](socket_t) { ++sockets; });
+  auto first = kept.Get("/health");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200);
+  std::vector<int> silent;
+  for (int i = 0; i < 120; ++i)
+    silent.push_back(connectTo(live.port()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The kept-alive connection is still open: the same socket is served.
+  auto second = kept.Get("/health");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 200);
+  EXPECT_EQ(sockets, 1);
+  // The oldest silent ones were closed.
+  char c;
+  timeval tv{2, 0};
+  ::setsockopt(silent[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  EXPECT_EQ(::recv(silent[0], &c, 1, 0), 0);
+  for (int fd : silent)
+    ::close(fd);
+}

@@ -206,6 +206,23 @@ print("prompts: indexes", [c["index"] for c in many["choices"]],
       "texts", [c["text"] for c in many["choices"]] == alone,
       "usage", many["usage"]["completion_tokens"])
 
+# An echoed text prompt is returned as sent, and its offsets index that
+# text: runs of spaces the tokenizer's normalizer collapses, and a
+# compatibility ligature it folds, come before later words.
+sent = "In  the   beginning   God   created  the heaven and\tthe earth \ufb01ne"
+echo = post_json("/v1/completions", {"prompt": sent, "max_tokens": 0, "echo": True,
+                                     "logprobs": 1})["choices"][0]
+offsets = echo["logprobs"]["text_offset"]
+tokens = echo["logprobs"]["tokens"]
+folded = sent.index("\ufb01")
+words = [(o, t.strip()) for o, t in zip(offsets[1:], tokens[1:])
+         if t.strip().isalpha() and t.strip().isascii() and o + len(t) <= folded]
+print("echo offsets: text as sent", echo["text"] == sent,
+      "in order", all(a <= b for a, b in zip(offsets, offsets[1:])),
+      "within", all(0 <= o <= len(sent) for o in offsets),
+      "words at their offsets", len(words) > 5 and
+      all(sent[o:].lstrip().startswith(w) for o, w in words))
+
 # Refusals name the field.
 for route, body in (
         ("/v1/chat/completions", dict(chat, top_logprobs=21)),

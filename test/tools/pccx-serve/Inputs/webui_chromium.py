@@ -197,7 +197,11 @@ def main():
             "(t => t.includes('tokens of context') && t)(document.getElementById('model').textContent)",
             "the model's name")
         print("model:", model)
-        print("model card:", page.evaluate("document.getElementById('card').textContent.split('\\n')[1].trim()"))
+        # The card comes from a request of its own after the model's name:
+        # wait for it, not race it.
+        print("model card:", page.wait_for(
+            "(l => l.length > 1 && l[1].trim())(document.getElementById('card').textContent.split('\\n'))",
+            "the model card"))
 
         page.click("#settings summary")
         page.type_into("#max-tokens", "40")

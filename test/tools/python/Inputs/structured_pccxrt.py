@@ -48,3 +48,44 @@ with pccxrt.Model(sys.argv[1]) as model:
         model.json_constraint({"type": "string", "format": "email"})
     except pccxrt.PccxrtError as error:
         print("refused schema:", error)
+
+    # One constraint shared by threads: its calls take turns. Each thread
+    # masks a row of its own and tries tokens; without the lock the C
+    # object's state was written by several threads at once (heap
+    # corruption within seconds).
+    import threading
+    shared = model.json_constraint({"type": "object", "properties": {
+        "text": {"type": "string", "maxLength": 64}}, "required": ["text"]})
+    vocab = model.vocab_size
+    failures = []
+
+    def hammer(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(200):
+                row = rng.standard_normal(vocab).astype(np.float32)
+                try:
+                    shared.mask(row)
+                except pccxrt.PccxrtError:
+                    pass
+                allowed = np.flatnonzero(np.isfinite(row))
+                if allowed.size:
+                    try:
+                        shared.accept(int(allowed[rng.integers(allowed.size)]))
+                    except pccxrt.PccxrtError:
+                        pass
+                _ = shared.complete
+        except Exception as error:  # noqa: BLE001 - reported below
+            failures.append(repr(error))
+
+    threads = [threading.Thread(target=hammer, args=(seed,)) for seed in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print("shared by threads", failures == [])
+    shared.close()
+    try:
+        shared.mask(np.zeros(vocab, dtype=np.float32))
+    except pccxrt.PccxrtError as error:
+        print("closed:", error)
