@@ -21,6 +21,7 @@ namespace pccx::support {
 constexpr uint64_t kMaxJsonFileBytes = 64ull << 20;      ///< config, index
 constexpr uint64_t kMaxTokenizerFileBytes = 256ull << 20; ///< tokenizer.model
 constexpr uint64_t kMaxTemplateFileBytes = 1ull << 20;    ///< chat template
+constexpr uint64_t kMaxSchemaFileBytes = 4ull << 20;      ///< JSON schema
 constexpr uint64_t kMaxDataFileBytes = 4ull << 30;        ///< results, text
 
 /// Opens `path` for reading when it is a regular file (after symlinks);

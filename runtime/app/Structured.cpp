@@ -2,9 +2,9 @@
 
 #include "runtime/app/Structured.h"
 
+#include "hw/support/InputFile.h"
+
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 namespace pccx::app {
 
@@ -20,15 +20,14 @@ std::shared_ptr<const grammar::TokenVocabulary> StructuredVocabulary::get() {
 
 std::shared_ptr<const grammar::Schema> loadJsonSchema(const std::string &path,
                                                       std::string *error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path + ": cannot open the JSON schema";
+  // A regular file of a schema's size only: /dev/zero or a FIFO named by
+  // mistake used to be read without end, or to block.
+  std::string text;
+  if (!support::readInputFile(path, support::kMaxSchemaFileBytes, &text,
+                              error))
     return nullptr;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
   grammar::Json json =
-      grammar::Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+      grammar::Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) {
     *error = path + ": not valid JSON";
     return nullptr;
