@@ -88,6 +88,8 @@ SKIPPED = {
     "bench/batch-decode.sh BUILD_DIR WORK_DIR [LAYERS] [--batch 1,2,4,8] [--steps N] [--threads T] [--numerics integer|hardware]": SYNOPSIS + "; " + BENCH,
     "bench/serve-parallel.py --build build --work WORK [--clients 4] [--max-tokens 16] [--requests 2]": SYNOPSIS + "; " + BENCH,
     "bench/speculative.sh BUILD_DIR WORK_DIR [DRAFT_TOKENS]": SYNOPSIS + "; " + BENCH,
+    "bench/serve-budgets.py [--build DIR] [--timeout S]": SYNOPSIS + "; a benchmark of a minute "
+        "(its cases are tests: serve/ServerTests.cpp ServeBudget, pccx-serve/logprobs.test)",
     "bench/a53-estimate.sh [WORK_DIR]": SYNOPSIS + "; needs the aarch64 cross compiler and llvm-19, "
         "which make test installs but the documents' scratch tree does not assume",
     "bench/reuse-property.sh BUILD_DIR WORK_DIR [PROGRAMS] [SEQUENCES]": SYNOPSIS +
