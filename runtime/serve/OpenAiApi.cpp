@@ -21,6 +21,24 @@ json errorBody(const ApiError &error) {
             {"code", orNull(error.code)}}}};
 }
 
+ApiError apiError(int status, const std::string &code,
+                  const std::string &message) {
+  ApiError e;
+  e.status = status;
+  e.code = code;
+  e.message = message;
+  if (status >= 500)
+    e.type = "server_error";
+  return e;
+}
+
+int64_t characterCount(const std::string &text) {
+  int64_t n = 0;
+  for (unsigned char c : text)
+    n += (c & 0xC0) != 0x80;
+  return n;
+}
+
 const std::vector<RequestField> &requestFields() {
   using H = FieldHandling;
   static const std::vector<RequestField> fields = {

@@ -33,6 +33,15 @@ struct ApiError {
 /// {"error": {"message", "type", "param", "code"}}
 nlohmann::json errorBody(const ApiError &error);
 
+/// An error of `status` (type server_error from 500 on) with `code`
+/// (empty: null) and `message`.
+ApiError apiError(int status, const std::string &code,
+                  const std::string &message);
+
+/// Characters (code points) of UTF-8 text, the unit of OpenAI's offsets:
+/// the bytes that start one.
+int64_t characterCount(const std::string &text);
+
 /// What the server does with a request field (docs/serving.md, "Request
 /// fields", lists the same table; a unit test keeps the two equal).
 enum class FieldHandling {

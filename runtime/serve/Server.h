@@ -8,7 +8,7 @@
 // while requests are generating. The routes, limits and errors:
 // docs/serving.md.
 //
-// Each connection is read by the server's own stream (Server.cpp), which
+// Each connection is read by the server's own stream (Transport.h), which
 // enforces the limits while reading: a byte budget for a request's head and
 // body whatever its framing (Content-Length, chunked, none), a deadline for
 // reading a whole request, an idle timeout between requests, and the stop
