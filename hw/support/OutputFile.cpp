@@ -125,6 +125,14 @@ void syncDirectory(const std::string &dir) {
   }
 }
 
+/// `tmp` was renamed to `target`: it is no longer a temp to remove on a
+/// signal, and the rename is made durable (the data is complete anyway).
+void renamedIntoPlace(std::string *tmp, const std::string &target) {
+  forgetTemp(*tmp);
+  tmp->clear();
+  syncDirectory(directoryOf(target));
+}
+
 } // namespace
 
 void removePartialOutputs() {
@@ -256,10 +264,7 @@ bool OutputFile::commit(std::string *error) {
     abandon();
     return false;
   }
-  forgetTemp(tmp_);
-  tmp_.clear();
-  // Makes the rename durable; the data is complete anyway.
-  syncDirectory(directoryOf(target_));
+  renamedIntoPlace(&tmp_, target_);
   return true;
 }
 
@@ -377,9 +382,7 @@ bool OutputDirectory::commit(bool replace, std::string *error) {
       abandon();
       return false;
     }
-    forgetTemp(tmp_);
-    tmp_.clear();
-    syncDirectory(directoryOf(target_));
+    renamedIntoPlace(&tmp_, target_);
     return true;
   }
   // The new directory takes the path in one step and the old one its temp

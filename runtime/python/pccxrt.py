@@ -179,7 +179,39 @@ def _locked(method):
     return wrapper
 
 
-class Model:
+class _Handle:
+    """A C handle behind one lock: each method that calls into C holds it
+    (@_locked), close() frees the handle once, under the lock, so no call
+    runs on a freed one; `with` and garbage collection close it too.
+    Subclasses set _lock and _handle first thing in __init__, and name
+    what they wrap (_what) and how it is freed (_free)."""
+
+    _what = "handle"
+
+    def _open_handle(self):
+        if not self._handle:
+            raise PccxrtError("the %s is closed" % self._what)
+        return self._handle
+
+    def close(self):
+        if getattr(self, "_lock", None) is None:  # __init__ failed early
+            return
+        with self._lock:
+            if self._handle:
+                self._free(self._handle)
+                self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Model(_Handle):
     """One bundle on one device, with its KV cache (a session). Threads may
     share a model: its calls take turns (one lock per model)."""
 
@@ -198,34 +230,15 @@ class Model:
         if not self._handle:
             raise PccxrtError(_lib.pccxrt_last_error(None).decode())
 
-    def close(self):
-        if getattr(self, "_lock", None) is None:  # __init__ failed early
-            return
-        with self._lock:
-            self._close()
+    _what = "model"
 
-    def _close(self):
-        if self._handle:
-            _lib.pccxrt_close(self._handle)
-            self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
+    @staticmethod
+    def _free(handle):
+        _lib.pccxrt_close(handle)
 
     def _check(self, status):
         if status != 0:
             raise PccxrtError(_lib.pccxrt_last_error(self._handle).decode())
-
-    def _open_handle(self):
-        if not self._handle:
-            raise PccxrtError("the model is closed")
-        return self._handle
 
     @property
     @_locked
@@ -440,7 +453,7 @@ class Model:
         return text.raw[:length.value].decode("utf-8", errors="replace")
 
 
-class JsonConstraint:
+class JsonConstraint(_Handle):
     """Structured output for one reply (Model.json_constraint): mask(logits)
     sets the logits of the tokens that cannot come next to -inf, in place;
     accept(token) takes the token chosen; complete says whether a whole
@@ -461,10 +474,11 @@ class JsonConstraint:
         if not self._handle:
             raise PccxrtError(_lib.pccxrt_last_error(None).decode("utf-8", "replace"))
 
-    def _open_handle(self):
-        if not self._handle:
-            raise PccxrtError("the JSON constraint is closed")
-        return self._handle
+    _what = "JSON constraint"
+
+    @staticmethod
+    def _free(handle):
+        _lib.pccxrt_json_free(handle)
 
     def _check(self, status):
         if status != 0:
@@ -489,20 +503,3 @@ class JsonConstraint:
     @_locked
     def complete(self):
         return bool(_lib.pccxrt_json_complete(self._open_handle()))
-
-    def close(self):
-        if getattr(self, "_lock", None) is None:  # __init__ failed early
-            return
-        with self._lock:
-            if self._handle:
-                _lib.pccxrt_json_free(self._handle)
-                self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
