@@ -730,10 +730,11 @@ TEST(ServeLoad, AListOfPromptsLetsOthersInBetween) {
   LiveServer live(backend, budgetOptions());
   std::atomic<int> finished{0};
   int listPlace = 0, singlePlace = 0;
-  // 6 prompts x 25 tokens x 20 ms: about 3 s.
+  // 6 prompts x 40 tokens x 20 ms: about 5 s, so that the other request
+  // arrives long before the list ends even on a loaded machine.
   std::thread list([&] {
     auto r = live.client().Post(
-        "/v1/completions", promptList(6, "x", ", \"max_tokens\": 25"),
+        "/v1/completions", promptList(6, "x", ", \"max_tokens\": 40"),
         "application/json");
     EXPECT_TRUE(r && r->status == 200);
     listPlace = ++finished;
