@@ -3,9 +3,13 @@
 #include "runtime/grammar/JsonSchema.h"
 
 #include <algorithm>
+#include <bitset>
 #include <climits>
+#include <deque>
+#include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace pccx::grammar {
 
@@ -20,6 +24,14 @@ enum TypeBit : uint8_t {
   kArray = 32,
   kObject = 64,
   kAllTypes = 127,
+};
+
+/// What a typed node reads a scalar as (SchemaNode::repeats).
+enum ScalarReading : uint8_t {
+  kReadsString = 1,
+  kReadsNumber = 2,
+  kReadsBoolean = 4,
+  kReadsNull = 8
 };
 
 enum FrameKind : uint8_t { kValue, kObjectFrame, kArrayFrame, kStringFrame,
@@ -101,6 +113,13 @@ struct Property {
 struct SchemaNode {
   enum Kind : uint8_t { Typed, Literals, AnyOf } kind = Typed;
   uint8_t types = kAllTypes;
+  /// Bytes a value of this node may begin with (white space aside): an
+  /// anyOf feeds a byte only to the alternatives it may begin.
+  std::bitset<256> starts;
+  /// The first node whose strings (numbers) read the same: what a string
+  /// (number) frame holds, so that branches that differ only in which of
+  /// such nodes they read are one.
+  int32_t stringAs = 0, numberAs = 0;
   // Objects.
   std::vector<Property> properties;
   /// For each i in 0..properties: the first required property from i on
@@ -118,6 +137,10 @@ struct SchemaNode {
   int32_t literalRoot = -1;
   // AnyOf.
   std::vector<int32_t> alternatives;
+  /// For each alternative, the scalars (kReads*) it reads as an earlier
+  /// one does: fed the byte that begins one, it would give a branch that
+  /// is there already.
+  std::vector<uint8_t> repeats;
 };
 
 struct Schema {
@@ -145,6 +168,77 @@ struct Schema {
 };
 
 namespace {
+
+/// The bytes a value of `types` may begin with.
+std::bitset<256> startsOfTypes(uint8_t types) {
+  std::bitset<256> starts;
+  auto add = [&](const char *bytes) {
+    for (; *bytes; ++bytes)
+      starts.set(uint8_t(*bytes));
+  };
+  if (types & kObject)
+    add("{");
+  if (types & kArray)
+    add("[");
+  if (types & kString)
+    add("\"");
+  if (types & (kInteger | kNumber))
+    add("-0123456789");
+  if (types & kBoolean)
+    add("tf");
+  if (types & kNull)
+    add("n");
+  return starts;
+}
+
+/// Sets what typed and anyOf nodes begin with (literal nodes have theirs
+/// from their texts; an anyOf's alternatives come after it), and how
+/// typed nodes read strings and numbers.
+void finish(Schema &schema) {
+  std::map<std::pair<int64_t, int64_t>, int32_t> byLengths;
+  int32_t byFraction[2] = {-1, -1}; // integers only, any number
+  for (size_t i = 0; i < schema.nodes.size(); ++i) {
+    SchemaNode &node = schema.nodes[i];
+    if (node.kind != SchemaNode::Typed)
+      continue;
+    node.stringAs =
+        byLengths
+            .emplace(std::make_pair(node.minLength, node.maxLength), int32_t(i))
+            .first->second;
+    int32_t &number = byFraction[(node.types & kNumber) != 0];
+    if (number < 0)
+      number = int32_t(i);
+    node.numberAs = number;
+  }
+  for (size_t i = schema.nodes.size(); i-- > 0;) {
+    SchemaNode &node = schema.nodes[i];
+    if (node.kind == SchemaNode::Typed) {
+      node.starts = startsOfTypes(node.types);
+      continue;
+    }
+    if (node.kind != SchemaNode::AnyOf)
+      continue;
+    std::set<int32_t> strings, numbers;
+    uint8_t literals = 0; // true and false, null: one trie each for all
+    node.repeats.assign(node.alternatives.size(), 0);
+    for (size_t a = 0; a < node.alternatives.size(); ++a) {
+      const SchemaNode &alt = schema.nodes[size_t(node.alternatives[a])];
+      node.starts |= alt.starts;
+      if (alt.kind != SchemaNode::Typed)
+        continue;
+      uint8_t &repeats = node.repeats[a];
+      if ((alt.types & kString) && !strings.insert(alt.stringAs).second)
+        repeats |= kReadsString;
+      if ((alt.types & (kInteger | kNumber)) &&
+          !numbers.insert(alt.numberAs).second)
+        repeats |= kReadsNumber;
+      const uint8_t own = ((alt.types & kBoolean) ? kReadsBoolean : 0) |
+                          ((alt.types & kNull) ? kReadsNull : 0);
+      repeats |= literals & own;
+      literals |= own;
+    }
+  }
+}
 
 /// Keywords that describe a schema without constraining values.
 const std::set<std::string> &annotationKeywords() {
@@ -185,15 +279,78 @@ uint8_t typeOf(const Json &value) {
   return kObject;
 }
 
+/// Counts a string's characters (its UTF-8 text's non-continuation bytes).
+int64_t codePoints(const std::string &text) {
+  int64_t n = 0;
+  for (unsigned char c : text)
+    n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+/// A value as JSON Schema compares it: members in any order (a plain
+/// json orders them by name), numbers with an integral value as integers
+/// (1.0 is 1).
+nlohmann::json comparable(const Json &value) {
+  if (value.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto &item : value.items())
+      out[item.key()] = comparable(item.value());
+    return out;
+  }
+  if (value.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto &item : value)
+      out.push_back(comparable(item));
+    return out;
+  }
+  if (value.is_number_float()) {
+    const double d = value.get<double>();
+    if (d >= -9.2e18 && d <= 9.2e18 && d == double(int64_t(d)))
+      return int64_t(d);
+    return d;
+  }
+  if (value.is_number_unsigned())
+    return value.get<uint64_t>();
+  if (value.is_number_integer())
+    return value.get<int64_t>();
+  if (value.is_string())
+    return value.get<std::string>();
+  if (value.is_boolean())
+    return value.get<bool>();
+  return nullptr;
+}
+
+std::string comparableText(const Json &value) {
+  return comparable(value).dump(-1, ' ', false,
+                                nlohmann::json::error_handler_t::replace);
+}
+
+/// A value in an error message: its start when it is long.
+std::string shortText(const Json &value) {
+  std::string text =
+      value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text.size() > 60) {
+    size_t cut = 57;
+    while (cut > 0 && (uint8_t(text[cut]) & 0xC0) == 0x80)
+      --cut; // not inside a character
+    text = text.substr(0, cut) + "...";
+  }
+  return text;
+}
+
 class SchemaCompiler {
 public:
   SchemaCompiler(Schema &schema, std::string *error)
       : schema_(schema), error_(error) {}
 
+  int64_t work() const { return work_; }
+
   /// The node index of `json` (at `path`, `depth` levels deep); -1 on error.
   int32_t compile(const Json &json, const std::string &path,
                   int depth) {
     const std::string where = path.empty() ? "/" : path;
+    if (!spend(1, where))
+      return -1;
     if (depth > kMaxSchemaDepth)
       return fail(where, "the schema nests deeper than " +
                              std::to_string(kMaxSchemaDepth) + " levels");
@@ -236,11 +393,14 @@ public:
           return -1;
         // A nested anyOf's alternatives are this one's.
         const SchemaNode &node = schema_.nodes[size_t(alt)];
-        if (node.kind == SchemaNode::AnyOf)
+        if (node.kind == SchemaNode::AnyOf) {
+          if (!spend(int64_t(node.alternatives.size()), where))
+            return -1;
           alts.insert(alts.end(), node.alternatives.begin(),
                       node.alternatives.end());
-        else
+        } else {
           alts.push_back(alt);
+        }
       }
       SchemaNode &node = schema_.nodes[size_t(index)];
       node.kind = SchemaNode::AnyOf;
@@ -276,38 +436,8 @@ public:
         types |= found->second;
       }
     }
-
-    if (json.contains("enum") || json.contains("const")) {
-      if (json.contains("enum") && json.contains("const"))
-        return fail(path + "/const", "'const' beside 'enum' is not supported");
-      std::vector<Json> values;
-      if (json.contains("const")) {
-        values.push_back(json["const"]);
-      } else {
-        const auto &list = json["enum"];
-        if (!list.is_array() || list.empty())
-          return fail(path + "/enum", "'enum' must be a non-empty array");
-        values.assign(list.begin(), list.end());
-      }
-      const int32_t root = schema_.trie.newRoot();
-      size_t kept = 0;
-      for (const auto &value : values) {
-        if (!(typeOf(value) & types))
-          continue; // a value of another type than `type` allows
-        const std::string text =
-            value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        if (!addLiteralBytes(text, path))
-          return -1;
-        schema_.trie.insert(root, text, 0, false);
-        ++kept;
-      }
-      if (kept == 0)
-        return fail(path, "no value of 'enum'/'const' has a type 'type' allows");
-      SchemaNode &node = schema_.nodes[size_t(index)];
-      node.kind = SchemaNode::Literals;
-      node.literalRoot = root;
-      return index;
-    }
+    if (json.contains("enum") && json.contains("const"))
+      return fail(path + "/const", "'const' beside 'enum' is not supported");
 
     // Object keywords.
     std::vector<Property> properties;
@@ -331,18 +461,26 @@ public:
       const auto &required = json["required"];
       if (!required.is_array())
         return fail(path + "/required", "'required' must be an array of names");
+      std::unordered_map<std::string, size_t> byKey;
+      for (size_t i = 0; i < properties.size(); ++i)
+        byKey.emplace(properties[i].key, i);
       for (size_t i = 0; i < required.size(); ++i) {
+        const std::string at = path + "/required/" + std::to_string(i);
+        if (!spend(1, at))
+          return -1;
         if (!required[i].is_string())
-          return fail(path + "/required/" + std::to_string(i),
-                      "'required' must be an array of names");
+          return fail(at, "'required' must be an array of names");
         const std::string key = required[i].dump(
             -1, ' ', false, nlohmann::json::error_handler_t::replace);
-        auto it = std::find_if(properties.begin(), properties.end(),
-                               [&](const Property &p) { return p.key == key; });
-        if (it == properties.end())
-          return fail(path + "/required/" + std::to_string(i),
+        auto it = byKey.find(key);
+        if (it == byKey.end())
+          return fail(at,
                       "required property " + key + " is not in 'properties'");
-        it->required = true;
+        Property &property = properties[it->second];
+        if (property.required)
+          return fail(at, "'required' names " + key +
+                              " again (its names must be unique)");
+        property.required = true;
       }
     }
     int32_t additional = schema_.any;
@@ -404,10 +542,169 @@ public:
       schema_.nodes[size_t(index)].nextRequired = std::move(nextRequired);
       schema_.nodes[size_t(index)].properties = std::move(properties);
     }
+    if (json.contains("enum") || json.contains("const"))
+      return literals(json, path, index);
     return index;
   }
 
 private:
+  /// Makes node `index`, compiled from the keywords beside `enum` or
+  /// `const`, the node of the values that satisfy them.
+  int32_t literals(const Json &json, const std::string &path, int32_t index) {
+    const bool isConst = json.contains("const");
+    // The values stay in the caller's document while the compile runs.
+    std::vector<const Json *> values;
+    if (isConst) {
+      values.push_back(&json["const"]);
+    } else {
+      const auto &list = json["enum"];
+      if (!list.is_array() || list.empty())
+        return fail(path + "/enum", "'enum' must be a non-empty array");
+      for (const auto &value : list)
+        values.push_back(&value);
+    }
+    const int32_t root = schema_.trie.newRoot();
+    Literals &kept = literals_[index];
+    kept.place = isConst ? "/const" : "/enum";
+    std::bitset<256> starts;
+    const std::string where = path + kept.place;
+    std::string firstRefusal;
+    const Json *refused = nullptr;
+    for (const Json *value : values) {
+      // Where a value fails: the first one's, for the message.
+      if (!validates(*value, index, where, refused ? nullptr : &firstRefusal)) {
+        if (!error_->empty())
+          return -1; // the work budget
+        if (!refused)
+          refused = value;
+        continue;
+      }
+      const std::string text =
+          value->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      if (!addLiteralBytes(text, path))
+        return -1;
+      schema_.trie.insert(root, text, 0, false);
+      starts.set(uint8_t(text[0]));
+      kept.values.push_back(value);
+    }
+    if (kept.values.empty())
+      return fail(path + firstRefusal,
+                  isConst ? "the value of 'const' (" + shortText(*refused) +
+                                ") fails this keyword beside it"
+                          : "no value of 'enum' satisfies the keywords beside "
+                            "it (the first, " +
+                                shortText(*refused) + ", fails this one)");
+    SchemaNode &node = schema_.nodes[size_t(index)];
+    node.kind = SchemaNode::Literals;
+    node.literalRoot = root;
+    node.starts = starts;
+    return index;
+  }
+
+  /// Whether `value` satisfies node `index` by JSON Schema's rules (not the
+  /// reader's spelling: members in any order). When not, `*failedAt` (when
+  /// asked for) is the keyword's place under the node. `path` names where
+  /// a passed work budget stopped.
+  bool validates(const Json &value, int32_t index, const std::string &path,
+                 std::string *failedAt) {
+    if (index == schema_.any)
+      return true;
+    if (!spend(1, path))
+      return false;
+    const SchemaNode &node = schema_.nodes[size_t(index)];
+    // Places are spelled only when asked for: an anyOf tries alternatives
+    // that fail by the thousand.
+    std::string below;
+    std::string *under = failedAt ? &below : nullptr;
+    auto refuse = [&](const char *keyword) {
+      if (failedAt)
+        *failedAt = keyword + below;
+      return false;
+    };
+    if (node.kind == SchemaNode::AnyOf) {
+      for (int32_t alt : node.alternatives)
+        if (validates(value, alt, path, nullptr))
+          return true;
+        else if (!error_->empty())
+          return false;
+      return refuse("/anyOf");
+    }
+    if (node.kind == SchemaNode::Literals) {
+      Literals &literals = literals_.at(index);
+      if (literals.texts.empty()) {
+        if (!spend(int64_t(literals.values.size()), path))
+          return false;
+        for (const Json *v : literals.values)
+          literals.texts.insert(comparableText(*v));
+      }
+      if (literals.texts.count(comparableText(value)))
+        return true;
+      return refuse(literals.place);
+    }
+    if (!(typeOf(value) & node.types))
+      return refuse("/type");
+    if (value.is_string()) {
+      const int64_t n = codePoints(value.get_ref<const std::string &>());
+      if (n < node.minLength)
+        return refuse("/minLength");
+      if (node.maxLength >= 0 && n > node.maxLength)
+        return refuse("/maxLength");
+    } else if (value.is_array()) {
+      const int64_t n = int64_t(value.size());
+      if (n < node.minItems)
+        return refuse("/minItems");
+      if (node.maxItems >= 0 && n > node.maxItems)
+        return refuse("/maxItems");
+      for (const auto &item : value)
+        if (!validates(item, node.items, path, under))
+          return refuse("/items");
+    } else if (value.is_object()) {
+      std::vector<bool> present(node.properties.size());
+      for (const auto &member : value.items()) {
+        const int32_t declared = propertyIndex(node, member.key());
+        if (declared >= 0) {
+          present[size_t(declared)] = true;
+          if (!validates(member.value(),
+                         node.properties[size_t(declared)].schema, path,
+                         under)) {
+            if (failedAt)
+              below = "/" + pointerToken(member.key()) + below;
+            return refuse("/properties");
+          }
+        } else if (node.additional < 0) {
+          return refuse("/additionalProperties");
+        } else if (!validates(member.value(), node.additional, path, under)) {
+          return refuse("/additionalProperties");
+        }
+      }
+      for (size_t i = 0; i < node.properties.size(); ++i)
+        if (node.properties[i].required && !present[i])
+          return refuse("/required");
+    }
+    return true;
+  }
+
+  /// The index of the property named `name` in `node`, or -1 (its key
+  /// trie, not a search).
+  int32_t propertyIndex(const SchemaNode &node, const std::string &name) const {
+    if (node.keyRoot < 0)
+      return -1;
+    int32_t at = node.keyRoot;
+    for (unsigned char c : nlohmann::json(name).dump(
+             -1, ' ', false, nlohmann::json::error_handler_t::replace))
+      if ((at = schema_.trie.child(at, c)) < 0)
+        return -1;
+    return schema_.trie.nodes[size_t(at)].terminal;
+  }
+
+  bool spend(int64_t steps, const std::string &where) {
+    work_ += steps;
+    if (work_ <= kMaxCompileWork)
+      return true;
+    fail(where, "the schema's compile exceeded its work budget of " +
+                    std::to_string(kMaxCompileWork) + " steps");
+    return false;
+  }
   int32_t fail(const std::string &where, const std::string &message) {
     if (error_->empty())
       *error_ = "schema " + (where.empty() ? std::string("/") : where) + ": " +
@@ -427,19 +724,31 @@ private:
   }
   Schema &schema_;
   std::string *error_;
+  int64_t work_ = 0;
+  /// A literal node's keyword (as a place) and values, and their
+  /// comparableText once a value that may hold one of them is checked.
+  struct Literals {
+    const char *place = "/enum";
+    std::vector<const Json *> values;
+    std::unordered_set<std::string> texts;
+  };
+  std::unordered_map<int32_t, Literals> literals_;
 };
 
 } // namespace
 
 std::shared_ptr<const Schema> compileSchema(const Json &json,
-                                            std::string *error) {
+                                            std::string *error, int64_t *work) {
   auto schema = std::make_shared<Schema>();
   error->clear();
   SchemaCompiler compiler(*schema, error);
   const int32_t root = compiler.compile(json, "", 0);
+  if (work)
+    *work = compiler.work();
   if (root < 0)
     return nullptr;
   schema->root = root;
+  finish(*schema);
   return schema;
 }
 
@@ -450,6 +759,7 @@ std::shared_ptr<const Schema> anyObjectSchema() {
   node.additional = schema->any;
   schema->root = int32_t(schema->nodes.size());
   schema->nodes.push_back(node);
+  finish(*schema);
   return schema;
 }
 
@@ -458,6 +768,22 @@ std::vector<bool> requiredBytes(const Schema &schema) {
   for (unsigned char c : std::string("{}[],:\"-0123456789truefalsn"))
     bytes[c] = true;
   return bytes;
+}
+
+bool utf8Lead(uint8_t b, uint8_t *need, uint8_t *lo, uint8_t *hi) {
+  *lo = 0x80;
+  *hi = 0xBF;
+  if (b < 0x80)
+    *need = 0;
+  else if (b >= 0xC2 && b <= 0xDF)
+    *need = 1;
+  else if (b >= 0xE0 && b <= 0xEF)
+    *need = 2, *lo = b == 0xE0 ? 0xA0 : 0x80, *hi = b == 0xED ? 0x9F : 0xBF;
+  else if (b >= 0xF0 && b <= 0xF4)
+    *need = 3, *lo = b == 0xF0 ? 0x90 : 0x80, *hi = b == 0xF4 ? 0x8F : 0xBF;
+  else
+    return false;
+  return true;
 }
 
 bool Frame::operator==(const Frame &o) const {
@@ -534,27 +860,10 @@ StringStep stringByte(Frame &f, uint8_t b, int64_t maxLength, bool keys) {
   }
   if (b < 0x20)
     return StringStep::Refuse;
-  if (b < 0x80) {
-    ++f.chars;
-    return StringStep::Char;
-  }
-  // UTF-8 lead bytes (RFC 3629: no overlong forms, no surrogates).
-  if (b >= 0xC2 && b <= 0xDF)
-    f.need = 1;
-  else if (b == 0xE0)
-    f.need = 2, f.lo = 0xA0;
-  else if (b == 0xED)
-    f.need = 2, f.hi = 0x9F;
-  else if (b >= 0xE1 && b <= 0xEF)
-    f.need = 2;
-  else if (b == 0xF0)
-    f.need = 3, f.lo = 0x90;
-  else if (b >= 0xF1 && b <= 0xF3)
-    f.need = 3;
-  else if (b == 0xF4)
-    f.need = 3, f.hi = 0x8F;
-  else
+  if (!utf8Lead(b, &f.need, &f.lo, &f.hi))
     return StringStep::Refuse;
+  if (f.need == 0)
+    ++f.chars;
   return StringStep::Char;
 }
 
@@ -652,6 +961,72 @@ Frame valueFrame(int32_t schema) {
   return f;
 }
 
+uint64_t stackHash(const Frame *begin, const Frame *end) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  for (const Frame *f = begin; f != end; ++f) {
+    mix(uint64_t(f->kind) | uint64_t(f->phase) << 8 | uint64_t(f->ws) << 16 |
+        uint64_t(f->escape) << 24 | uint64_t(f->need) << 32 |
+        uint64_t(f->lo) << 40 | uint64_t(f->hi) << 48 |
+        uint64_t(f->freeKey) << 56);
+    mix(uint64_t(uint32_t(f->schema)) | uint64_t(uint32_t(f->node)) << 32);
+    mix(uint64_t(uint32_t(f->next)) | uint64_t(uint32_t(f->value)) << 32);
+    mix(f->chars);
+  }
+  return h;
+}
+
+/// Branches that met again are one; past kMaxBranches the newest are
+/// dropped (each one kept still ends in a valid document). In place, the
+/// kept ones found by hash in an open-addressing table.
+void dedupe(MatchState *state) {
+  thread_local std::vector<uint64_t> hashes;
+  thread_local std::vector<uint32_t> table; // a kept stack's index + 1
+  size_t slots = 16;
+  while (slots < 2 * state->ends.size())
+    slots *= 2;
+  table.assign(slots, 0);
+  hashes.clear();
+  std::vector<Frame> &frames = state->frames;
+  std::vector<uint32_t> &ends = state->ends;
+  uint32_t begin = 0, write = 0;
+  size_t stacks = 0;
+  for (size_t i = 0, count = ends.size(); i < count && stacks < kMaxBranches;
+       ++i) {
+    const uint32_t end = ends[i];
+    const uint64_t h = stackHash(frames.data() + begin, frames.data() + end);
+    size_t slot = size_t(h) & (slots - 1);
+    bool seen = false;
+    for (; table[slot] && !seen; slot = (slot + 1) & (slots - 1)) {
+      const size_t k = table[slot] - 1;
+      const uint32_t kb = k ? ends[k - 1] : 0, ke = ends[k];
+      seen = hashes[k] == h && ke - kb == end - begin &&
+             std::equal(frames.begin() + kb, frames.begin() + ke,
+                        frames.begin() + begin);
+    }
+    if (!seen) {
+      std::copy(frames.begin() + begin, frames.begin() + end,
+                frames.begin() + write);
+      write += end - begin;
+      ends[stacks] = write;
+      hashes.push_back(h);
+      table[slot] = uint32_t(++stacks);
+    }
+    begin = end;
+  }
+  frames.resize(write);
+  ends.resize(stacks);
+}
+
+/// Whether `out` holds the kMaxBranches stacks dedupe keeps: those fed
+/// after would be dropped.
+bool holdsMostBranches(MatchState *out) {
+  if (out->ends.size() < 2 * kMaxBranches)
+    return false; // dedupe not yet: it is paid for by many stacks at once
+  dedupe(out);
+  return out->ends.size() >= kMaxBranches;
+}
+
 } // namespace
 
 Matcher::Matcher(std::shared_ptr<const Schema> schema)
@@ -664,7 +1039,9 @@ MatchState Matcher::start() const {
   return state;
 }
 
-void Matcher::feedStack(Stack &s, uint8_t b, MatchState *out) const {
+void Matcher::feedStack(Stack &s, uint8_t b, MatchState *out,
+                        int64_t &work) const {
+  work += int64_t(s.size()); // its frames are copied, hashed and compared
   const Schema &schema = *schema_;
   const LiteralTrie &trie = schema.trie;
   auto emit = [&] {
@@ -685,16 +1062,40 @@ void Matcher::feedStack(Stack &s, uint8_t b, MatchState *out) const {
         return emit();
       }
       if (node.kind == SchemaNode::AnyOf) {
-        for (int32_t alt : node.alternatives) {
-          Stack branch = s;
+        // Only the alternatives a value may begin with this byte, and
+        // none once the branches dedupe keeps are all in.
+        // The branches' stacks are reused, one per nesting of anyOf
+        // (an alternative's first item may be an anyOf again).
+        thread_local std::deque<Stack> branches; // stable references
+        thread_local size_t nesting = 0;
+        if (branches.size() <= nesting)
+          branches.resize(nesting + 1);
+        ++nesting;
+        const uint8_t reading = b == '"'                 ? kReadsString
+                                : b == '-' || isDigit(b) ? kReadsNumber
+                                : b == 't' || b == 'f'   ? kReadsBoolean
+                                : b == 'n'               ? kReadsNull
+                                                         : 0;
+        for (size_t a = 0; a < node.alternatives.size(); ++a) {
+          const int32_t alt = node.alternatives[a];
+          if (!schema.nodes[size_t(alt)].starts[b] ||
+              (node.repeats[a] & reading))
+            continue;
+          if (holdsMostBranches(out))
+            break;
+          Stack &branch = branches[nesting - 1];
+          branch.assign(s.begin(), s.end());
           branch.back().schema = alt;
-          feedStack(branch, b, out);
+          feedStack(branch, b, out, work);
         }
+        --nesting;
         return;
       }
+      // A literal's reading needs only its trie node.
       if (node.kind == SchemaNode::Literals) {
         f.kind = kLiteralFrame;
         f.node = node.literalRoot;
+        f.schema = schema.any;
         continue;
       }
       const uint8_t t = node.types;
@@ -709,11 +1110,13 @@ void Matcher::feedStack(Stack &s, uint8_t b, MatchState *out) const {
       }
       if (b == '"' && (t & kString)) {
         f.kind = kStringFrame;
+        f.schema = node.stringAs;
         f.ws = 0;
         return emit();
       }
       if ((b == '-' || isDigit(b)) && (t & (kInteger | kNumber))) {
         f.kind = kNumberFrame;
+        f.schema = node.numberAs;
         f.phase = kStart;
         f.node = 0;
         continue;
@@ -721,11 +1124,13 @@ void Matcher::feedStack(Stack &s, uint8_t b, MatchState *out) const {
       if ((b == 't' || b == 'f') && (t & kBoolean)) {
         f.kind = kLiteralFrame;
         f.node = schema.booleanRoot;
+        f.schema = schema.any;
         continue;
       }
       if (b == 'n' && (t & kNull)) {
         f.kind = kLiteralFrame;
         f.node = schema.nullRoot;
+        f.schema = schema.any;
         continue;
       }
       return;
@@ -896,59 +1301,8 @@ void Matcher::feedStack(Stack &s, uint8_t b, MatchState *out) const {
   }
 }
 
-namespace {
-
-uint64_t stackHash(const Frame *begin, const Frame *end) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-  for (const Frame *f = begin; f != end; ++f) {
-    mix(uint64_t(f->kind) | uint64_t(f->phase) << 8 | uint64_t(f->ws) << 16 |
-        uint64_t(f->escape) << 24 | uint64_t(f->need) << 32 |
-        uint64_t(f->lo) << 40 | uint64_t(f->hi) << 48 |
-        uint64_t(f->freeKey) << 56);
-    mix(uint64_t(uint32_t(f->schema)) | uint64_t(uint32_t(f->node)) << 32);
-    mix(uint64_t(uint32_t(f->next)) | uint64_t(uint32_t(f->value)) << 32);
-    mix(f->chars);
-  }
-  return h;
-}
-
-/// Branches that met again are one; past kMaxBranches the newest are
-/// dropped (each one kept still ends in a valid document). In place, by
-/// hash first.
-void dedupe(MatchState *state) {
-  thread_local std::vector<uint64_t> kept;
-  kept.clear();
-  std::vector<Frame> &frames = state->frames;
-  uint32_t begin = 0, write = 0;
-  size_t stacks = 0;
-  for (uint32_t end : state->ends) {
-    const uint64_t h = stackHash(frames.data() + begin, frames.data() + end);
-    bool seen = false;
-    uint32_t kb = 0;
-    for (size_t k = 0; k < kept.size() && !seen; ++k) {
-      const uint32_t ke = state->ends[k];
-      seen = kept[k] == h && ke - kb == end - begin &&
-             std::equal(frames.begin() + kb, frames.begin() + ke,
-                        frames.begin() + begin);
-      kb = ke;
-    }
-    if (!seen && stacks < kMaxBranches) {
-      std::copy(frames.begin() + begin, frames.begin() + end,
-                frames.begin() + write);
-      write += end - begin;
-      state->ends[stacks++] = write;
-      kept.push_back(h);
-    }
-    begin = end;
-  }
-  frames.resize(write);
-  state->ends.resize(stacks);
-}
-
-} // namespace
-
-bool Matcher::step(const MatchState &in, uint8_t byte, MatchState *out) const {
+bool Matcher::step(const MatchState &in, uint8_t byte, MatchState *out,
+                   int64_t *work) const {
   out->frames.clear();
   out->ends.clear();
   out->ended = false;
@@ -956,12 +1310,17 @@ bool Matcher::step(const MatchState &in, uint8_t byte, MatchState *out) const {
     return false;
   // One scratch stack per thread: a mask makes thousands of steps.
   thread_local Stack scratch;
+  int64_t fed = 0;
   uint32_t begin = 0;
   for (uint32_t end : in.ends) {
+    if (holdsMostBranches(out))
+      break;
     scratch.assign(in.frames.begin() + begin, in.frames.begin() + end);
-    feedStack(scratch, byte, out);
+    feedStack(scratch, byte, out, fed);
     begin = end;
   }
+  if (work)
+    *work += fed;
   if (out->ends.size() > 1)
     dedupe(out);
   return !out->ends.empty();
@@ -999,23 +1358,6 @@ bool Matcher::canEnd(const MatchState &state) const {
   return false;
 }
 
-bool Matcher::plainFixed(const MatchState &state) const {
-  uint32_t begin = 0;
-  for (uint32_t end : state.ends) {
-    if (end == begin)
-      return false;
-    const Frame &f = state.frames[end - 1];
-    if (f.kind != kStringFrame || f.escape || f.need)
-      return false;
-    const SchemaNode &node = schema_->nodes[size_t(f.schema)];
-    // The count matters to maxLength, and to minLength until it is met.
-    if (node.maxLength >= 0 || int64_t(f.chars) < node.minLength)
-      return false;
-    begin = end;
-  }
-  return !state.ends.empty();
-}
-
 int64_t Matcher::plainRoom(const MatchState &state) const {
   int64_t room = -1;
   uint32_t begin = 0;
@@ -1038,6 +1380,93 @@ int64_t Matcher::plainRoom(const MatchState &state) const {
     begin = end;
   }
   return room;
+}
+
+int64_t PlainRun::roomLeft() const {
+  if (text.escape)
+    return -1;
+  return room == INT64_MAX ? room : room - text.chars - (text.need > 0);
+}
+
+PlainRun::Step PlainRun::take(uint8_t b) {
+  // The text's own count against the room: the bound of the branch that
+  // has the most.
+  switch (stringByte(text, b, room == INT64_MAX ? -1 : room, keys)) {
+  case StringStep::Char:
+    return Step::Taken;
+  case StringStep::Close:
+    return Step::Close;
+  case StringStep::Refuse:
+    break;
+  }
+  return Step::Refused;
+}
+
+int64_t Matcher::maxChars(const Frame &f) const {
+  return f.kind == kStringFrame ? schema_->nodes[size_t(f.schema)].maxLength
+                                : -1;
+}
+
+PlainRun Matcher::plainRun(const MatchState &state) const {
+  PlainRun run;
+  if (state.ended || state.ends.empty())
+    return run;
+  int64_t room = -1;
+  const Frame *first = nullptr;
+  uint32_t begin = 0;
+  for (uint32_t end : state.ends) {
+    if (end == begin)
+      return run;
+    const Frame &f = state.frames[end - 1];
+    const bool key =
+        f.kind == kObjectFrame && f.phase == kKey && f.freeKey && f.node < 0;
+    if ((f.kind != kStringFrame && !key) ||
+        (first &&
+         (f.kind != first->kind || f.escape != first->escape ||
+          f.need != first->need || f.lo != first->lo || f.hi != first->hi)))
+      return run;
+    first = &f;
+    const int64_t maxLength = maxChars(f);
+    room = std::max(room,
+                    maxLength < 0 ? INT64_MAX : maxLength - int64_t(f.chars));
+    begin = end;
+  }
+  run.room = room;
+  run.keys = first->kind == kObjectFrame;
+  run.text = *first;
+  run.text.chars = 0;
+  return run;
+}
+
+void Matcher::materialize(const MatchState &state, const PlainRun &run,
+                          MatchState *out, int64_t *work) const {
+  out->frames.clear();
+  out->ends.clear();
+  out->ended = false;
+  // Characters each branch must have room for: those read and the one
+  // begun (a character or an escape).
+  const Frame &text = run.text;
+  const int64_t taken =
+      int64_t(text.chars) + (text.need > 0 || text.escape > 0);
+  uint32_t begin = 0;
+  for (uint32_t end : state.ends) {
+    const Frame &top = state.frames[end - 1];
+    const int64_t maxLength = maxChars(top);
+    if (maxLength < 0 || int64_t(top.chars) + taken <= maxLength) {
+      out->frames.insert(out->frames.end(), state.frames.begin() + begin,
+                         state.frames.begin() + end);
+      Frame &f = out->frames.back();
+      f.chars += text.chars;
+      f.escape = text.escape;
+      f.need = text.need;
+      f.lo = text.lo;
+      f.hi = text.hi;
+      out->ends.push_back(uint32_t(out->frames.size()));
+    }
+    begin = end;
+  }
+  if (work)
+    *work += int64_t(state.frames.size());
 }
 
 } // namespace pccx::grammar

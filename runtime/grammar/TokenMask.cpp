@@ -17,35 +17,12 @@ namespace {
 /// bytes other than the quote and the backslash, in whole UTF-8
 /// characters.
 bool plainText(const std::string &text) {
-  size_t need = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const uint8_t b = uint8_t(text[i]);
-    if (need > 0) {
-      if ((b & 0xC0) != 0x80)
-        return false;
-      --need;
-      continue;
-    }
-    if (b < 0x20 || b == '"' || b == '\\')
+  PlainRun run;
+  run.room = INT64_MAX;
+  for (char c : text)
+    if (c == '\\' || run.take(uint8_t(c)) != PlainRun::Step::Taken)
       return false;
-    if (b < 0x80)
-      continue;
-    // Lead bytes, and the second byte's narrower ranges after some
-    // (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF).
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (b >= 0xC2 && b <= 0xDF)
-      need = 1;
-    else if (b >= 0xE0 && b <= 0xEF)
-      need = 2, lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
-    else if (b >= 0xF0 && b <= 0xF4)
-      need = 3, lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
-    else
-      return false;
-    if (i + 1 >= text.size() || uint8_t(text[i + 1]) < lo ||
-        uint8_t(text[i + 1]) > hi)
-      return false;
-  }
-  return need == 0;
+  return run.text.need == 0;
 }
 
 } // namespace
@@ -131,13 +108,17 @@ TokenVocabulary::Trie TokenVocabulary::build(std::vector<int32_t> ids) const {
   return trie;
 }
 
-JsonConstraint::JsonConstraint(std::shared_ptr<const Schema> schema,
-                               std::shared_ptr<const TokenVocabulary> vocabulary,
-                               std::set<int32_t> endTokens)
+JsonConstraint::JsonConstraint(
+    std::shared_ptr<const Schema> schema,
+    std::shared_ptr<const TokenVocabulary> vocabulary,
+    std::set<int32_t> endTokens)
     : matcher_(std::move(schema)), vocabulary_(std::move(vocabulary)),
-      endTokens_(std::move(endTokens)) {
+      endTokens_(std::move(endTokens)),
+      budget_(int64_t(vocabulary_->trieNodes()) + kMaxMaskWork) {
   state_ = matcher_.start();
+  // A walk's level grows by one per trie byte but a plain-text run's.
   levels_.resize(vocabulary_->longestText() + 1);
+  closed_.resize(levels_.size());
 }
 
 std::string JsonConstraint::checkVocabulary() const {
@@ -165,29 +146,124 @@ void JsonConstraint::allowRange(const TokenVocabulary::Trie &trie,
     allowed_[size_t(order[i])] = 1;
 }
 
+bool JsonConstraint::spend(int64_t steps) {
+  // The interrupt is read every this many steps (a few microseconds).
+  constexpr int64_t kInterruptCheck = 4096;
+  work_ += steps;
+  if (work_ > budget_) {
+    error_ = "the schema's token mask exceeded its work budget of " +
+             std::to_string(budget_) + " steps";
+    stopped_ = true;
+  } else if (work_ >= nextCheck_) {
+    nextCheck_ = work_ + kInterruptCheck;
+    if (interrupted_.load(std::memory_order_relaxed) ||
+        (interrupt_ && interrupt_->load(std::memory_order_relaxed))) {
+      error_ = "the token mask was interrupted";
+      stopped_ = true;
+    }
+  }
+  return !stopped_;
+}
+
+bool JsonConstraint::step(const MatchState &in, uint8_t byte, MatchState *out) {
+  int64_t fed = 0;
+  const bool taken = matcher_.step(in, byte, out, &fed);
+  return spend(fed) && taken;
+}
+
+bool JsonConstraint::allowAt(const TokenVocabulary::Trie &trie, uint32_t index,
+                             int64_t plainRoom) {
+  const TokenVocabulary::Node &node = trie.nodes[index];
+  if (node.plainBelow && node.subtreeEnd > node.subtreeBegin &&
+      plainRoom >= int64_t(node.charsBelow)) {
+    allowRange(trie, node.subtreeBegin, node.subtreeEnd);
+    return true;
+  }
+  allowRange(trie, node.tokenBegin, node.tokenEnd);
+  return false;
+}
+
 void JsonConstraint::visit(const TokenVocabulary::Trie &trie, uint32_t index,
                            size_t depth) {
   const auto &nodes = trie.nodes;
   const TokenVocabulary::Node &node = nodes[index];
-  allowRange(trie, node.tokenBegin, node.tokenEnd);
-  if (node.plainBelow && node.subtreeEnd > node.subtreeBegin &&
-      matcher_.plainRoom(levels_[depth]) >= int64_t(node.charsBelow)) {
-    allowRange(trie, node.subtreeBegin, node.subtreeEnd);
+  if (!spend(1) ||
+      allowAt(trie, index,
+              node.plainBelow ? matcher_.plainRoom(levels_[depth]) : -1))
     return;
-  }
-  const bool fixed = matcher_.plainFixed(levels_[depth]);
-  for (uint32_t c = node.firstChild; c; c = nodes[c].nextSibling) {
+  const PlainRun run = matcher_.plainRun(levels_[depth]);
+  closed_[depth].used = 0; // a new run's
+  for (uint32_t c = node.firstChild; c && !stopped_; c = nodes[c].nextSibling) {
     const uint8_t byte = nodes[c].byte;
-    if (fixed && byte >= 0x20 && byte < 0x80 && byte != '"' && byte != '\\')
-      visit(trie, c, depth); // the same state: no step
-    else if (matcher_.step(levels_[depth], byte, &levels_[depth + 1]))
+    if (run.active()) {
+      PlainRun next = run;
+      const PlainRun::Step taken = next.take(byte);
+      if (taken == PlainRun::Step::Taken)
+        visitRun(trie, c, depth, next);
+      if (taken != PlainRun::Step::Close)
+        continue;
+    }
+    if (step(levels_[depth], byte, &levels_[depth + 1]))
       visit(trie, c, depth + 1);
   }
 }
 
+void JsonConstraint::visitRun(const TokenVocabulary::Trie &trie, uint32_t index,
+                              size_t depth, const PlainRun &run) {
+  // Any token that ends here is allowed: the run refuses every byte after
+  // which no branch has room.
+  const auto &nodes = trie.nodes;
+  if (!spend(1) || allowAt(trie, index, run.roomLeft()))
+    return;
+  for (uint32_t c = nodes[index].firstChild; c && !stopped_;
+       c = nodes[c].nextSibling) {
+    PlainRun next = run;
+    switch (next.take(nodes[c].byte)) {
+    case PlainRun::Step::Taken:
+      visitRun(trie, c, depth, next);
+      break;
+    case PlainRun::Step::Refused:
+      break;
+    case PlainRun::Step::Close:
+      if (closeRun(depth, run, &levels_[depth + 1]))
+        visit(trie, c, depth + 1);
+      break;
+    }
+  }
+}
+
+bool JsonConstraint::closeRun(size_t depth, const PlainRun &run,
+                              MatchState *out) {
+  // Which branches a closing quote keeps depends only on the characters
+  // the run read: made once per count.
+  Closed &closed = closed_[depth];
+  const uint32_t chars = run.text.chars;
+  size_t i = 0;
+  while (i < closed.used && closed.chars[i] != chars)
+    ++i;
+  if (i == closed.used) {
+    if (closed.states.size() == i)
+      closed.states.emplace_back(), closed.chars.push_back(0);
+    closed.chars[i] = chars;
+    ++closed.used;
+    int64_t fed = 0;
+    matcher_.materialize(levels_[depth], run, &scratch_, &fed);
+    matcher_.step(scratch_, '"', &closed.states[i], &fed);
+    if (!spend(fed))
+      return false;
+  }
+  *out = closed.states[i];
+  return !out->empty();
+}
+
 bool JsonConstraint::mask(float *logits, size_t count) {
+  if (!error_.empty())
+    return false;
   const auto t0 = std::chrono::steady_clock::now();
   allowed_.assign(std::max(count, vocabulary_->size()), 0);
+  work_ = 0;
+  nextCheck_ = 0;
+  stopped_ = false;
   if (!state_.ended) {
     levels_[0] = state_;
     if (matcher_.plainRoom(state_) == INT64_MAX) {
@@ -204,8 +280,10 @@ bool JsonConstraint::mask(float *logits, size_t count) {
         if (id >= 0 && size_t(id) < allowed_.size())
           allowed_[size_t(id)] = 1;
   }
+  lastWork_ = work_;
+  maxWork_ = std::max(maxWork_, work_);
   bool any = false;
-  for (size_t i = 0; i < count && !any; ++i)
+  for (size_t i = 0; i < count && !any && !stopped_; ++i)
     any = allowed_[i] && !std::isnan(logits[i]);
   if (any)
     for (size_t i = 0; i < count; ++i)
@@ -219,7 +297,7 @@ bool JsonConstraint::mask(float *logits, size_t count) {
 }
 
 bool JsonConstraint::accept(int32_t token) {
-  if (state_.ended)
+  if (state_.ended || !error_.empty())
     return false;
   if (endTokens_.count(token)) {
     if (!matcher_.canEnd(state_))

@@ -6,7 +6,10 @@
 // byte up to the first byte it refuses. The oracle is the decoder's
 // promise: wherever the matcher says the document may end, the text so far
 // parses as JSON. Along the way, a token mask over a small vocabulary is
-// compared with a brute-force check of every token.
+// compared with a brute-force check of every token, under the default
+// work budget or (odd-sized inputs) a small one taken from the input: a
+// mask past its budget must fail with the budget's error, change nothing
+// and end the constraint.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,37 +60,55 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Matcher matcher(schema);
   JsonConstraint constraint(schema, vocabulary(), {0});
   MatchState state = matcher.start(), next;
+  // The mask after the reply's first `fed` bytes (the constraint fed the
+  // same bytes as the matcher's `state`) is the brute force's.
+  auto checkMask = [&](size_t fed) {
+    JsonConstraint here(schema, vocabulary(), {0});
+    int64_t budget = int64_t(vocabulary()->trieNodes()) + kMaxMaskWork;
+    if (size % 2)
+      here.setWorkBudget(budget = int64_t(size % 2048));
+    bool taken = true;
+    for (size_t j = 0; j < fed && taken; ++j)
+      taken = here.accept(int32_t(1 + uint8_t(reply[j])));
+    std::vector<float> logits(vocabulary()->size(), 0.0f);
+    const bool any = here.mask(logits.data(), logits.size());
+    if (!here.error().empty()) {
+      if (any || here.lastMaskWork() <= budget ||
+          here.error() !=
+              "the schema's token mask exceeded its work budget of " +
+                  std::to_string(budget) + " steps")
+        __builtin_trap(); // only the budget stops a mask here
+      for (float logit : logits)
+        if (logit != 0.0f)
+          __builtin_trap(); // a failed mask changed the logits
+      if (here.accept(1 + '"') || here.mask(logits.data(), logits.size()))
+        __builtin_trap(); // a failed constraint goes on
+      return;
+    }
+    bool expectAny = false;
+    for (size_t id = 0; id < logits.size(); ++id) {
+      bool allowed;
+      if (id == 0) {
+        allowed = matcher.canEnd(state);
+      } else {
+        MatchState s = state;
+        allowed = matcher.feed(&s, vocabulary()->text(int32_t(id)));
+      }
+      expectAny |= allowed;
+      if (any && std::isfinite(logits[id]) != allowed)
+        __builtin_trap(); // the trie walk and the brute force disagree
+    }
+    if (any != expectAny)
+      __builtin_trap();
+  };
   for (size_t i = 0; i <= reply.size() && i < 512; ++i) {
     if (matcher.canEnd(state)) {
       auto parsed = nlohmann::json::parse(reply.substr(0, i), nullptr, false);
       if (parsed.is_discarded())
         __builtin_trap(); // the matcher let an invalid document end
     }
-    if (i % 16 == 0) {
-      // The mask of this state (the constraint fed the same bytes) is the
-      // brute force's.
-      JsonConstraint here(schema, vocabulary(), {0});
-      bool fed = true;
-      for (size_t j = 0; j < i && fed; ++j)
-        fed = here.accept(int32_t(1 + uint8_t(reply[j])));
-      std::vector<float> logits(vocabulary()->size(), 0.0f);
-      const bool any = here.mask(logits.data(), logits.size());
-      bool expectAny = false;
-      for (size_t id = 0; id < logits.size(); ++id) {
-        bool allowed;
-        if (id == 0) {
-          allowed = matcher.canEnd(state);
-        } else {
-          MatchState s = state;
-          allowed = matcher.feed(&s, vocabulary()->text(int32_t(id)));
-        }
-        expectAny |= allowed;
-        if (any && std::isfinite(logits[id]) != allowed)
-          __builtin_trap(); // the trie walk and the brute force disagree
-      }
-      if (any != expectAny)
-        __builtin_trap();
-    }
+    if (i % 16 == 0)
+      checkMask(i);
     if (i == reply.size() || !matcher.step(state, uint8_t(reply[i]), &next))
       break;
     std::swap(state, next);
