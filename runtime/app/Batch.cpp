@@ -154,6 +154,13 @@ bool BatchScheduler::choose(int index, std::vector<float> logits) {
   if (o.onLogits)
     o.onLogits(logits);
   const int32_t token = s.sampler->next(logits, s.result.consumed);
+  // A failed constraint's token is not the model's: the request ends
+  // without it, with the constraint's error.
+  if (const std::string failed = s.sampler->constraintError();
+      !failed.empty()) {
+    finish(index, failed);
+    return false;
+  }
   s.result.generated.push_back(token);
   ++stats_.generatedTokens;
   if (o.onToken)

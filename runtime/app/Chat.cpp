@@ -4,6 +4,7 @@
 #include "runtime/app/Chat.h"
 
 #include "runtime/app/Generate.h"
+#include "runtime/grammar/TokenMask.h"
 
 #include <algorithm>
 #include <chrono>
@@ -396,6 +397,17 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
 
   Sampler sampler(options.sampling);
   sampler.setConstraint(options.constraint.get());
+  // The constraint's masks stop at the reply's interrupt too, while this
+  // reply is made (the flag is the caller's).
+  struct InterruptScope {
+    grammar::JsonConstraint *constraint;
+    ~InterruptScope() {
+      if (constraint)
+        constraint->setInterrupt(nullptr);
+    }
+  } interruptScope{options.constraint.get()};
+  if (options.constraint)
+    options.constraint->setInterrupt(options.interrupt);
   ReplyText replyText(tokenizer_, format_.endOfTurn(), options, reply);
   reply->end = ReplyEnd::MaxTokens;
   // Every token the session holds: the ids the sampler has seen.
@@ -405,7 +417,11 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
   // sampler gets it (it warps its own copy).
   const bool scored = options.topLogprobs >= 0;
   std::vector<float> row;
+  // A failed constraint's token is not the model's: the reply ends
+  // without it.
   auto emit = [&](int32_t token) {
+    if (!sampler.constraintError().empty())
+      return false;
     ++produced;
     if (scored) {
       reply->logprobs.push_back(
@@ -435,6 +451,14 @@ bool ChatSession::complete(const std::vector<int32_t> &prompt,
         session_.reset();
         return false;
       }
+  }
+  if (const std::string failed = sampler.constraintError(); !failed.empty()) {
+    // A mask the interrupt stopped ends the reply as any interrupt does.
+    if (!options.interrupt || !options.interrupt->load()) {
+      *error = failed;
+      return false;
+    }
+    reply->end = ReplyEnd::Interrupted;
   }
   replyText.finish();
   reply->positionAfter = session_.position();

@@ -139,9 +139,12 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
   if (options.keepLogits)
     result->logits = logits;
   std::vector<float> last(logits.end() - long(vocab), logits.end());
-  // Emits `token`; false when generation ends with it.
+  // Emits `token`; false when generation ends with it. A failed
+  // constraint's token is not the model's: generation ends without it.
   int64_t produced = 0;
   auto emit = [&](int32_t token) {
+    if (!sampler.constraintError().empty())
+      return false;
     result->generated.push_back(token);
     ++produced;
     if (options.onToken)
@@ -171,6 +174,10 @@ bool generate(exec::Session &session, const std::vector<int32_t> &prompt,
                     options.keepLogits ? &result->logits : nullptr, emit,
                     &more, &result->draft, error))
       return false;
+  if (const std::string failed = sampler.constraintError(); !failed.empty()) {
+    *error = failed;
+    return false;
+  }
   result->decodeSeconds =
       std::chrono::duration<double>(Clock::now() - t1).count();
   return true;

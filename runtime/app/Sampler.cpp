@@ -81,6 +81,10 @@ bool Sampler::applyConstraint(std::vector<float> &logits) {
   return false;
 }
 
+std::string Sampler::constraintError() const {
+  return constraint_ ? constraint_->error() : std::string();
+}
+
 int32_t Sampler::chosen(int32_t token) {
   if (constraint_)
     constraint_->accept(token);

@@ -58,6 +58,11 @@ public:
     constraint_ = constraint;
   }
   bool stuck() const { return stuck_; }
+  /// Why the constraint failed (JsonConstraint::error(): a mask past its
+  /// work budget, or interrupted); empty while it has not. The choice was
+  /// then its end token, which the model did not choose: the reply ends
+  /// before it, with this error.
+  std::string constraintError() const;
 
 private:
   /// The warped distribution: `weights` of `ids` (or, `all`, of every id in
