@@ -4,10 +4,11 @@
 // vocabulary while a reply is spelled token by token (each reply a valid
 // document of its schema, split into tokens by longest match), and, in the
 // same run, a decode step of a bundle on the CPU path: the mask's share of
-// a token is the ratio of the two.
+// a token is the ratio of the two. Each reply's row gives the most steps a
+// mask took, the work its budget counts (grammar::kMaxMaskWork).
 //
 //   bench-json-mask [--tokenizer MODEL | --vocab-size V] [--bundle BUNDLE]
-//                   [--threads N] [--steps S]
+//                   [--threads N] [--steps S] [--only TEXT]
 //
 // --tokenizer reads a SentencePiece model (a Gemma checkpoint's
 // tokenizer.model: the vocabulary users decode with); without it the
@@ -16,7 +17,8 @@
 // with quotes and brackets, digits, white space runs, multi-byte
 // characters and every byte alone. --bundle times S decode steps (default
 // 16) of that bundle on the simulator device, integer numerics, with N
-// threads (default: every core).
+// threads (default: every core). --only times the replies whose name
+// holds TEXT.
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,6 +135,27 @@ std::vector<Scenario> scenarios() {
                 std::string(R"({"type":"object","properties":{"text":{"type":"string"},"k":{"const":)") +
                 std::to_string(i) + R"(}},"required":["text","k"],"additionalProperties":false})";
   branches += "]}";
+  // Hostile shapes with bounded strings, where no branch's string is free
+  // of a length count: `count` alternatives from `branch(i)`.
+  auto anyOf = [](int count, auto branch) {
+    std::string s = "{\"anyOf\":[";
+    for (int i = 0; i < count; ++i)
+      s += (i ? "," : "") + branch(i);
+    return s + "]}";
+  };
+  auto boundedString = [](int maxLength) {
+    return R"({"type":"string","maxLength":)" + std::to_string(maxLength) + "}";
+  };
+  auto nestedArrays = [](int depth, std::string items) {
+    for (int d = 0; d < depth; ++d)
+      items = R"({"type":"array","items":)" + items + "}";
+    return items;
+  };
+  const std::string prose =
+      "Bounded strings keep every branch counting its own characters, "
+      "\\u00e9t\xC3\xA9 \xE4\xBD\xA0\xE5\xA5\xBD, so none may be walked once "
+      "for all";
+  const std::string sharedPrefix(120, 'p');
   return {
       {"object with string, integer, enum array",
        R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},)"
@@ -153,6 +176,40 @@ std::vector<Scenario> scenarios() {
       {"64 anyOf branches alive (hostile)", branches,
        "{\"text\": \"A long string that every branch reads the same way, so that all "
        "sixty-four stay alive until the last member\", \"k\": 63}"},
+      {"64 anyOf bounded strings (hostile)",
+       R"({"type":"object","properties":{"text":)" +
+           anyOf(64, [&](int i) { return boundedString(200 + i); }) +
+           R"(},"required":["text"],"additionalProperties":false})",
+       "{\"text\": \"" + prose + "\"}"},
+      {"64 anyOf arrays of arrays of bounded strings (hostile)",
+       anyOf(64, [&](int i) { return nestedArrays(2, boundedString(60 + i)); }),
+       "[[\"first of the items\", \"" + prose.substr(0, 50) +
+           "\"], [\"third\"]]"},
+      {"array of 64 anyOf bounded strings and numbers (hostile)",
+       nestedArrays(1, anyOf(64,
+                             [&](int i) {
+                               return i % 2
+                                          ? std::string(R"({"type":"number"})")
+                                          : boundedString(20 + i);
+                             })),
+       "[\"alpha\", 12.5, \"beta gamma delta\", -3, 1e5, \"epsilon\", 0.25]"},
+      {"64 anyOf enums sharing a 120-byte prefix (hostile)",
+       anyOf(64,
+             [&](int i) {
+               std::string values;
+               for (int j = 0; j < 16; ++j)
+                 values += (j ? ",\"" : "\"") + sharedPrefix + " " +
+                           std::to_string(i) + "-" + std::to_string(j) + "\"";
+               return "{\"enum\":[" + values + "]}";
+             }),
+       "\"" + sharedPrefix + " 63-15\""},
+      {"64 anyOf bounded strings 14 arrays deep (hostile)",
+       anyOf(64,
+             [&](int i) { return nestedArrays(14, boundedString(30 + i)); }),
+       std::string(14, '[') + "\"deep text inside\"" + std::string(14, ']')},
+      {"4000 anyOf bounded strings (hostile)",
+       anyOf(4000, [&](int i) { return boundedString(i + 1); }),
+       "\"short words\""},
   };
 }
 
@@ -187,8 +244,9 @@ bool tokenizeLongest(const std::unordered_map<std::string, int32_t> &byText,
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: bench-json-mask [--tokenizer MODEL | --vocab-size V] "
-                       "[--bundle BUNDLE] [--threads N] [--steps S]\n");
+  std::fprintf(stderr,
+               "usage: bench-json-mask [--tokenizer MODEL | --vocab-size V] "
+               "[--bundle BUNDLE] [--threads N] [--steps S] [--only TEXT]\n");
   return 2;
 }
 
@@ -199,6 +257,7 @@ int main(int argc, char **argv) {
   size_t vocabSize = 262144;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   int steps = 16;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--tokenizer" && i + 1 < argc)
@@ -211,6 +270,8 @@ int main(int argc, char **argv) {
       threads = unsigned(std::atoi(argv[++i]));
     else if (a == "--steps" && i + 1 < argc)
       steps = std::atoi(argv[++i]);
+    else if (a == "--only" && i + 1 < argc)
+      only = argv[++i];
     else
       return usage();
   }
@@ -282,11 +343,16 @@ int main(int argc, char **argv) {
                 decodeMs, bundlePath.c_str(), threads, steps);
   }
 
-  std::printf("\n| reply | tokens | mask ms mean | p90 | max | allowed ids (mean) |%s\n",
-              decodeMs > 0 ? " mask / decode step |" : "");
-  std::printf("|---|---:|---:|---:|---:|---:|%s\n", decodeMs > 0 ? "---:|" : "");
+  std::printf(
+      "\n| reply | tokens | mask ms mean | p90 | max | allowed ids (mean) "
+      "| steps (max) |%s\n",
+      decodeMs > 0 ? " mask / decode step |" : "");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|%s\n",
+              decodeMs > 0 ? "---:|" : "");
   const auto byText = idsByText(texts);
   for (const Scenario &s : scenarios()) {
+    if (std::string(s.name).find(only) == std::string::npos)
+      continue;
     std::string error;
     auto schema =
         s.schema.empty()
@@ -313,6 +379,11 @@ int main(int argc, char **argv) {
       const double m0 = now();
       constraint.mask(logits.data(), logits.size());
       times.push_back((now() - m0) * 1e3);
+      if (!constraint.error().empty()) {
+        std::fprintf(stderr, "bench-json-mask: %s: %s\n", s.name,
+                     constraint.error().c_str());
+        return 1;
+      }
       allowed += double(std::count_if(logits.begin(), logits.end(),
                                       [](float v) { return v == 0.0f; }));
       if (!constraint.accept(id)) {
@@ -328,8 +399,10 @@ int main(int argc, char **argv) {
     std::vector<double> sorted = times;
     std::sort(sorted.begin(), sorted.end());
     const double p90 = sorted[size_t(double(sorted.size() - 1) * 0.9)];
-    std::printf("| %s | %zu | %.3f | %.3f | %.3f | %.0f |", s.name, ids.size(),
-                mean, p90, sorted.back(), allowed / double(ids.size()));
+    std::printf("| %s | %zu | %.3f | %.3f | %.3f | %.0f | %lld |", s.name,
+                ids.size(), mean, p90, sorted.back(),
+                allowed / double(ids.size()),
+                (long long)constraint.maxMaskWork());
     if (decodeMs > 0)
       std::printf(" %.1f %% |", 100.0 * mean / decodeMs);
     std::printf("\n");
