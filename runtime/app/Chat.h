@@ -135,7 +135,8 @@ struct ReplyOptions {
   /// Speculative decoding: prompt-lookup drafts of up to this many tokens
   /// per step (GenerateOptions::draftTokens). 0: off.
   int64_t draftTokens = 0;
-  /// Checked after every token; raising it ends the reply.
+  /// Checked after every token and inside structured output's token
+  /// masks; raising it ends the reply.
   const std::atomic<bool> *interrupt = nullptr;
   SpecialTokens special = SpecialTokens::Decoded;
   /// The reply's text as it is produced (stop strings never reach it).

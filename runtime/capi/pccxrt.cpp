@@ -513,7 +513,9 @@ int pccxrt_json_mask(pccxrt_json *json, float *logits, size_t count) {
     if (!json || !logits)
       return failWith(nullptr, "null argument");
     if (!json->constraint->mask(logits, count))
-      return failWith(nullptr, "no token can continue the JSON document");
+      return failWith(nullptr, json->constraint->error().empty()
+                                   ? "no token can continue the JSON document"
+                                   : json->constraint->error());
     return 0;
   });
 }

@@ -2,6 +2,8 @@
 
 #include "runtime/serve/BatchEngine.h"
 
+#include "runtime/grammar/TokenMask.h"
+
 #include <algorithm>
 #include <chrono>
 #include <deque>
@@ -234,7 +236,10 @@ bool BatchEngine::complete(const std::vector<int32_t> &prompt,
   lock.unlock();
   if (!done) {
     // Ended here (stop string, stop id, interrupt): the sequence stops at
-    // the engine's next iteration.
+    // the engine's next iteration, and a mask the engine thread may be
+    // making for it now stops at once.
+    if (options.constraint)
+      options.constraint->interrupt();
     cancel(id);
   } else if (!why.empty()) {
     *error = why;

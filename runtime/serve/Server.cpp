@@ -10,6 +10,7 @@
 #include "runtime/serve/Server.h"
 
 #include "hw/support/JsonText.h"
+#include "runtime/grammar/TokenMask.h"
 #include "runtime/serve/ModelBackend.h"
 #include "runtime/serve/Transport.h"
 
@@ -665,6 +666,21 @@ struct Server::Impl {
     return e;
   }
 
+  /// The error of a reply the backend could not complete: a schema whose
+  /// token masks ran past their work budget is the request's fault (400,
+  /// as the other schema refusals); anything else, the server's (500).
+  static ApiError replyFailure(const app::ReplyOptions &options,
+                               const std::string &why,
+                               const std::atomic<bool> &cancelled) {
+    if (options.constraint && !options.constraint->error().empty() &&
+        !cancelled.load()) {
+      ApiError failure = apiError(400, "schema_too_complex", why);
+      failure.param = "response_format";
+      return failure;
+    }
+    return apiError(500, "", why);
+  }
+
   /// Whether a request's prompts (`prompts`, with reply budgets
   /// `budgets`) are within the server's per-request budgets: its tokens in
   /// all, and the prompt tokens it has scored (echo with logprobs: each a
@@ -911,7 +927,7 @@ struct Server::Impl {
         options.interrupt = &turn->cancel;
         std::string why;
         if (!backend.complete(prompts[i], options, &results[i], &why))
-          return sendError(res, apiError(500, "", why));
+          return sendError(res, replyFailure(options, why, turn->cancel));
         out.push_back(choiceResult(choices[i], prompts[i], results[i]));
         // A client that left ends the rest too.
         if (turn->cancel.load())
@@ -965,7 +981,7 @@ struct Server::Impl {
           bool ok = backend.complete(prompt, options, &result, &why);
           std::string tail;
           if (!ok) {
-            tail = event(errorBody(apiError(500, "", why)));
+            tail = event(errorBody(replyFailure(options, why, turn->cancel)));
           } else {
             // Tokens that added no text at the end (and, with no text at
             // all, the role, which comes first) still get a chunk.

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "hw/support/JsonText.h"
+#include "runtime/grammar/TokenMask.h"
 #include "runtime/serve/Server.h"
 
 #include <httplib.h>
@@ -845,4 +846,61 @@ TEST(ServeLoad, SilentConnectionsDoNotEvictAKeptAliveClient) {
   EXPECT_EQ(::recv(silent[0], &c, 1, 0), 0);
   for (int fd : silent)
     ::close(fd);
+}
+
+namespace {
+
+/// Structured output over a small vocabulary whose masks may take one step:
+/// every reply fails as a schema whose masks run past their work budget.
+class TightBudgetBackend : public ScriptedBackend {
+public:
+  std::shared_ptr<grammar::JsonConstraint>
+  jsonConstraint(std::shared_ptr<const grammar::Schema> schema,
+                 std::string *) override {
+    std::vector<std::string> texts;
+    for (int b = 0; b < 256; ++b)
+      texts.push_back(std::string(1, char(b)));
+    auto constraint = std::make_shared<grammar::JsonConstraint>(
+        std::move(schema),
+        std::make_shared<grammar::TokenVocabulary>(std::move(texts)),
+        std::set<int32_t>{0});
+    constraint->setWorkBudget(1);
+    return constraint;
+  }
+  bool complete(const std::vector<int32_t> &, const app::ReplyOptions &options,
+                app::Reply *, std::string *error) override {
+    std::vector<float> logits(256, 0.0f);
+    if (options.constraint && !options.constraint->mask(logits.data(), 256)) {
+      *error = options.constraint->error();
+      return false;
+    }
+    return true;
+  }
+};
+
+} // namespace
+
+// A schema whose token masks run past their work budget is the request's
+// fault: 400 schema_too_complex naming response_format, complete or
+// streamed (the error used to be a 500).
+TEST(ServeStructured, AMaskPastItsBudgetIsA400) {
+  TightBudgetBackend backend;
+  Server server(backend, budgetOptions());
+  const std::string body =
+      R"({"messages": [{"role": "user", "content": "x"}], "response_format":
+         {"type": "json_schema", "json_schema": {"name": "x", "schema":
+         {"type": "object", "properties": {"a": {"type": "string"}}}}}})";
+  std::string out = server.serveBytes(post("/v1/chat/completions", body));
+  ASSERT_EQ(statuses(out), std::vector<int>{400}) << out;
+  json error = json::parse(bodyOf(out))["error"];
+  EXPECT_EQ(error["code"], "schema_too_complex");
+  EXPECT_EQ(error["param"], "response_format");
+  EXPECT_NE(error["message"].get<std::string>().find("work budget"),
+            std::string::npos)
+      << error;
+  out = server.serveBytes(post("/v1/chat/completions",
+                               body.substr(0, body.size() - 1) +
+                                   ", \"stream\": true}"));
+  EXPECT_NE(out.find("\"code\":\"schema_too_complex\""), std::string::npos)
+      << out;
 }
