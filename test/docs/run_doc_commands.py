@@ -39,8 +39,10 @@ import time
 src, build, scratch = (os.path.abspath(a) for a in sys.argv[1:4])
 # LD_PRELOAD=... in the sanitizer tree, where python3 loads libpccxrt.so only
 # with the sanitizer runtime first.
-TIMEOUT = 180  # seconds a command may take (a few here; the sanitizer tree is slower)
 preload = dict([sys.argv[4].split("=", 1)]) if len(sys.argv) > 4 and sys.argv[4] else {}
+# Seconds a command may take (a few here): the sanitizer tree (preload set)
+# runs several times slower, make demo there about 3 minutes on a 2-core VM.
+TIMEOUT = 600 if preload else 180
 
 # Why each of these is not run. Keys are the commands as the documents
 # write them, without comments and line continuations.
