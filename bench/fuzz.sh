@@ -4,6 +4,8 @@
 #
 #   bench/fuzz.sh [SECONDS_PER_TARGET] [FUZZ_BUILD_DIR]
 #
+# FUZZ_JOBS targets run at once (default: the number of cores).
+#
 # SECONDS_PER_TARGET 0 only replays each seed corpus (test/fuzz/corpus/<t>).
 # The build dir is configured with clang (Makefile: make fuzz-build).
 # Findings (crash-*, leak-*, timeout-*, oom-*) are kept in $FUZZ_OUT
@@ -35,32 +37,44 @@ case " $targets " in
   fi
   ;;
 esac
-printf '%-12s %8s %12s %10s %8s %s\n' target seconds executions exec/s corpus findings
-
-for t in $targets; do
-  bin=$build/bin/fuzz-$t
-  [ -x "$bin" ] || { echo "missing $bin (make fuzz-build)" >&2; exit 2; }
-  corpus=$out/corpus-$t
-  mkdir -p "$corpus" "$out/findings-$t"
-  cp -n test/fuzz/corpus/$t/* "$corpus/" 2>/dev/null || true
-  dict=()
+# One target's run; its row and verdict are printed afterwards, in order.
+fuzz_one() {
+  local t=$1 rc bin=$build/bin/fuzz-$1 corpus=$out/corpus-$1 dict=() args=()
   [ "$t" = bundle ] && dict=(-dict=test/fuzz/manifest.dict)
   [ "$t" = ir ] && dict=(-dict=test/fuzz/ir.dict)
-  log=$out/$t.log
   if [ "$seconds" = 0 ]; then
     args=(-runs=0 test/fuzz/corpus/$t)
   else
     args=(-max_total_time="$seconds" "$corpus")
   fi
-  set +e
   "$bin" "${args[@]}" "${dict[@]}" -print_final_stats=1 -timeout=20 \
     -rss_limit_mb=2560 -malloc_limit_mb=2560 \
-    -artifact_prefix="$out/findings-$t/" > "$log" 2>&1
-  rc=$?
-  set -e
+    -artifact_prefix="$out/findings-$t/" > "$out/$t.log" 2>&1 && rc=0 || rc=$?
+  echo "$rc" > "$out/$t.rc"
+}
+
+for t in $targets; do
+  [ -x "$build/bin/fuzz-$t" ] || { echo "missing $build/bin/fuzz-$t (make fuzz-build)" >&2; exit 2; }
+  mkdir -p "$out/corpus-$t" "$out/findings-$t"
+  cp -n test/fuzz/corpus/$t/* "$out/corpus-$t/" 2>/dev/null || true
+  rm -f "$out/$t.rc"
+done
+
+# FUZZ_JOBS targets at once (default: one per core); each is one process.
+jobs=${FUZZ_JOBS:-$(nproc)}
+for t in $targets; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  fuzz_one "$t" &
+done
+wait
+
+printf '%-12s %8s %12s %10s %8s %s\n' target seconds executions exec/s corpus findings
+for t in $targets; do
+  log=$out/$t.log
+  rc=$(cat "$out/$t.rc" 2>/dev/null || echo "?")
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  size=$(ls "$corpus" | wc -l)
+  size=$(ls "$out/corpus-$t" | wc -l)
   found=$(ls "$out/findings-$t" | wc -l)
   printf '%-12s %8s %12s %10s %8s %s\n' "$t" "$seconds" "${execs:-?}" \
     "${rate:-?}" "$size" "$found"

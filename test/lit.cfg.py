@@ -25,6 +25,9 @@ config.substitutions.append(("%compiler_tools", compiler_tools))
 # results with this machine's, and those that cannot run emulated, ask.
 if emulated:
     config.available_features.add("emulated")
+# reuse.test's sequences: each request is checked against a fresh server,
+# whose start takes seconds under qemu-user.
+config.substitutions.append(("%reuse_requests", "12" if emulated else "40"))
 config.substitutions.append(("%pccx_src", config.pccx_src_root))
 config.substitutions.append(("%python", "python3"))
 config.substitutions.append(("%pccx_obj", config.pccx_obj_root))
