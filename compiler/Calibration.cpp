@@ -100,7 +100,7 @@ bool resolveInt8Budget(llvm::StringRef checkpointDir, CompileOptions &options,
     return false;
   std::vector<reference::TensorSensitivity> measured;
   if (!reference::measureSensitivity(*checkpoint, windows, positions,
-                                     options.int4Scales, &measured, error))
+                                     options.int4Scheme(), &measured, error))
     return false;
   std::vector<std::string> chosen =
       reference::chooseInt8Tensors(measured, fraction);

@@ -22,6 +22,7 @@ void buildModelPipeline(OpPassManager &pm, const CompileOptions &o) {
   quant.int8Weights = o.int8Weights;
   quant.int4Scales = o.int4Scales;
   quant.int4Rounding = o.int4Rounding;
+  quant.int4Group = o.int4Group;
   quant.int4StreamProjections = o.int4StreamProjections;
   pm.addPass(createQuantizeWeights(quant));
   pm.addPass(createPlaceAltUpStreams());

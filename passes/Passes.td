@@ -71,6 +71,10 @@ def QuantizeWeights : Pass<"gemma3n-quantize-int4", "mlir::ModuleOp"> {
            "INT4 rounding: nearest, or gptq (the emitter then needs "
            "calibration statistics, hw/numerics/Gptq.h)",
            "::pccx::ChoiceValues<::pccx::hw::Rounding>()">,
+    Option<"int4Group", "int4-group", "int64_t",
+           "::pccx::compile_defaults::int4Group",
+           "Columns per INT4 scale: 0 for one scale per row, else a "
+           "multiple of 32 (hw/numerics/Quantize.h)">,
     Option<"int4StreamProjections", "int4-stream-projections", "bool",
            "::pccx::compile_defaults::int4StreamProjections",
            "Quantize the AltUp stream projections and the per-layer "

@@ -53,11 +53,15 @@ bool ConstantLayout::plan(ModuleOp module, std::string *error) {
       bundle::parseWeightRecipe(recipe.toJson(), &e.recipe);
       uint64_t bytes;
       if (g.quantized) {
+        hw::QuantScheme scheme;
+        recipe.quantScheme(&scheme);
+        e.group = scheme.group;
         uint64_t codes =
             hw::pad16(uint64_t(e.rows) *
                       uint64_t(hw::packedRowBytes(g.format, size_t(e.cols))));
         e.scalesOffset = gatherBytes_ + codes;
-        bytes = codes + hw::pad16(uint64_t(e.rows) * 4);
+        bytes = codes + hw::pad16(uint64_t(e.rows) * 4 *
+                                  uint64_t(hw::groupCount(scheme, e.cols)));
       } else {
         bytes = hw::pad16(uint64_t(e.rows * e.cols) * 4);
       }
@@ -114,9 +118,10 @@ bool ConstantLayout::streamGathers(
     dialect::RecipeAttr inner = g.recipe.getQuantize();
     const int64_t rowBytes =
         int64_t(hw::packedRowBytes(g.format, size_t(e.cols)));
-    std::vector<float> scales(size_t(e.rows));
     hw::QuantScheme scheme;
     g.recipe.quantScheme(&scheme); // checked when planned
+    const int64_t groups = hw::groupCount(scheme, e.cols);
+    std::vector<float> scales(size_t(e.rows * groups));
     // GPTQ rounding goes through the evaluator (it holds the calibration
     // statistics); nearest rounding quantizes on every thread.
     const bool gptq = scheme.rounding == hw::Rounding::Gptq;
@@ -134,10 +139,23 @@ bool ConstantLayout::streamGathers(
         for (int64_t i = 0; i < n; ++i)
           hw::packRow(g.format, q.data() + i * e.cols, size_t(e.cols),
                       packed.data() + i * rowBytes);
+      } else if (groups == 1 || e.cols % scheme.group == 0) {
+        // With whole groups, each group is a row of its own: same codes,
+        // same bytes, one scale each, in row order.
+        const int64_t width = e.cols / groups;
+        hw::quantizeAndPackRows(
+            scheme, buf.data(), n * groups, width, scales.data() + row * groups,
+            packed.data(), hw::packedRowBytes(g.format, size_t(width)),
+            threads_);
       } else {
-        hw::quantizeAndPackRows(scheme, buf.data(), n, e.cols,
-                                scales.data() + row, packed.data(),
-                                size_t(rowBytes), threads_);
+        std::vector<int8_t> codes(size_t(e.cols));
+        for (int64_t i = 0; i < n; ++i) {
+          hw::quantizeRowGroups(scheme, buf.data() + i * e.cols,
+                                size_t(e.cols), codes.data(),
+                                scales.data() + (row + i) * groups);
+          hw::packRow(g.format, codes.data(), size_t(e.cols),
+                      packed.data() + i * rowBytes);
+        }
       }
       if (!sink.write(packed.data(), size_t(n * rowBytes)))
         return false;

@@ -159,7 +159,8 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights, KvDtype kvDtype,
         } else {
           std::string why;
           const WeightPlan::Record *r =
-              weights.use(w.getRecipe(), w.getFirstRow(), w.getNumRows(), &why);
+              weights.use(w.getRecipe(), w.getFirstRow(), w.getNumRows(),
+                          w.getFirstCol(), w.getNumCols(), &why);
           if (!r)
             return failAt(&op, why, error);
           use.offset = r->offset;
@@ -168,6 +169,9 @@ bool encodeProgram(pd::ProgramOp program, WeightPlan &weights, KvDtype kvDtype,
           if (r->firstRow || w.getNumRows() != 0)
             note += " rows " + std::to_string(r->firstRow) + ".." +
                     std::to_string(r->firstRow + r->rows - 1);
+          if (w.getNumCols())
+            note += " cols " + std::to_string(r->firstCol) + ".." +
+                    std::to_string(r->firstCol + r->cols - 1);
         }
         entry.weights.push_back(use);
       }

@@ -32,6 +32,7 @@ public:
     dialect::RecipeAttr recipe; ///< quantized
     hw::WeightFormat format = hw::WeightFormat::Int4;
     int64_t firstRow = 0, rows = 0, cols = 0;
+    int64_t firstCol = 0; ///< columns [firstCol, firstCol + cols)
     uint64_t offset = 0, bytes = 0;
   };
 
@@ -42,11 +43,13 @@ public:
   /// thread). The bytes written do not depend on it.
   void setThreads(unsigned threads) { threads_ = threads; }
 
-  /// The record of rows [firstRow, firstRow + rows) of `recipe`, added at
-  /// the end of the section if it is new. Null with `*error` set when the
-  /// recipe is not quantized with a known scheme or the rows do not exist.
+  /// The record of rows [firstRow, firstRow + rows) of `recipe`, of all
+  /// its columns or (numCols > 0) of [firstCol, firstCol + numCols), added
+  /// at the end of the section if it is new. Null with `*error` set when
+  /// the recipe is not quantized with a known scheme or the rows or columns
+  /// do not exist.
   const Record *use(dialect::RecipeAttr recipe, int64_t firstRow, int64_t rows,
-                    std::string *error);
+                    int64_t firstCol, int64_t numCols, std::string *error);
 
   uint64_t bytes() const { return bytes_; }
   const std::vector<Record> &records() const { return records_; }
@@ -60,9 +63,17 @@ public:
               std::string *error) const;
 
 private:
+  /// Rows [row, row + n) of record `r` (n rows of r.cols floats at `rows`):
+  /// their scales and packed codes in the record's bytes.
+  bool packRows(const Record &r, const hw::QuantScheme &scheme,
+                const float *rows, int64_t row, int64_t n, uint8_t *record,
+                std::vector<int8_t> &codes, std::string *error) const;
+
   const WeightEvaluator &evaluator_;
   std::vector<Record> records_;
-  llvm::DenseMap<std::tuple<mlir::Attribute, int64_t, int64_t>, size_t> index_;
+  llvm::DenseMap<std::tuple<mlir::Attribute, int64_t, int64_t, int64_t>,
+                 size_t>
+      index_;
   uint64_t bytes_ = 0;
   unsigned threads_ = 0;
 };

@@ -116,7 +116,9 @@ def Pccx_WeightRecordAttr : Pccx_Attr<"WeightRecord", "weights"> {
   let summary = "The weight-stream record a GEMV/GEMM consumes";
   let description = [{
     Rows [first_row, first_row + num_rows) of a quantized weight expression
-    (`recipe`, a quantized #pccx.recipe),
+    (`recipe`, a quantized #pccx.recipe), all its columns or, with
+    `num_cols`, columns [first_col, first_col + num_cols): one group of a
+    scheme with group scales, whose K-sliced GEMV/GEMM accumulate,
     or a record a host kernel produces at run time (`dynamic`, the
     attention scores of host attention), or a record that lives in device
     memory and changes from step to step (`cache`: the key or value record
@@ -134,7 +136,9 @@ def Pccx_WeightRecordAttr : Pccx_Attr<"WeightRecord", "weights"> {
     OptionalParameter<"::mlir::StringAttr">:$cache,
     DefaultValuedParameter<"int64_t", "0">:$part,
     DefaultValuedParameter<"bool", "false">:$mask,
-    DefaultValuedParameter<"int64_t", "-1">:$row);
+    DefaultValuedParameter<"int64_t", "-1">:$row,
+    DefaultValuedParameter<"int64_t", "0">:$first_col,
+    DefaultValuedParameter<"int64_t", "0">:$num_cols);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

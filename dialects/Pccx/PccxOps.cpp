@@ -479,7 +479,14 @@ LogicalResult
 WeightRecordAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          RecipeAttr recipe, int64_t firstRow,
                          int64_t numRows, bool dynamic, StringAttr cache,
-                         int64_t part, bool mask, int64_t row) {
+                         int64_t part, bool mask, int64_t row,
+                         int64_t firstCol, int64_t numCols) {
+  if ((firstCol || numCols) && (cache || dynamic))
+    return emitError() << "only a record of a recipe has columns";
+  if (firstCol < 0 || numCols < 0 || numCols > 0xffff ||
+      (firstCol && !numCols))
+    return emitError() << "columns [" << firstCol << ", +" << numCols
+                       << ") are not a valid record";
   if (row < -1 || row > 0xffff)
     return emitError() << "row " << row << " is out of range";
   if (row >= 0 && (!cache || mask))

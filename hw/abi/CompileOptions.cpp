@@ -82,6 +82,17 @@ bool CompileOptions::validate(std::string *error) const {
              "gptq; give one of them";
     return false;
   }
+  if (std::string why = hw::checkGroup(int4Group); !why.empty()) {
+    *error = "--int4-group: " + why;
+    return false;
+  }
+  if (gptq() && int4Group) {
+    // GPTQ spreads a column's error over the later columns of the whole
+    // row, whose scales a grouped record would choose group by group.
+    *error = "--int4-rounding gptq does not combine with --int4-group yet; "
+             "use nearest rounding with group scales";
+    return false;
+  }
   if (gptq() && quantReport) {
     *error = "--quant-report measures nearest rounding; it cannot be "
              "combined with --int4-rounding gptq";
@@ -153,8 +164,8 @@ json compileOptionsRecord(const CompileOptions &options) {
   recordOption<Type>(record, compile_option_key::Member, Record::Rule,         \
                      options.Member, compile_defaults::Member);
 #include "hw/abi/CompileOptions.def"
-  record[compile_option_key::quantization] = hw::schemeName(hw::QuantScheme{
-      hw::WeightFormat::Int4, options.int4Scales, options.int4Rounding});
+  record[compile_option_key::quantization] =
+      hw::schemeName(options.int4Scheme());
   record[compile_option_key::compilerVersion] = PCCX_VERSION;
   return record;
 }

@@ -117,6 +117,10 @@ struct CompileOptions {
 #include "hw/abi/CompileOptions.def"
 
   bool gptq() const { return int4Rounding == hw::Rounding::Gptq; }
+  /// The INT4 scheme of the quantized weights: scale rule, rounding, group.
+  hw::QuantScheme int4Scheme() const {
+    return {hw::WeightFormat::Int4, int4Scales, int4Rounding, int4Group};
+  }
   /// The checks between options: calibration text given exactly when
   /// something uses it, no quantization report of GPTQ codes, a budget that
   /// is a percentage, a batch size in range. Errors name the command-line

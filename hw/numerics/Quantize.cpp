@@ -231,7 +231,19 @@ bool parseRounding(const std::string &name, Rounding *rounding) {
   return false;
 }
 
-const char *schemeName(QuantScheme scheme) {
+std::string checkGroup(int64_t group) {
+  if (group == 0 || (group >= kGroupAlign && group <= kMaxGroup &&
+                     group % kGroupAlign == 0))
+    return "";
+  return "a group is 0 (one scale per row) or a multiple of " +
+         std::to_string(kGroupAlign) + " up to " + std::to_string(kMaxGroup) +
+         " columns, not " + std::to_string(group);
+}
+
+namespace {
+constexpr const char kPerRow[] = "_per_row";
+
+std::string rowSchemeName(const QuantScheme &scheme) {
   if (scheme.format == WeightFormat::Int4)
     for (const auto &[s, name] : kInt4Schemes)
       if (s.scales == scheme.scales && s.rounding == scheme.rounding)
@@ -239,7 +251,7 @@ const char *schemeName(QuantScheme scheme) {
   return schemeName(scheme.format);
 }
 
-bool parseScheme(const std::string &name, QuantScheme *scheme) {
+bool parseRowScheme(const std::string &name, QuantScheme *scheme) {
   for (const auto &[s, text] : kInt4Schemes)
     if (name == text) {
       *scheme = s;
@@ -251,6 +263,45 @@ bool parseScheme(const std::string &name, QuantScheme *scheme) {
       return true;
     }
   return false;
+}
+} // namespace
+
+std::string schemeName(QuantScheme scheme) {
+  std::string name = rowSchemeName(scheme);
+  if (scheme.group)
+    name.replace(name.find(kPerRow), sizeof kPerRow - 1,
+                 "_g" + std::to_string(scheme.group));
+  return name;
+}
+
+bool parseScheme(const std::string &name, QuantScheme *scheme) {
+  // "int4_g64_search": the row scheme's name with "_per_row" for "_g64".
+  size_t at = name.find("_g");
+  if (at == std::string::npos || name.find(kPerRow) != std::string::npos)
+    return parseRowScheme(name, scheme);
+  size_t end = at + 2;
+  int64_t group = 0;
+  while (end < name.size() && name[end] >= '0' && name[end] <= '9' &&
+         group <= kMaxGroup)
+    group = group * 10 + (name[end++] - '0');
+  if (end == at + 2 || name[at + 2] == '0' || group == 0 ||
+      !checkGroup(group).empty())
+    return false;
+  QuantScheme row;
+  if (!parseRowScheme(name.substr(0, at) + kPerRow + name.substr(end), &row))
+    return false;
+  row.group = group;
+  *scheme = row;
+  return true;
+}
+
+int64_t groupCount(const QuantScheme &scheme, int64_t n) {
+  return scheme.group > 0 && n > 0 ? (n + scheme.group - 1) / scheme.group
+                                   : 1;
+}
+
+int64_t groupWidth(const QuantScheme &scheme, int64_t n) {
+  return scheme.group > 0 ? scheme.group : n;
 }
 
 bool parseScheme(const std::string &name, WeightFormat *format) {
@@ -298,13 +349,26 @@ float quantizeRow(QuantScheme scheme, const float *row, size_t n, int8_t *q) {
   return quantizeRow(scheme.format, row, n, q);
 }
 
+void quantizeRowGroups(QuantScheme scheme, const float *row, size_t n,
+                       int8_t *q, float *scales) {
+  const int64_t groups = groupCount(scheme, int64_t(n));
+  const size_t width = size_t(groupWidth(scheme, int64_t(n)));
+  for (int64_t g = 0; g < groups; ++g) {
+    const size_t first = size_t(g) * width;
+    scales[g] = quantizeRow(scheme, row + first, std::min(width, n - first),
+                            q + first);
+  }
+}
+
 void fakeQuantizeRow(QuantScheme scheme, float *row, size_t n) {
-  if (scheme.scales == ScaleRule::AbsMax)
+  if (scheme.scales == ScaleRule::AbsMax && !scheme.group)
     return fakeQuantizeRow(scheme.format, row, n);
   std::vector<int8_t> q(n);
-  float scale = quantizeRow(scheme, row, n, q.data());
+  std::vector<float> scales(size_t(groupCount(scheme, int64_t(n))));
+  quantizeRowGroups(scheme, row, n, q.data(), scales.data());
+  const size_t width = size_t(groupWidth(scheme, int64_t(n)));
   for (size_t i = 0; i < n; ++i)
-    row[i] = float(q[i]) * scale;
+    row[i] = float(q[i]) * scales[i / width];
 }
 
 size_t packedRowBytes(WeightFormat format, size_t n) {
@@ -333,6 +397,21 @@ int64_t recordRowStride(WeightFormat format, int64_t k) {
 
 int64_t recordBytes(WeightFormat format, int64_t n, int64_t k) {
   return recordScaleBytes(n) + n * recordRowStride(format, k);
+}
+
+int64_t gatherRowBytes(WeightFormat format, int64_t group, int64_t cols) {
+  QuantScheme scheme;
+  scheme.group = group;
+  return int64_t(packedRowBytes(format, size_t(cols))) +
+         4 * groupCount(scheme, cols);
+}
+
+int64_t tensorRecordBytes(const QuantScheme &scheme, int64_t n, int64_t k) {
+  const int64_t groups = groupCount(scheme, k), width = groupWidth(scheme, k);
+  int64_t bytes = 0;
+  for (int64_t g = 0; g < groups; ++g)
+    bytes += recordBytes(scheme.format, n, std::min(width, k - g * width));
+  return bytes;
 }
 
 } // namespace pccx::hw

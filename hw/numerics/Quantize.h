@@ -83,22 +83,43 @@ enum class Rounding : uint8_t {
 const char *roundingName(Rounding rounding);
 bool parseRounding(const std::string &name, Rounding *rounding);
 
-/// A quantization scheme: storage format, scale rule and rounding.
+/// A quantization scheme: storage format, scale rule, rounding, and the
+/// columns one scale covers.
 struct QuantScheme {
   WeightFormat format = WeightFormat::Int4;
   ScaleRule scales = ScaleRule::AbsMax;
   Rounding rounding = Rounding::Nearest;
+  /// 0: one scale per row. Otherwise every `group` consecutive columns of a
+  /// row (the last group may be narrower) have their own scale and codes,
+  /// chosen by the same rule as a row's: a record holds one group of
+  /// columns, and a projection is several K-sliced GEMV/GEMM that
+  /// accumulate (docs/quantization.md, "Group scales").
+  int64_t group = 0;
 };
+
+/// The columns one group scale may cover: a multiple of kGroupAlign (whole
+/// 16-byte INT4 rows, whole activation words) up to the 16-bit K field.
+constexpr int64_t kGroupAlign = 32;
+constexpr int64_t kMaxGroup = 65504;
+/// Why `group` (0 or a group size) is not one; empty when it is.
+std::string checkGroup(int64_t group);
 
 /// The quantization scheme names of gemma3n.quantize and the manifest:
 /// "int4_per_row" (absmax scales), "int4_per_row_search", "int8_per_row",
-/// and for GPTQ rounding "int4_per_row_gptq", "int4_per_row_search_gptq".
+/// and for GPTQ rounding "int4_per_row_gptq", "int4_per_row_search_gptq";
+/// with group scales "per_row" becomes "g<N>": "int4_g64_search".
 /// The WeightFormat forms name and accept the absmax scheme of a format /
 /// give the format of any scheme.
 const char *schemeName(WeightFormat format);
-const char *schemeName(QuantScheme scheme);
+std::string schemeName(QuantScheme scheme);
 bool parseScheme(const std::string &name, WeightFormat *format);
 bool parseScheme(const std::string &name, QuantScheme *scheme);
+
+/// The groups of a row of n columns under `scheme`: 1 without group
+/// scales, else ceil(n / group); group g covers columns
+/// [g * width, min(n, (g + 1) * width)) with width = groupWidth(scheme, n).
+int64_t groupCount(const QuantScheme &scheme, int64_t n);
+int64_t groupWidth(const QuantScheme &scheme, int64_t n);
 /// "int4", "int8": a gather table's format in the manifest.
 const char *formatName(WeightFormat format);
 bool parseFormatName(const std::string &name, WeightFormat *format);
@@ -113,7 +134,12 @@ void fakeQuantizeRow(WeightFormat format, float *row, size_t n);
 /// Rounding::Gptq needs the tensor's input statistics, which a row alone
 /// does not have: these give the scale rule's nearest codes for it, and
 /// the compiler's weight evaluator calls quantizeRowInt4Gptq instead.
+/// quantizeRow quantizes the row as one group whatever scheme.group says
+/// (a record or a gather group is one group); quantizeRowGroups and
+/// fakeQuantizeRow follow scheme.group, scales[g] for group g.
 float quantizeRow(QuantScheme scheme, const float *row, size_t n, int8_t *q);
+void quantizeRowGroups(QuantScheme scheme, const float *row, size_t n,
+                       int8_t *q, float *scales);
 void fakeQuantizeRow(QuantScheme scheme, float *row, size_t n);
 /// Bytes of n packed codes (INT4: two per byte; INT8: one).
 size_t packedRowBytes(WeightFormat format, size_t n);
@@ -130,6 +156,12 @@ constexpr uint64_t pad16(uint64_t x) { return (x + 15) / 16 * 16; }
 int64_t recordScaleBytes(int64_t n);
 int64_t recordRowStride(WeightFormat format, int64_t k);
 int64_t recordBytes(WeightFormat format, int64_t n, int64_t k);
+/// The bytes one row of a quantized gather table takes: its packed codes
+/// and its scales (one, or one per `group` columns).
+int64_t gatherRowBytes(WeightFormat format, int64_t group, int64_t cols);
+/// The bytes of an N x K tensor's records under `scheme`: one record, or
+/// one per group of columns.
+int64_t tensorRecordBytes(const QuantScheme &scheme, int64_t n, int64_t k);
 
 } // namespace pccx::hw
 

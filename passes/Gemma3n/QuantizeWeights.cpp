@@ -46,6 +46,10 @@ struct QuantizeWeightsPass
     }
     const pccx::hw::ScaleRule int4Rule = int4Scales;
     const pccx::hw::Rounding int4Round = int4Rounding;
+    if (std::string why = pccx::hw::checkGroup(int4Group); !why.empty()) {
+      module.emitError() << "int4-group: " << why;
+      return signalPassFailure();
+    }
     if (quantReport && int4Round != pccx::hw::Rounding::Nearest) {
       // GPTQ codes depend on calibration statistics the pass does not have.
       module.emitError() << "quant-report: the quantization report measures "
@@ -84,7 +88,7 @@ struct QuantizeWeightsPass
       auto type = RankedTensorType::get(
           cast<RankedTensorType>(value.getType()).getShape(), b.getF32Type());
       pccx::hw::QuantScheme scheme{pccx::hw::WeightFormat::Int4, int4Rule,
-                                   int4Round};
+                                   int4Round, int4Group};
       if (int8ByDefault || (!int8Weights.empty() && int8.match(name)))
         scheme = {pccx::hw::WeightFormat::Int8, pccx::hw::ScaleRule::AbsMax};
       auto q =

@@ -238,7 +238,7 @@ LogicalResult ProgramLowering::hostAttention(AttentionOp a) {
       pd::GemvOp scoresOp = gemv(scores, one_, /*findemax=*/true);
       scoresOp.setWeightsAttr(pd::WeightRecordAttr::get(
           b_.getContext(), pd::RecipeAttr(), 0, 0, /*dynamic=*/true,
-          StringAttr(), 0, false, -1));
+          StringAttr(), 0, false, -1, 0, 0));
       scoresOp.setWeightShapeAttr(triple(capacity, 1, 0));
       scoresOp.setFmapShapeAttr(triple(1, 1, capWords));
       scoresOp.setShapePatchesAttr(

@@ -66,10 +66,7 @@ LogicalResult ProgramLowering::lowerLogitsRow(const Place &in, int64_t n,
         {first, newBuffer(wordsFor(std::min(tileCols, n - first)), "logits")});
   for (auto &[first, buffer] : tiles) {
     int64_t count = std::min(tileCols, n - first);
-    pd::GemvOp op = gemv(buffer, in.l2, /*findemax=*/false);
-    op.setWeightsAttr(record(recipe, first, count));
-    op.setWeightShapeAttr(triple(count, k, int64_t(format)));
-    op.setFmapShapeAttr(triple(1, wordsFor(k), wordsFor(count)));
+    projectRows(buffer, wordsFor(count), in, k, recipe, format, first, count);
     memcpy(/*toHost=*/true, buffer, row, first / 8, rowWords, 1,
            wordsFor(count));
   }
@@ -112,10 +109,7 @@ LogicalResult ProgramLowering::lowerLogitsByTile(const Place &in, int64_t n,
   const std::string host = allocateHost(rows * tileWords);
   for (int64_t first = 0; first < n; first += tileCols) {
     const int64_t count = std::min(tileCols, n - first);
-    pd::GemmOp op = gemm_(buffer, in.l2);
-    op.setWeightsAttr(record(recipe, first, count));
-    op.setWeightShapeAttr(triple(count, k, int64_t(format)));
-    op.setFmapShapeAttr(triple(rows, wordsFor(k), tileWords));
+    projectRows(buffer, tileWords, in, k, recipe, format, first, count);
     memcpy(/*toHost=*/true, buffer, host, 0, tileWords, rows, tileWords);
     pd::HostRegionAttr slice = region(host, 0, count, rows, tileWords);
     if (failed(capAndEmit(slice, cap, 0, first)))

@@ -124,11 +124,14 @@ private:
   pd::ShapeAttr triple(int64_t a, int64_t b, int64_t c) {
     return pd::ShapeAttr::get(b_.getContext(), a, b, c);
   }
-  /// Rows [first, first + count) of quantized `recipe` in the weight stream.
+  /// Rows [first, first + count) of quantized `recipe` in the weight
+  /// stream; with `numCols`, only columns [firstCol, firstCol + numCols).
   pd::WeightRecordAttr record(pd::RecipeAttr recipe, int64_t first,
-                              int64_t count) {
+                              int64_t count, int64_t firstCol = 0,
+                              int64_t numCols = 0) {
     return pd::WeightRecordAttr::get(b_.getContext(), recipe, first, count,
-                                     false, StringAttr(), 0, false, -1);
+                                     false, StringAttr(), 0, false, -1,
+                                     firstCol, numCols);
   }
   /// The key or value record of kv head `head` of `cache`, or (`mask`) the
   /// attention mask of step row `head` over its slots. `row` (>= 0, batch
@@ -137,7 +140,7 @@ private:
                                    bool mask, int64_t row = -1) {
     return pd::WeightRecordAttr::get(b_.getContext(), pd::RecipeAttr(), 0, 0,
                                      false, b_.getStringAttr(cache), part,
-                                     mask, row);
+                                     mask, row, 0, 0);
   }
 
   // ---- values ------------------------------------------------------------
@@ -243,6 +246,14 @@ private:
     return b_.getArrayAttr(names);
   }
   FailureOr<std::string> gatherTable(Value weight);
+  /// Rows [first, first + count) of quantized `recipe` (K = k columns)
+  /// times the rows of `in`, into L2 buffer `dest` whose rows are
+  /// `destStride` words apart: one GEMV/GEMM, or with group scales one per
+  /// group of columns, accumulating (docs/lowering.md).
+  void projectRows(const std::string &dest, int64_t destStride,
+                   const Place &in, int64_t k, pd::RecipeAttr recipe,
+                   pccx::hw::WeightFormat format, int64_t first,
+                   int64_t count);
   /// GEMV/GEMM of `input` by the quantized weight; result in L2 (or, for
   /// weights too tall for one instruction, straight in the host window).
   LogicalResult matmul(Value input, Value weight, Value result,

@@ -11,6 +11,34 @@
 
 namespace pccx::lowering {
 
+void ProgramLowering::projectRows(const std::string &dest, int64_t destStride,
+                                  const Place &in, int64_t k,
+                                  pd::RecipeAttr recipe,
+                                  pccx::hw::WeightFormat format, int64_t first,
+                                  int64_t count) {
+  hw::QuantScheme scheme;
+  recipe.quantScheme(&scheme);
+  const bool gemm = in.rows > 1;
+  // One instruction per group of columns when the scheme has group scales:
+  // each multiplies its K-slice of the input by its own record, and every
+  // one after the first adds into the destination (accm).
+  const int64_t groups = hw::groupCount(scheme, k),
+                width = hw::groupWidth(scheme, k);
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t col = g * width, cols = std::min(width, k - col);
+    Operation *op = gemm ? gemm_(dest, in.l2).getOperation()
+                         : gemv(dest, in.l2, /*findemax=*/false).getOperation();
+    op->setAttr("weights", groups > 1 ? record(recipe, first, count, col, cols)
+                                      : record(recipe, first, count));
+    op->setAttr("weight_shape", triple(count, cols, int64_t(format)));
+    op->setAttr("fmap_shape", triple(in.rows, wordsFor(k), destStride));
+    if (g > 0) {
+      op->setAttr("accm", b_.getUnitAttr());
+      op->setAttr("src_addr_offset", i64(wordsFor(col)));
+    }
+  }
+}
+
 LogicalResult ProgramLowering::matmul(Value input, Value weight, Value result,
                                       const std::string &hint) {
   auto q = weight.getDefiningOp<QuantizeOp>();
@@ -37,13 +65,8 @@ LogicalResult ProgramLowering::matmul(Value input, Value weight, Value result,
   if (!recipe || !recipe.weightFormat(&format))
     return emitError(loc()) << "unknown quantization scheme on "
                             << pccx::rootWeight(weight).getName();
-  const bool gemm = in.rows > 1;
   auto emitTile = [&](const std::string &dest, int64_t first, int64_t count) {
-    Operation *op = gemm ? gemm_(dest, in.l2).getOperation()
-                         : gemv(dest, in.l2, /*findemax=*/false).getOperation();
-    op->setAttr("weights", record(recipe, first, count));
-    op->setAttr("weight_shape", triple(count, k, int64_t(format)));
-    op->setAttr("fmap_shape", triple(in.rows, wordsFor(k), wordsFor(count)));
+    projectRows(dest, wordsFor(count), in, k, recipe, format, first, count);
   };
   if (n <= kMaxRows) {
     Place &out = newL2Value(result, hint);

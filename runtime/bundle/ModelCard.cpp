@@ -67,7 +67,7 @@ uint64_t gatherBytesPerToken(const std::vector<GatherEntry> &gathers) {
   for (const GatherEntry &g : gathers) {
     hw::WeightFormat format;
     if (hw::parseFormatName(g.format, &format))
-      total += hw::packedRowBytes(format, size_t(g.cols)) + 4; // row + scale
+      total += uint64_t(hw::gatherRowBytes(format, g.group, g.cols));
     else
       total += 4 * uint64_t(g.cols); // float32 rows
   }

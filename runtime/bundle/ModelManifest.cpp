@@ -287,13 +287,16 @@ json toJson(const ModelManifest &m) {
   out["gather_tables"] = gathers;
   out["weights_bytes"] = m.weightsBytes;
   json table = json::array();
-  for (const WeightRecordEntry &r : m.weightTable)
+  for (const WeightRecordEntry &r : m.weightTable) {
     table.push_back({{"offset", r.offset},
                      {"bytes", r.bytes},
                      {"first_row", r.firstRow},
                      {"rows", r.rows},
                      {"cols", r.cols},
                      {"recipe", recipeJson(r.recipe)}});
+    if (r.firstCol)
+      table.back()["first_col"] = r.firstCol;
+  }
   out["weight_table"] = table;
   if (m.tokenizer)
     out["tokenizer"] = {{"section", "tokenizer"}, {"format", "sentencepiece"}};
@@ -393,10 +396,22 @@ static bool readGathers(Reader &rd, const json &j, const Sizes &size,
       const uint64_t rowBytes = hw::packedRowBytes(format, size_t(g.cols));
       if (g.scalesOffset % 4)
         return rd.fail(where, "scales_offset is not a multiple of 4");
+      // The recipe's scheme says how many scales each row has.
+      hw::QuantScheme scheme;
+      if (!g.recipe.scheme.empty() && hw::parseScheme(g.recipe.scheme, &scheme)) {
+        if (scheme.format != format)
+          return rd.fail(where, "format '" + g.format +
+                                    "' is not the format of its recipe's "
+                                    "scheme '" + g.recipe.scheme + "'");
+        g.group = scheme.group;
+      }
+      const uint64_t scalesPerRow =
+          uint64_t(hw::groupCount(scheme, g.cols));
       if (!rd.insideArray(g.offset, uint64_t(g.rows), rowBytes, size.gather,
                           where, "gather") ||
-          !rd.insideArray(g.scalesOffset, uint64_t(g.rows), 4, size.gather,
-                          where, "gather"))
+          uint64_t(g.rows) > uint64_t(kMaxCount) / scalesPerRow ||
+          !rd.insideArray(g.scalesOffset, uint64_t(g.rows) * scalesPerRow, 4,
+                          size.gather, where, "gather"))
         return false;
     } else if (g.format == "f32") {
       if (g.offset % 4)
@@ -428,6 +443,8 @@ static bool readWeightTable(Reader &rd, const json &j, const Sizes &size,
         !rd.integer(r, "first_row", where, &e.firstRow) ||
         !rd.integer(r, "rows", where, &e.rows, 1, 65535) ||
         !rd.integer(r, "cols", where, &e.cols, 1, 65535) ||
+        (r.contains("first_col") &&
+         !rd.integer(r, "first_col", where, &e.firstCol, 0, 65535)) ||
         !rd.recipe(r, where, &e.recipe))
       return false;
     e.offset = uint64_t(offset);

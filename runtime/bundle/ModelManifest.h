@@ -48,11 +48,14 @@ struct WeightRecipe {
 bool parseWeightRecipe(const nlohmann::json &j, WeightRecipe *out);
 
 /// A record of the weights section: scales then packed rows
-/// (hw/numerics/Quantize.h), rows [firstRow, firstRow + rows) of a tensor.
+/// (hw/numerics/Quantize.h), rows [firstRow, firstRow + rows) of a tensor,
+/// and its columns [firstCol, firstCol + cols): all of them, or one group of
+/// a scheme with group scales.
 struct WeightRecordEntry {
   uint64_t offset = 0, bytes = 0;
   int64_t firstRow = 0, rows = 0, cols = 0;
   WeightRecipe recipe;
+  int64_t firstCol = 0;
 };
 
 /// The weight-stream bytes of one GEMV/GEMM word.
@@ -121,13 +124,15 @@ struct HostTensorEntry {
 };
 
 /// An embedding table of the gather section: packed codes then one scale
-/// per row (format "int4"/"int8"), or float32 rows ("f32").
+/// per row, or with its recipe's group scales one per group of each row
+/// (format "int4"/"int8"), or float32 rows ("f32").
 struct GatherEntry {
   std::string name;
   uint64_t offset = 0, scalesOffset = 0;
   int64_t rows = 0, cols = 0;
   std::string format;
   WeightRecipe recipe;
+  int64_t group = 0; ///< columns per scale (the recipe's scheme), 0 = a row
 };
 
 struct MemoryRegion {

@@ -254,6 +254,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, std::string *error,
     g.rows = e.rows;
     g.cols = e.cols;
     g.quantized = hw::parseFormatName(e.format, &g.format);
+    g.group = e.group;
     if (g.quantized) {
       g.codes = gatherData + e.offset;
       g.scales = reinterpret_cast<const float *>(gatherData + e.scalesOffset);

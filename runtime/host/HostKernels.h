@@ -56,7 +56,9 @@ struct GatherTable {
   hw::WeightFormat format = hw::WeightFormat::Int4;
   /// quantized: rows * packedRowBytes(format, cols) bytes
   const uint8_t *codes = nullptr;
-  const float *scales = nullptr; ///< quantized: one per row
+  /// quantized: one per row, or one per `group` columns of each row
+  const float *scales = nullptr;
+  int64_t group = 0;
   const float *values = nullptr; ///< float32 rows otherwise
   /// Row `row` as floats.
   void readRow(int64_t row, float *out) const;

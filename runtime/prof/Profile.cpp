@@ -67,7 +67,7 @@ int64_t attentionSpan(int64_t q, int64_t window) {
 double gatherRowBytes(const host::GatherTable *g, int64_t cols) {
   if (!g)
     return 4.0 * double(cols);
-  return g->quantized ? double(hw::packedRowBytes(g->format, size_t(cols))) + 4
+  return g->quantized ? double(hw::gatherRowBytes(g->format, g->group, cols))
                       : 4.0 * double(cols);
 }
 

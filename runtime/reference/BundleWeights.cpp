@@ -5,6 +5,7 @@
 #include "hw/numerics/Quantize.h"
 #include "runtime/bundle/ModelManifest.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -16,6 +17,55 @@ bool recipeFormat(const json &recipe, hw::WeightFormat *format) {
   bundle::WeightRecipe r;
   return bundle::parseWeightRecipe(recipe, &r) &&
          hw::parseScheme(r.scheme, format);
+}
+
+bool PackedRows::fromRecord(const bundle::Bundle &bundle,
+                            const bundle::WeightRecordEntry &r,
+                            PackedRows *out, std::string *error) {
+  PackedRows s;
+  if (!hw::parseScheme(r.recipe.scheme, &s.format)) {
+    *error = bundle.path() + ": weight_table entry with an unknown recipe";
+    return false;
+  }
+  s.firstRow = r.firstRow;
+  s.rows = r.rows;
+  s.firstCol = r.firstCol;
+  s.cols = r.cols;
+  s.group = r.cols;
+  s.rowStride = hw::recordRowStride(s.format, s.cols);
+  const uint8_t *base = bundle.data(*bundle.find("weights")) + r.offset;
+  s.scales = reinterpret_cast<const float *>(base);
+  s.codes = base + hw::recordScaleBytes(s.rows);
+  *out = s;
+  return true;
+}
+
+bool PackedRows::fromGather(const bundle::Bundle &bundle,
+                            const bundle::GatherEntry &g, PackedRows *out) {
+  PackedRows s;
+  if (!hw::parseFormatName(g.format, &s.format))
+    return false;
+  const uint8_t *section = bundle.data(*bundle.find("gather"));
+  s.rows = g.rows;
+  s.cols = g.cols;
+  s.group = g.group ? g.group : g.cols;
+  s.groups = (g.cols + s.group - 1) / s.group;
+  s.rowStride = int64_t(hw::packedRowBytes(s.format, size_t(s.cols)));
+  s.codes = section + g.offset;
+  s.scales = reinterpret_cast<const float *>(section + g.scalesOffset);
+  *out = s;
+  return true;
+}
+
+void PackedRows::unpack(int64_t row, float *tensorRow) const {
+  const int64_t local = row - firstRow;
+  const uint8_t *bytes = codes + local * rowStride;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t first = g * group, width = std::min(group, cols - first);
+    hw::unpackRow(format, bytes + hw::packedRowBytes(format, size_t(first)),
+                  size_t(width), scales[local * groups + g],
+                  tensorRow + firstCol + first);
+  }
 }
 
 std::unique_ptr<BundleWeights>
@@ -32,40 +82,22 @@ BundleWeights::create(const bundle::Bundle &bundle, const Weights &base,
                : name;
   };
   // readModelManifest checked that every entry lies inside its section.
-  const bundle::SectionInfo *weights = bundle.find("weights");
-  const bundle::SectionInfo *gather = bundle.find("gather");
   for (const bundle::WeightRecordEntry &r : m.weightTable) {
     Source s;
-    if (!hw::parseScheme(r.recipe.scheme, &s.format)) {
-      *error = bundle.path() + ": weight_table entry with an unknown recipe";
+    if (!PackedRows::fromRecord(bundle, r, &s, error))
       return nullptr;
-    }
     s.divideBy = r.recipe.scaledBy;
     s.factor = r.recipe.factor;
-    s.firstRow = r.firstRow;
-    s.rows = r.rows;
-    s.cols = r.cols;
-    const int64_t scaleBytes = hw::recordScaleBytes(s.rows);
-    s.rowStride = hw::recordRowStride(s.format, s.cols);
-    const uint8_t *base = bundle.data(*weights) + r.offset;
-    s.scales = reinterpret_cast<const float *>(base);
-    s.codes = base + scaleBytes;
     if (!s.divideBy.empty())
       s.divideBy = relative(s.divideBy);
     w->sources_.emplace(relative(r.recipe.tensor), s);
   }
   for (const bundle::GatherEntry &g : m.gathers) {
     Source s;
-    if (!hw::parseFormatName(g.format, &s.format))
+    if (!PackedRows::fromGather(bundle, g, &s))
       continue; // float32 tables are host tensors of the base weights
     s.divideBy = g.recipe.scaledBy;
     s.factor = g.recipe.factor;
-    s.rows = g.rows;
-    s.cols = g.cols;
-    s.rowStride = int64_t(hw::packedRowBytes(s.format, size_t(s.cols)));
-    s.codes = bundle.data(*gather) + g.offset;
-    s.scales =
-        reinterpret_cast<const float *>(bundle.data(*gather) + g.scalesOffset);
     if (!s.divideBy.empty())
       s.divideBy = relative(s.divideBy);
     // Tables duplicate what a record of the same tensor already gives.
@@ -82,21 +114,23 @@ bool BundleWeights::readRows(const std::string &name, int64_t row,
   if (range.first == range.second)
     return base_.readRows(name, row, count, columns, out, error);
   for (int64_t r = row; r < row + count; ++r) {
+    // The row's columns, from one record or from one per group of columns.
     const Source *src = nullptr;
-    for (auto it = range.first; it != range.second; ++it)
-      if (r >= it->second.firstRow &&
-          r < it->second.firstRow + it->second.rows)
-        src = &it->second;
-    if (!src || src->cols != columns) {
+    int64_t covered = 0;
+    float *o = out + (r - row) * columns;
+    for (auto it = range.first; it != range.second; ++it) {
+      const Source &s = it->second;
+      if (!s.holds(r) || s.firstCol + s.cols > columns)
+        continue;
+      src = &s;
+      covered += s.cols;
+      s.unpack(r, o);
+    }
+    if (!src || covered != columns) {
       *error = "bundle has no weights for row " + std::to_string(r) + " of '" +
                name + "' with " + std::to_string(columns) + " columns";
       return false;
     }
-    const int64_t local = r - src->firstRow;
-    const uint8_t *bytes = src->codes + local * src->rowStride;
-    const float scale = src->scales[local];
-    float *o = out + (r - row) * columns;
-    hw::unpackRow(src->format, bytes, size_t(columns), scale, o);
     if (!src->divideBy.empty() || src->factor != 1.0f) {
       std::vector<float> by(size_t(columns), 1.0f);
       if (!src->divideBy.empty() &&

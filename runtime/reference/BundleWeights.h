@@ -16,6 +16,7 @@
 #include "runtime/reference/Reference.h"
 #include "hw/numerics/Quantize.h"
 #include "runtime/bundle/Bundle.h"
+#include "runtime/bundle/ModelManifest.h"
 
 #include <map>
 #include <memory>
@@ -25,6 +26,34 @@ namespace pccx::reference {
 /// The storage format of a manifest recipe {quantize, scheme}; false when
 /// the recipe is not quantized or names an unknown scheme.
 bool recipeFormat(const nlohmann::json &recipe, hw::WeightFormat *format);
+
+/// Packed codes and their scales in a bundle: a weight record's rows (one
+/// scale per row; with group scales, one record per group of columns) or a
+/// quantized gather table's (its scheme's groups in each row).
+struct PackedRows {
+  hw::WeightFormat format = hw::WeightFormat::Int4;
+  const uint8_t *codes = nullptr; ///< packed rows
+  int64_t rowStride = 0;          ///< bytes between rows
+  const float *scales = nullptr;  ///< `groups` per row
+  /// Rows [firstRow, +rows) and columns [firstCol, +cols) of the tensor;
+  /// each row has `groups` scales, one per `group` columns.
+  int64_t firstRow = 0, rows = 0, firstCol = 0, cols = 0;
+  int64_t groups = 1, group = 0;
+
+  /// A record of the weights section; false (with `error`) for an unknown
+  /// scheme. `bundle`'s manifest placed it inside the section.
+  static bool fromRecord(const bundle::Bundle &bundle,
+                         const bundle::WeightRecordEntry &r, PackedRows *out,
+                         std::string *error);
+  /// A quantized gather table; false for a float32 one.
+  static bool fromGather(const bundle::Bundle &bundle,
+                         const bundle::GatherEntry &g, PackedRows *out);
+  bool holds(int64_t row) const {
+    return row >= firstRow && row < firstRow + rows;
+  }
+  /// Row `row` (held) dequantized into its columns of `tensorRow`.
+  void unpack(int64_t row, float *tensorRow) const;
+};
 
 class BundleWeights : public Weights {
 public:
@@ -42,12 +71,7 @@ public:
   std::vector<std::string> quantizedTensors() const;
 
 private:
-  struct Source {
-    hw::WeightFormat format = hw::WeightFormat::Int4;
-    const uint8_t *codes = nullptr; ///< packed rows
-    int64_t rowStride = 0;          ///< bytes between rows
-    const float *scales = nullptr;
-    int64_t firstRow = 0, rows = 0, cols = 0;
+  struct Source : PackedRows {
     std::string divideBy; ///< relative name of a folded gain, or empty
     float factor = 1.0f;
   };

@@ -29,13 +29,9 @@ namespace {
 
 /// Where an exported tensor's values come from.
 struct Source {
-  enum Kind { Record, Gather, HostTensor, Ones, Zeros } kind = Zeros;
-  // Record / gather: packed rows and scales.
-  hw::WeightFormat format = hw::WeightFormat::Int4;
-  const uint8_t *codes = nullptr;
-  int64_t rowStride = 0;
-  const float *scales = nullptr;
-  int64_t firstRow = 0, rows = 0;
+  enum Kind { Packed, HostTensor } kind = Packed;
+  // Packed: a record's or a gather table's rows and scales.
+  PackedRows packed;
   // Host tensor: float32 values, to be divided by `divide`.
   const float *values = nullptr;
   float divide = 1.0f;
@@ -66,7 +62,6 @@ bool exportEffectiveWeights(const bundle::Bundle &bundle,
                                   bundle.path() + ": manifest config"))
     return false;
   // readModelManifest checked that every entry lies inside its section.
-  const bundle::SectionInfo *weights = bundle.find("weights");
   const bundle::SectionInfo *gather = bundle.find("gather");
   const bundle::SectionInfo *host = bundle.find("host_tensors");
 
@@ -76,18 +71,8 @@ bool exportEffectiveWeights(const bundle::Bundle &bundle,
   std::set<std::string> ones;
   for (const bundle::WeightRecordEntry &r : m.weightTable) {
     Source s;
-    s.kind = Source::Record;
-    if (!hw::parseScheme(r.recipe.scheme, &s.format)) {
-      *error = bundle.path() + ": weight_table entry with an unknown recipe";
+    if (!PackedRows::fromRecord(bundle, r, &s.packed, error))
       return false;
-    }
-    const int64_t scaleBytes = hw::recordScaleBytes(r.rows);
-    s.rowStride = hw::recordRowStride(s.format, r.cols);
-    s.scales =
-        reinterpret_cast<const float *>(bundle.data(*weights) + r.offset);
-    s.codes = bundle.data(*weights) + r.offset + scaleBytes;
-    s.firstRow = r.firstRow;
-    s.rows = r.rows;
     if (!r.recipe.scaledBy.empty())
       ones.insert(r.recipe.scaledBy);
     sources[r.recipe.tensor].push_back(s);
@@ -96,14 +81,7 @@ bool exportEffectiveWeights(const bundle::Bundle &bundle,
     if (sources.count(g.recipe.tensor))
       continue; // the LM head's records already give the tied table
     Source s;
-    s.rows = g.rows;
-    if (hw::parseFormatName(g.format, &s.format)) {
-      s.kind = Source::Gather;
-      s.codes = bundle.data(*gather) + g.offset;
-      s.scales = reinterpret_cast<const float *>(bundle.data(*gather) +
-                                                 g.scalesOffset);
-      s.rowStride = int64_t(hw::packedRowBytes(s.format, size_t(g.cols)));
-    } else {
+    if (!PackedRows::fromGather(bundle, g, &s.packed)) {
       s.kind = Source::HostTensor;
       s.values =
           reinterpret_cast<const float *>(bundle.data(*gather) + g.offset);
@@ -161,24 +139,24 @@ bool exportEffectiveWeights(const bundle::Bundle &bundle,
       } else if (it == sources.end()) {
         std::fill(row.begin(), row.end(), 0.0f);
       } else {
-        const Source *src = nullptr;
-        for (const Source &s : it->second)
-          if (s.kind == Source::HostTensor ||
-              (r >= s.firstRow && r < s.firstRow + s.rows))
-            src = &s;
-        if (!src) {
+        // A host tensor, or packed rows: one record or gather table, or
+        // one record per group of columns.
+        int64_t covered = 0;
+        for (const Source &s : it->second) {
+          if (s.kind == Source::HostTensor) {
+            for (int64_t c = 0; c < cols; ++c)
+              row[size_t(c)] = s.values[r * cols + c] / s.divide;
+            covered = cols;
+          } else if (s.packed.holds(r) &&
+                     s.packed.firstCol + s.packed.cols <= cols) {
+            s.packed.unpack(r, row.data());
+            covered += s.packed.cols;
+          }
+        }
+        if (covered != cols) {
           *error = bundle.path() + ": no weights for row " +
                    std::to_string(r) + " of '" + name + "'";
           return false;
-        }
-        if (src->kind == Source::HostTensor) {
-          for (int64_t c = 0; c < cols; ++c)
-            row[size_t(c)] = src->values[r * cols + c] / src->divide;
-        } else {
-          int64_t local = r - src->firstRow;
-          const uint8_t *bytes = src->codes + local * src->rowStride;
-          hw::unpackRow(src->format, bytes, size_t(cols),
-                        src->scales[local], row.data());
         }
       }
       if (!writer.writeFloats(name, row.data(), row.size(), error))

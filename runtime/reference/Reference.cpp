@@ -52,9 +52,8 @@ bool CheckpointWeights::readRows(const std::string &name, int64_t row,
 
 Int4Weights::Int4Weights(const Weights &base,
                          std::function<bool(const std::string &)> quantized,
-                         hw::ScaleRule scales)
-    : base_(base), quantized_(std::move(quantized)),
-      scheme_{hw::WeightFormat::Int4, scales} {}
+                         hw::QuantScheme scheme)
+    : base_(base), quantized_(std::move(quantized)), scheme_(scheme) {}
 
 bool Int4Weights::readRows(const std::string &name, int64_t row,
                            int64_t count, int64_t columns, float *out,

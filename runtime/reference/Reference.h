@@ -53,12 +53,14 @@ private:
 };
 
 /// Another source with INT4 quantization applied to the tensors `quantized`
-/// selects, row by row (hw::fakeQuantizeRow with `scales`).
+/// selects, row by row (hw::fakeQuantizeRow with `scheme`: its scale rule
+/// and group scales).
 class Int4Weights : public Weights {
 public:
   Int4Weights(const Weights &base,
               std::function<bool(const std::string &)> quantized,
-              hw::ScaleRule scales = hw::ScaleRule::Search);
+              hw::QuantScheme scheme = {hw::WeightFormat::Int4,
+                                        hw::ScaleRule::Search});
   bool readRows(const std::string &name, int64_t row, int64_t count,
                 int64_t columns, float *out,
                 std::string *error) const override;

@@ -36,7 +36,7 @@ bool runWindows(const ReferenceCheckpoint &checkpoint, const Weights &weights,
 
 bool measureSensitivity(const ReferenceCheckpoint &checkpoint,
                         const std::vector<std::vector<int32_t>> &windows,
-                        int64_t positions, hw::ScaleRule scales,
+                        int64_t positions, hw::QuantScheme int4,
                         std::vector<TensorSensitivity> *result,
                         std::string *error,
                         const std::function<void(size_t, size_t)> &progress) {
@@ -60,7 +60,7 @@ bool measureSensitivity(const ReferenceCheckpoint &checkpoint,
     const import::ExpectedTensor &t = tensors[k];
     Int4Weights one(
         *checkpoint.original,
-        [&](const std::string &name) { return name == t.name; }, scales);
+        [&](const std::string &name) { return name == t.name; }, int4);
     if (!runWindows(checkpoint, one, windows, positions, &quantized, error))
       return false;
     double kl = 0;
@@ -72,8 +72,7 @@ bool measureSensitivity(const ReferenceCheckpoint &checkpoint,
     TensorSensitivity s;
     s.name = t.name;
     s.meanKl = rows ? kl / double(rows) : 0;
-    s.int4Bytes =
-        hw::recordBytes(hw::WeightFormat::Int4, t.shape[0], t.shape[1]);
+    s.int4Bytes = hw::tensorRecordBytes(int4, t.shape[0], t.shape[1]);
     s.int8Bytes =
         hw::recordBytes(hw::WeightFormat::Int8, t.shape[0], t.shape[1]);
     result->push_back(s);

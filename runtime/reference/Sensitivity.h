@@ -25,12 +25,13 @@ struct TensorSensitivity {
 };
 
 /// `windows` are token sequences (each starting with BOS) of at most
-/// `positions` tokens. INT4 uses `scales`. `progress` (optional) is called
-/// after each tensor with (done, total).
+/// `positions` tokens. INT4 follows `int4` (scale rule and group scales;
+/// nearest rounding). `progress` (optional) is called after each tensor
+/// with (done, total).
 bool measureSensitivity(
     const ReferenceCheckpoint &checkpoint,
     const std::vector<std::vector<int32_t>> &windows, int64_t positions,
-    hw::ScaleRule scales, std::vector<TensorSensitivity> *result,
+    hw::QuantScheme int4, std::vector<TensorSensitivity> *result,
     std::string *error,
     const std::function<void(size_t, size_t)> &progress = {});
 

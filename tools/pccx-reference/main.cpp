@@ -46,6 +46,9 @@ OPTIONS:
   --int4-scales RULE   search (default: the scale with the least squared
                        row error) or absmax (scale max|row|/7), as
                        pccx-compile --int4-scales
+  --int4-group N       with --int4: one scale per N columns (a multiple of
+                       32), as pccx-compile --int4-group; 0 (default) one
+                       per row
   --bundle FILE        use exactly the weights the compiled bundle FILE
                        computes with (dequantized, folded gains divided
                        back out)
@@ -70,6 +73,7 @@ static int run(int argc, char **argv) {
   int64_t generate = 0, maxPositions = 0;
   bool int4 = false, decodeOnly = false, kvRecords = false;
   pccx::hw::ScaleRule int4Rule = pccx::hw::ScaleRule::Search;
+  int64_t int4Group = 0;
   pccx::tools::CommandLine cl("pccx-reference");
   auto fail = [&](const std::string &message) { return cl.fail(message); };
   cl.help([] { return std::string(kHelp); });
@@ -85,6 +89,7 @@ static int run(int argc, char **argv) {
       return "--int4-scales must be absmax or search, got '" + rule + "'";
     return std::string();
   });
+  cl.count("--int4-group", &int4Group);
   cl.flag("--int4", &int4);
   cl.flag("--decode-only", &decodeOnly);
   cl.flag("--kv-records", &kvRecords);
@@ -108,8 +113,12 @@ static int run(int argc, char **argv) {
   const pccx::import::Gemma3nTextConfig &config = checkpoint->config;
   const std::string &prefix = checkpoint->prefix;
   const pccx::reference::Weights &original = *checkpoint->original;
+  if (std::string why = pccx::hw::checkGroup(int4Group); !why.empty())
+    return fail("--int4-group: " + why);
   pccx::reference::Int4Weights quantized(
-      original, pccx::import::isInt4ByDefault, int4Rule);
+      original, pccx::import::isInt4ByDefault,
+      {pccx::hw::WeightFormat::Int4, int4Rule,
+       pccx::hw::Rounding::Nearest, int4Group});
   if (int4 && !bundlePath.empty())
     return fail("--int4 and --bundle exclude each other");
   std::unique_ptr<pccx::bundle::Bundle> bundle;

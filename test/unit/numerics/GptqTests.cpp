@@ -169,10 +169,10 @@ TEST(Gptq, SchemeNames) {
   EXPECT_EQ(s.format, WeightFormat::Int4);
   EXPECT_EQ(s.scales, ScaleRule::Search);
   EXPECT_EQ(s.rounding, Rounding::Gptq);
-  EXPECT_STREQ(schemeName(s), "int4_per_row_search_gptq");
+  EXPECT_EQ(schemeName(s), "int4_per_row_search_gptq");
   ASSERT_TRUE(parseScheme("int4_per_row_gptq", &s));
   EXPECT_EQ(s.scales, ScaleRule::AbsMax);
-  EXPECT_STREQ(schemeName(s), "int4_per_row_gptq");
+  EXPECT_EQ(schemeName(s), "int4_per_row_gptq");
   ASSERT_TRUE(parseScheme("int4_per_row_search", &s));
   EXPECT_EQ(s.rounding, Rounding::Nearest);
   WeightFormat format;

@@ -239,7 +239,7 @@ TEST(Quantize, SchemeAndRuleNames) {
   ASSERT_TRUE(parseScheme("int4_per_row_search", &s));
   EXPECT_EQ(s.format, WeightFormat::Int4);
   EXPECT_EQ(s.scales, ScaleRule::Search);
-  EXPECT_STREQ(schemeName(s), "int4_per_row_search");
+  EXPECT_EQ(schemeName(s), "int4_per_row_search");
   ASSERT_TRUE(parseScheme("int4_per_row", &s));
   EXPECT_EQ(s.scales, ScaleRule::AbsMax);
   ASSERT_TRUE(parseScheme("int8_per_row", &s));
@@ -253,6 +253,73 @@ TEST(Quantize, SchemeAndRuleNames) {
   EXPECT_EQ(rule, ScaleRule::Search);
   EXPECT_STREQ(scaleRuleName(ScaleRule::AbsMax), "absmax");
   EXPECT_FALSE(parseScaleRule("mse", &rule));
+}
+
+TEST(Quantize, GroupSchemeNames) {
+  QuantScheme s;
+  ASSERT_TRUE(parseScheme("int4_g64_search", &s));
+  EXPECT_EQ(s.format, WeightFormat::Int4);
+  EXPECT_EQ(s.scales, ScaleRule::Search);
+  EXPECT_EQ(s.group, 64);
+  EXPECT_EQ(schemeName(s), "int4_g64_search");
+  ASSERT_TRUE(parseScheme("int4_g32", &s));
+  EXPECT_EQ(s.scales, ScaleRule::AbsMax);
+  EXPECT_EQ(s.group, 32);
+  EXPECT_EQ(schemeName(s), "int4_g32");
+  ASSERT_TRUE(parseScheme("int4_g128_search_gptq", &s));
+  EXPECT_EQ(s.rounding, Rounding::Gptq);
+  EXPECT_EQ(s.group, 128);
+  ASSERT_TRUE(parseScheme("int4_per_row_gptq", &s));
+  EXPECT_EQ(s.group, 0);
+  EXPECT_EQ(s.rounding, Rounding::Gptq);
+  // Not a multiple of 32, zero, leading zeros, too wide, no digits.
+  for (const char *bad : {"int4_g48_search", "int4_g0", "int4_g032",
+                          "int4_g65536", "int4_g_search", "int4_g64_per_row",
+                          "int4_g99999999999999999999"})
+    EXPECT_FALSE(parseScheme(bad, &s)) << bad;
+  EXPECT_EQ(checkGroup(0), "");
+  EXPECT_EQ(checkGroup(96), "");
+  EXPECT_NE(checkGroup(16), "");
+  EXPECT_NE(checkGroup(-32), "");
+}
+
+TEST(Quantize, GroupScalesQuantizeEachGroupAsARow) {
+  // 80 columns in groups of 32: two whole groups and one of 16.
+  std::vector<float> row(80);
+  for (size_t i = 0; i < row.size(); ++i)
+    row[i] = float(std::sin(0.37 * double(i))) * (i < 32 ? 0.01f : 1.0f);
+  QuantScheme grouped{WeightFormat::Int4, ScaleRule::Search, Rounding::Nearest,
+                      32};
+  EXPECT_EQ(groupCount(grouped, 80), 3);
+  EXPECT_EQ(groupWidth(grouped, 80), 32);
+  std::vector<int8_t> q(80), qg(32);
+  float scales[3];
+  quantizeRowGroups(grouped, row.data(), row.size(), q.data(), scales);
+  const size_t starts[] = {0, 32, 64}, widths[] = {32, 32, 16};
+  for (int g = 0; g < 3; ++g) {
+    const float s = quantizeRowInt4Search(row.data() + starts[g], widths[g],
+                                          qg.data());
+    EXPECT_EQ(scales[g], s) << g;
+    for (size_t i = 0; i < widths[g]; ++i)
+      EXPECT_EQ(q[starts[g] + i], qg[i]) << g << " " << i;
+  }
+  // The small first group keeps its own scale: far smaller error than one
+  // scale for the whole row.
+  std::vector<float> byGroup(row), byRow(row);
+  fakeQuantizeRow(grouped, byGroup.data(), byGroup.size());
+  fakeQuantizeRow(QuantScheme{WeightFormat::Int4, ScaleRule::Search},
+                  byRow.data(), byRow.size());
+  double groupErr = 0, rowErr = 0;
+  for (size_t i = 0; i < 32; ++i) {
+    groupErr += std::abs(byGroup[i] - row[i]);
+    rowErr += std::abs(byRow[i] - row[i]);
+  }
+  EXPECT_LT(groupErr * 10, rowErr);
+  EXPECT_EQ(tensorRecordBytes(grouped, 4, 80),
+            recordBytes(WeightFormat::Int4, 4, 32) * 2 +
+                recordBytes(WeightFormat::Int4, 4, 16));
+  EXPECT_EQ(tensorRecordBytes(QuantScheme{}, 4, 80),
+            recordBytes(WeightFormat::Int4, 4, 80));
 }
 
 } // namespace

@@ -373,7 +373,8 @@ TEST(Reference, SlidingWindowMasksOldPositions) {
 TEST(Reference, QuantizedWeightsStayClose) {
   GeneratedModel m(tinyConfig());
   // Absmax scales: their levels are known multiples of max|row| / 7.
-  Int4Weights int4(*m.weights, import::isInt4ByDefault, hw::ScaleRule::AbsMax);
+  Int4Weights int4(*m.weights, import::isInt4ByDefault,
+                   {hw::WeightFormat::Int4, hw::ScaleRule::AbsMax});
   std::vector<int32_t> tokens = testTokens(10, int(m.config.vocab_size));
   std::vector<float> a = run(m.config, *m.weights, tokens, {10});
   std::vector<float> b = run(m.config, int4, tokens, {10});
