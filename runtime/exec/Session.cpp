@@ -1,6 +1,8 @@
 //===- Session.cpp - the per-token driver ---------------------------------===//
 
 #include "runtime/exec/Session.h"
+
+#include "runtime/exec/ProgramWalk.h"
 #include "runtime/sim/WorkerPool.h"
 
 #include "hw/abi/PatchSources.h"
@@ -480,6 +482,53 @@ bool Session::runBatch(const std::vector<StepRow> &rows,
   return true;
 }
 
+bool Session::pushRecord(const Program &program, uint32_t i,
+                         const std::vector<RowBinding> &rows,
+                         std::string *why) {
+  const WeightRef &rec = program.weights[i];
+  if (rec.kind == WeightRef::Kind::Dynamic) {
+    if (dynamic_.empty()) {
+      *why = "word " + std::to_string(i) +
+             " needs a weight record no host kernel produced";
+      return false;
+    }
+    inFlight_.push_back(std::move(dynamic_.front()));
+    dynamic_.pop_front();
+    device_->pushHostWeights(inFlight_.back().data(),
+                             inFlight_.back().size());
+    stats_.weightBytes += inFlight_.back().size();
+  } else if (rec.kind != WeightRef::Kind::None) {
+    // Records of registered buffers go by handle: the static ones in
+    // the weights section, KV records and masks in the cache buffers.
+    device::WeightHandle handle;
+    const float *exact = nullptr;
+    if (rec.kind == WeightRef::Kind::Static) {
+      handle = {weightsBuffer_, rec.offset, rec.bytes};
+    } else if (rec.kind == WeightRef::Kind::Cache) {
+      const Sequence &seq =
+          *rows[rec.row >= 0 ? size_t(rec.row) : 0].sequence;
+      const host::KvCache &cache = seq.caches[size_t(rec.cache)];
+      const uint64_t bytes = uint64_t(cache.recordBytes());
+      handle = {seq.cacheBuffer[size_t(rec.cache)], rec.part * bytes,
+                bytes};
+      exact = cache.exactRecord(rec.part);
+    } else {
+      const MaskSet &set = masks_[size_t(maskOf_[size_t(rec.cache)])];
+      const uint64_t bytes = uint64_t(set.recordBytes);
+      handle = {set.memory.id, rec.part * bytes, bytes};
+    }
+    std::string reason;
+    if (!device_->pushWeights(handle, exact, &reason)) {
+      *why = "word " + std::to_string(i) + ": " + reason;
+      return false;
+    }
+    stats_.weightBytes += handle.bytes;
+    if (rec.kind != WeightRef::Kind::Static)
+      stats_.kvRecordBytes += handle.bytes;
+  }
+  return true;
+}
+
 bool Session::run(const Program &program, std::vector<uint64_t> &words,
                   const int32_t *tokens, const std::vector<RowBinding> &rows,
                   std::vector<float> *logits, std::string *error) {
@@ -496,30 +545,13 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
     weightsRegistered_ = true;
   }
   // Patch fields in place: each site's field is located already.
-  for (const PatchSite &p : program.patches) {
-    // Scale and offset come from the manifest: the value is computed with
-    // overflow checks, then range-checked against the field.
-    const int64_t source = bundle::patchSourceValue(
-        p.source, rows[size_t(p.delta)].position, tokens[p.delta], p.window);
-    int64_t value;
-    if (!checkedMulAdd(source, p.scale, p.offset, &value)) {
-      *error = where("patching " + std::string(isa::fieldInfo(p.field).name) +
-                     " of word " + std::to_string(p.word) + ": " +
-                     std::to_string(source) + " * " + std::to_string(p.scale) +
-                     " + " + std::to_string(p.offset) + " overflows 64 bits");
-      return false;
-    }
-    if (value < 0 || uint64_t(value) > p.maxValue) {
-      const std::string why =
-          value < 0 ? "negative" : isa::checkField(p.field, uint64_t(value));
-      *error = where("patching " + std::string(isa::fieldInfo(p.field).name) +
-                     " of word " + std::to_string(p.word) + " to " +
-                     std::to_string(value) + ": " + why);
-      return false;
-    }
-    const uint64_t mask = uint64_t(p.maxValue) << p.lo;
-    uint64_t &w = words[p.word];
-    w = (w & ~mask) | (uint64_t(value) << p.lo);
+  std::string why;
+  if (!patchProgram(
+          program, words,
+          [&](int64_t r) { return rows[size_t(r)].position; },
+          [&](int64_t r) { return tokens[r]; }, &why)) {
+    *error = where(why);
+    return false;
   }
 
   for (const RowBinding &row : rows)
@@ -546,7 +578,7 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
                      0.0f);
   ctx.logits = &stepLogits_;
 
-  auto runEvent = [&](const Event &e) {
+  auto runEvent = [&](const Segment &, const Event &e) {
     if (e.kind == Event::Kind::Sync) {
       ++stats_.syncs;
       return device_->sync(error);
@@ -559,70 +591,32 @@ bool Session::run(const Program &program, std::vector<uint64_t> &words,
     ++stats_.hostOps;
     return true;
   };
-  for (const Segment &seg : program.segments) {
-    size_t next = 0;
-    for (uint32_t i = seg.begin; i < seg.end; ++i) {
-      while (next < seg.events.size() && seg.events[next].at == i)
-        if (!runEvent(seg.events[next++]))
-          return false;
-      const WeightRef &rec = program.weights[i];
-      if (rec.kind == WeightRef::Kind::Dynamic) {
-        if (dynamic_.empty()) {
-          *error = where("word " + std::to_string(i) +
-                         " needs a weight record no host kernel produced");
-          return false;
-        }
-        inFlight_.push_back(std::move(dynamic_.front()));
-        dynamic_.pop_front();
-        device_->pushHostWeights(inFlight_.back().data(),
-                                 inFlight_.back().size());
-        stats_.weightBytes += inFlight_.back().size();
-      } else if (rec.kind != WeightRef::Kind::None) {
-        // Records of registered buffers go by handle: the static ones in
-        // the weights section, KV records and masks in the cache buffers.
-        device::WeightHandle handle;
-        const float *exact = nullptr;
-        if (rec.kind == WeightRef::Kind::Static) {
-          handle = {weightsBuffer_, rec.offset, rec.bytes};
-        } else if (rec.kind == WeightRef::Kind::Cache) {
-          const Sequence &seq =
-              *rows[rec.row >= 0 ? size_t(rec.row) : 0].sequence;
-          const host::KvCache &cache = seq.caches[size_t(rec.cache)];
-          const uint64_t bytes = uint64_t(cache.recordBytes());
-          handle = {seq.cacheBuffer[size_t(rec.cache)], rec.part * bytes,
-                    bytes};
-          exact = cache.exactRecord(rec.part);
-        } else {
-          const MaskSet &set = masks_[size_t(maskOf_[size_t(rec.cache)])];
-          const uint64_t bytes = uint64_t(set.recordBytes);
-          handle = {set.memory.id, rec.part * bytes, bytes};
-        }
-        std::string why;
-        if (!device_->pushWeights(handle, exact, &why)) {
-          *error = where("word " + std::to_string(i) + ": " + why);
-          return false;
-        }
-        stats_.weightBytes += handle.bytes;
-        if (rec.kind != WeightRef::Kind::Static)
-          stats_.kvRecordBytes += handle.bytes;
-      }
-      std::string why;
-      if (!device_->issue(words[i], i, &why)) {
-        *error = where("segment " + seg.name + ": " + why);
-        return false;
-      }
-      ++stats_.instructions;
+  auto issueWord = [&](const Segment &seg, uint32_t i) {
+    std::string why;
+    if (!pushRecord(program, i, rows, &why)) {
+      *error = where(why);
+      return false;
     }
-    while (next < seg.events.size())
-      if (!runEvent(seg.events[next++]))
-        return false;
+    if (!device_->issue(words[i], i, &why)) {
+      *error = where("segment " + seg.name + ": " + why);
+      return false;
+    }
+    ++stats_.instructions;
+    return true;
+  };
+  auto endSegment = [&](const Segment &seg) {
     std::string why;
     if (!device_->sync(&why) || !device_->finishSegment(&why)) {
       *error = where("segment " + seg.name + ": " + why);
       return false;
     }
     inFlight_.clear();
-  }
+    return true;
+  };
+  if (!walkProgram(
+          program, [](const Segment &) { return true; }, runEvent, issueWord,
+          endSegment))
+    return false;
   if (!dynamic_.empty()) {
     *error = where(std::to_string(dynamic_.size()) +
                    " weight records produced by host kernels were not used");

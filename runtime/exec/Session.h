@@ -148,6 +148,11 @@ private:
     int64_t position = 0, last = 0;
   };
 
+  /// Pushes the weight record word `i` of `program` consumes, if any: a
+  /// static record, a KV record or mask of the step's rows, or the next one
+  /// a host kernel produced.
+  bool pushRecord(const Program &program, uint32_t i,
+                  const std::vector<RowBinding> &rows, std::string *why);
   bool run(const Program &program, std::vector<uint64_t> &words,
            const int32_t *tokens, const std::vector<RowBinding> &rows,
            std::vector<float> *logits, std::string *error);

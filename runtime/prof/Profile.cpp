@@ -2,6 +2,8 @@
 
 #include "runtime/prof/Profile.h"
 
+#include "runtime/exec/ProgramWalk.h"
+
 #include "hw/abi/PatchSources.h"
 #include "hw/isa/Isa.h"
 #include "hw/numerics/Quantize.h"
@@ -916,18 +918,14 @@ bool Replay::run() {
   // The runtime's patch values; token ids only move host-window offsets
   // and gather rows, which cost the same for every id, so token 0 stands
   // in for them.
-  for (const exec::PatchSite &p : prog_.patches) {
-    const int64_t value =
-        bundle::patchSourceValue(p.source, ctx_.rowPosition(pos_, p.delta), 0,
-                                 p.window) *
-            p.scale +
-        p.offset;
-    if (value < 0 || uint64_t(value) > p.maxValue)
-      return fail(p.word, std::string("patching ") +
-                              isa::fieldInfo(p.field).name + " to " +
-                              std::to_string(value) + " does not fit");
-    const uint64_t mask = uint64_t(p.maxValue) << p.lo;
-    words_[p.word] = (words_[p.word] & ~mask) | (uint64_t(value) << p.lo);
+  std::string why;
+  if (!exec::patchProgram(
+          prog_, words_,
+          [&](int64_t r) { return ctx_.rowPosition(pos_, r); },
+          [](int64_t) { return 0; }, &why)) {
+    *error_ = prog_.section + " at position " + std::to_string(pos_) + ": " +
+              why;
+    return false;
   }
   // Session::setMasks: one scale per slot and step row of every distinct
   // (slots, window) of the key records, stored into the DMA buffer.
@@ -944,36 +942,37 @@ bool Replay::run() {
                 "runtime_copy:attention_masks", "attention masks of the step");
   }
   RopeTables ropeTables; // built once per step, as the kernels do
-  for (const exec::Segment &seg : prog_.segments) {
-    const double begin = tl().hostNow();
-    auto runEvent = [&](const exec::Event &e) {
-      if (e.kind == exec::Event::Kind::Sync) {
-        ++out_->counts.syncs;
-        sync("sync in " + seg.name);
-        return;
-      }
-      const host::BoundCall &call = prog_.calls[e.call];
-      const std::string kernel = abi::kernelInfo(call.kernel).name;
-      tl().host(hostWorkNs(hostWork(call, ctx_, pos_, &ropeTables), p_,
-                           prog_.rows),
-                "host:" + kernel,
-                seg.name + " " + kernel);
-      ++out_->counts.hostOps;
-    };
-    size_t next = 0;
-    for (uint32_t i = seg.begin; i < seg.end; ++i) {
-      while (next < seg.events.size() && seg.events[next].at == i)
-        runEvent(seg.events[next++]);
-      if (!issue(i, seg.name))
-        return false;
+  double begin = 0;
+  auto startSegment = [&](const exec::Segment &) {
+    begin = tl().hostNow();
+    return true;
+  };
+  auto runEvent = [&](const exec::Segment &seg, const exec::Event &e) {
+    if (e.kind == exec::Event::Kind::Sync) {
+      ++out_->counts.syncs;
+      sync("sync in " + seg.name);
+      return true;
     }
-    while (next < seg.events.size())
-      runEvent(seg.events[next++]);
+    const host::BoundCall &call = prog_.calls[e.call];
+    const std::string kernel = abi::kernelInfo(call.kernel).name;
+    tl().host(hostWorkNs(hostWork(call, ctx_, pos_, &ropeTables), p_,
+                         prog_.rows),
+              "host:" + kernel, seg.name + " " + kernel);
+    ++out_->counts.hostOps;
+    return true;
+  };
+  auto issueWord = [&](const exec::Segment &seg, uint32_t i) {
+    return issue(i, seg.name);
+  };
+  auto endSegment = [&](const exec::Segment &seg) {
     // Session: sync, then finishSegment (which syncs again).
     sync("end of " + seg.name);
     sync("finish " + seg.name);
     out_->segments.push_back({seg.name, (tl().hostNow() - begin) * 1e-9});
-  }
+    return true;
+  };
+  if (!exec::walkProgram(prog_, startSegment, runEvent, issueWord, endSegment))
+    return false;
   out_->seconds = tl().hostNow() * 1e-9;
   for (const auto &[category, ns] : tl().criticalPath())
     out_->breakdown[category] = ns * 1e-9;
