@@ -114,13 +114,15 @@ bool BundleWeights::readRows(const std::string &name, int64_t row,
   if (range.first == range.second)
     return base_.readRows(name, row, count, columns, out, error);
   for (int64_t r = row; r < row + count; ++r) {
-    // The row's columns, from one record or from one per group of columns.
+    // The row's columns, from one record or from one per group of columns,
+    // in column order (the table's), each starting where the last ended.
     const Source *src = nullptr;
     int64_t covered = 0;
     float *o = out + (r - row) * columns;
     for (auto it = range.first; it != range.second; ++it) {
       const Source &s = it->second;
-      if (!s.holds(r) || s.firstCol + s.cols > columns)
+      if (!s.holds(r) || s.firstCol != covered ||
+          s.firstCol + s.cols > columns)
         continue;
       src = &s;
       covered += s.cols;

@@ -147,7 +147,7 @@ bool exportEffectiveWeights(const bundle::Bundle &bundle,
             for (int64_t c = 0; c < cols; ++c)
               row[size_t(c)] = s.values[r * cols + c] / s.divide;
             covered = cols;
-          } else if (s.packed.holds(r) &&
+          } else if (s.packed.holds(r) && s.packed.firstCol == covered &&
                      s.packed.firstCol + s.packed.cols <= cols) {
             s.packed.unpack(r, row.data());
             covered += s.packed.cols;
