@@ -14,6 +14,8 @@ The library is found at $PCCXRT_LIBRARY when set, else as build/lib/
 libpccxrt.so of the source tree this file sits in, else as PREFIX/lib/
 libpccxrt.so when this file is installed in PREFIX/lib/python3/dist-packages
 (make install), else by the dynamic linker's search path (libpccxrt.so).
+When it does not load, the import raises OSError naming the paths tried
+and PCCXRT_LIBRARY.
 """
 
 import ctypes
@@ -32,17 +34,21 @@ class PccxrtError(RuntimeError):
     """A failure reported by libpccxrt (the message comes from the runtime)."""
 
 
-def library_path():
-    """Where libpccxrt.so is loaded from (see the module's documentation)."""
+def _library_candidates():
+    """The places library_path() looks, in order: $PCCXRT_LIBRARY alone when
+    set, else the source tree's build, the install prefix, the linker."""
     env = os.environ.get("PCCXRT_LIBRARY")
     if env:
-        return env
+        return [env]
     here = os.path.dirname(os.path.abspath(__file__))
-    for candidate in (os.path.join(here, "..", "..", "build", "lib", "libpccxrt.so"),
-                      os.path.join(here, "..", "..", "libpccxrt.so")):
-        if os.path.exists(candidate):
-            return os.path.normpath(candidate)
-    return "libpccxrt.so"
+    return [os.path.normpath(os.path.join(here, "..", "..", "build", "lib", "libpccxrt.so")),
+            os.path.normpath(os.path.join(here, "..", "..", "libpccxrt.so")), "libpccxrt.so"]
+
+
+def library_path():
+    """Where libpccxrt.so is loaded from (see the module's documentation)."""
+    candidates = _library_candidates()
+    return next((c for c in candidates[:-1] if os.path.exists(c)), candidates[-1])
 
 
 class _Sampling(ctypes.Structure):
@@ -52,7 +58,22 @@ class _Sampling(ctypes.Structure):
 
 
 def _load():
-    lib = ctypes.CDLL(library_path())
+    path = library_path()
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        # ctypes' message names only the last path; say where else the module
+        # looked and how to point it at the library.
+        if os.environ.get("PCCXRT_LIBRARY"):
+            tried = "$PCCXRT_LIBRARY=" + path
+        elif path != "libpccxrt.so":
+            tried = path  # there, but it does not load
+        else:
+            tried = ", ".join(_library_candidates()[:-1]) + \
+                " (absent) and libpccxrt.so on the dynamic linker's path (LD_LIBRARY_PATH, ldconfig)"
+        raise OSError("pccxrt: cannot load libpccxrt.so (%s); tried %s. Set PCCXRT_LIBRARY to the library's "
+                      "path: build/lib/libpccxrt.so of a build, PREFIX/lib/libpccxrt.so after make install"
+                      % (e, tried)) from None
     handle, i32p, f32p = ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_float)
     size_t, sizep = ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)
     signatures = {
