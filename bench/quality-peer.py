@@ -212,7 +212,7 @@ def bpw_bundle(info_path, manifest_path, ckpt):
         return m.group(1).upper() + per
     print(json.dumps({"body_bytes": body_b, "body_weights": body_w, "bytes": stored,
                       "weights": checkpoint_weights(ckpt), "head": fmt(head),
-                      "ple": fmt(ple.get("format")),
+                      "ple": fmt(ple.get("recipe", {}).get("scheme") or ple.get("format")),
                       "body_types": sorted({e["recipe"].get("scheme", "?") for e in manifest["weight_table"]
                                             if any(ATTN_FFN_HF.match(n) for n in source_tensors(e["recipe"]))})}))
 

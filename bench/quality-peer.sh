@@ -145,11 +145,9 @@ done
 CONFIGS="pccx-default||this project, default (\`pccx-compile\` with no options)
 pccx-emb8|--int8-weights embed_tokens\\.weight|this project, \`--int8-weights 'embed_tokens\\.weight'\`
 pccx-gptq-datafree|--int4-rounding gptq|this project, \`--int4-rounding gptq\` (data-free)"
-# Every named preset the compiler offers (an enumerated --preset option).
-PRESETS=$("$BIN/pccx-compile" --help 2>&1 | awk '
-  /^ *--preset[=<]/ { on = 1; next }
-  on && /^ +=[A-Za-z0-9_.-]+ / { sub(/^ +=/, ""); print $1; next }
-  { on = 0 }')
+# Every named preset the compiler offers (--preset=<a|b|c> in --help).
+PRESETS=$("$BIN/pccx-compile" --help 2>&1 |
+  sed -n 's/^ *--preset=<\([A-Za-z0-9_.|-]*\)>.*/\1/p' | tr '|' ' ')
 for p in $PRESETS; do
   CONFIGS="$CONFIGS
 pccx-preset-$p|--preset $p|this project, \`--preset $p\`"

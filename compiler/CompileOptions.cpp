@@ -11,6 +11,7 @@
 
 #include <cassert>
 #include <cstdlib>
+#include <cstring>
 
 using namespace llvm;
 
@@ -76,6 +77,16 @@ bool compileOptionsFromCL(CompileOptions *options, std::string *error) {
   if (!Codec<Type, Form>::read(Flag, cl.Member, &o.Member, error))             \
     return false;
 #include "hw/abi/CompileOptions.def"
+  // A preset fills the options it names unless they were given.
+  auto given = [&](const char *flag) {
+#define PCCX_COMPILE_OPTION(Member, Type, Default, Flag, ...)                  \
+  if (std::strcmp(flag, Flag) == 0)                                            \
+    return cl.Member.getNumOccurrences() != 0;
+#include "hw/abi/CompileOptions.def"
+    return false;
+  };
+  if (!o.preset.empty() && !applyPreset(o.preset, o, given, error))
+    return false;
   if (o.attention == Attention::Npu && cl.kvDtype.getNumOccurrences()) {
     *error = "--kv-dtype sets the host KV caches of --attention host; with "
              "attention on the NPU the caches are INT8 weight records "

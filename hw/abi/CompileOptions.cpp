@@ -118,6 +118,34 @@ bool CompileOptions::int8BudgetFraction(double *fraction,
   return true;
 }
 
+const std::vector<CompilePreset> &compilePresets() {
+  // Measured with bench/quality-peer.sh (docs/quantization.md, Presets).
+  static const std::vector<CompilePreset> presets = {
+      {"compact", 0, ""},
+      {"balanced", 128, "embed_tokens\\.weight"},
+      {"quality", 32, "embed_tokens\\.weight|embed_tokens_per_layer\\.weight"},
+  };
+  return presets;
+}
+
+bool applyPreset(const std::string &name, CompileOptions &options,
+                 const std::function<bool(const char *)> &given,
+                 std::string *error) {
+  std::string names;
+  for (const CompilePreset &p : compilePresets()) {
+    if (name == p.name) {
+      if (!given("int4-group"))
+        options.int4Group = p.int4Group;
+      if (!given("int8-weights"))
+        options.int8Weights = p.int8Weights;
+      return true;
+    }
+    names += std::string(names.empty() ? "" : ", ") + p.name;
+  }
+  *error = "--preset must be one of " + names + ", got '" + name + "'";
+  return false;
+}
+
 std::string tokenizerModel(const CompileOptions &options,
                            const std::string &checkpointDir) {
   return options.tokenizer.empty() ? checkpointDir + "/tokenizer.model"

@@ -17,8 +17,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pccx {
 
@@ -131,6 +133,21 @@ struct CompileOptions {
   /// --int8-budget and the text given.
   bool int8BudgetFraction(double *fraction, std::string *error) const;
 };
+
+/// A named preset of the weight options: the values it gives the options
+/// it names (CompileOptions.def's preset row; docs/quantization.md).
+struct CompilePreset {
+  const char *name;
+  int64_t int4Group;
+  const char *int8Weights;
+};
+/// Every preset, in --help order.
+const std::vector<CompilePreset> &compilePresets();
+/// `options` with preset `name`'s values for the options `given(flag)`
+/// does not name (flag without "--"); the error lists the presets.
+bool applyPreset(const std::string &name, CompileOptions &options,
+                 const std::function<bool(const char *)> &given,
+                 std::string *error);
 
 /// The tokenizer model of a compile of `checkpointDir`: options.tokenizer,
 /// else CKPT_DIR/tokenizer.model (which may not exist).
