@@ -48,6 +48,12 @@ bool BatchEngine::start(std::string *error) {
   if (!scheduler_.init(error))
     return false;
   stats_.slots = scheduler_.parallel();
+  slotOwner_.assign(size_t(scheduler_.parallel()), -1);
+  positions_.assign(size_t(scheduler_.parallel()), 0);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    publishSlots();
+  }
   started_ = true;
   thread_ = std::thread([this] { loop(); });
   return true;
@@ -72,8 +78,11 @@ void BatchEngine::loop() {
         scheduler_.cancel(it->second);
         schedulerId_.erase(it);
       }
+      left(id); // (a cancelled request's onDone is not called)
     }
     cancelled_.clear();
+    for (size_t i = 0; i < positions_.size(); ++i)
+      positions_[i] = session_.position(int(i));
     lock.unlock();
     const auto t0 = Clock::now();
     std::string error;
@@ -92,12 +101,65 @@ void BatchEngine::loop() {
     stats_.stepRows = s.stepRows;
     stats_.busy = scheduler_.running();
     stats_.waiting = scheduler_.queued() + incoming_.size();
+    publishSlots();
   }
+}
+
+void BatchEngine::admitted(int64_t id, int64_t reused,
+                           const std::vector<int32_t> &prompt) {
+  // Admission rewinds or resets the slot it picks and no other: a free
+  // slot whose position moved is it. Otherwise it held `reused` tokens
+  // already, and the scheduler took the first free slot with the longest
+  // prefix of the prompt (any free slot when none keeps a token).
+  int chosen = -1;
+  for (size_t i = 0; i < slotOwner_.size() && chosen < 0; ++i)
+    if (slotOwner_[i] < 0 && session_.position(int(i)) != positions_[i])
+      chosen = int(i);
+  for (size_t i = 0; i < slotOwner_.size() && chosen < 0; ++i) {
+    if (slotOwner_[i] >= 0 || positions_[i] != reused)
+      continue;
+    const std::vector<int32_t> &held = session_.tokens(int(i));
+    if (reused == 0 || (size_t(reused) <= prompt.size() &&
+                        held.size() >= size_t(reused) &&
+                        std::equal(held.begin(), held.begin() + reused,
+                                   prompt.begin())))
+      chosen = int(i);
+  }
+  if (chosen < 0)
+    return;
+  slotOwner_[size_t(chosen)] = id;
+  positions_[size_t(chosen)] = session_.position(chosen);
+  // Shown at once, not after the iteration (a long one on a big context).
+  std::lock_guard<std::mutex> lock(mutex_);
+  publishSlots();
+}
+
+void BatchEngine::left(int64_t id) {
+  for (int64_t &owner : slotOwner_)
+    if (owner == id)
+      owner = -1;
+}
+
+void BatchEngine::publishSlots() {
+  slotStates_.resize(slotOwner_.size());
+  publishedOwner_ = slotOwner_;
+  for (size_t i = 0; i < slotOwner_.size(); ++i)
+    slotStates_[i] = {slotOwner_[i] >= 0, session_.position(int(i))};
+}
+
+std::vector<SlotState> BatchEngine::slotStates() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return slotStates_;
 }
 
 void BatchEngine::cancel(int64_t id) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // Its reply has ended: its slot is free as far as anyone asking can
+    // tell, though the engine takes it back at its next iteration.
+    for (size_t i = 0; i < publishedOwner_.size(); ++i)
+      if (publishedOwner_[i] == id)
+        slotStates_[i].processing = false;
     for (auto it = incoming_.begin(); it != incoming_.end(); ++it)
       if (it->first == id) {
         incoming_.erase(it);
@@ -165,21 +227,24 @@ bool BatchEngine::complete(const std::vector<int32_t> &prompt,
       pending->promptScores.insert(pending->promptScores.end(),
                                    scores.begin(), scores.end());
     };
-  request.onAdmit = [pending](int64_t reused) {
-    std::lock_guard<std::mutex> lock(pending->mutex);
-    pending->reused = reused;
-  };
   int64_t id;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     id = nextId_++;
   }
-  // Runs on the engine thread, inside an iteration (mutex_ not held).
+  // These run on the engine thread, inside an iteration (mutex_ not held).
+  request.onAdmit = [this, id, pending, prompt](int64_t reused) {
+    admitted(id, reused, prompt);
+    std::lock_guard<std::mutex> lock(pending->mutex);
+    pending->reused = reused;
+  };
   request.onDone = [this, id, pending](const app::GenerateResult &result,
                                        const std::string &why) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       schedulerId_.erase(id);
+      left(id);
+      publishSlots(); // before its client has the reply
     }
     {
       std::lock_guard<std::mutex> lock(pending->mutex);

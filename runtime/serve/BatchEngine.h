@@ -23,6 +23,14 @@
 
 namespace pccx::serve {
 
+/// One slot of the session as GET /slots shows it.
+struct SlotState {
+  bool processing = false; ///< a request holds it
+  /// Tokens its KV cache holds: a request whose prompt starts with them
+  /// does not consume them again.
+  int64_t cachedTokens = 0;
+};
+
 struct EngineStats {
   int slots = 0, busy = 0;
   size_t waiting = 0;
@@ -46,11 +54,21 @@ public:
                 const app::ReplyOptions &options, app::Reply *reply,
                 std::string *error);
   EngineStats stats() const;
+  /// Each slot: whether a request holds it, the tokens its cache holds (as
+  /// of the engine's last iteration).
+  std::vector<SlotState> slotStates() const;
 
 private:
   struct Pending;
   void loop();
   void cancel(int64_t id);
+  /// The engine thread's record of which request holds which slot (the
+  /// scheduler does not tell): the slot request `id` was admitted to, with
+  /// `reused` prompt tokens kept, and the slot a request leaves.
+  void admitted(int64_t id, int64_t reused, const std::vector<int32_t> &prompt);
+  void left(int64_t id);
+  /// Publishes slotStates() (engine thread, mutex_ held).
+  void publishSlots();
 
   exec::Session &session_;
   const Tokenizer &tokenizer_;
@@ -66,6 +84,12 @@ private:
   std::vector<int64_t> cancelled_;
   std::map<int64_t, int64_t> schedulerId_; ///< ours -> the scheduler's
   EngineStats stats_;
+  /// Engine thread only: each slot's request (ours, -1: free), and each
+  /// slot's position before the iteration that admits.
+  std::vector<int64_t> slotOwner_, positions_;
+  /// Published, under mutex_: slotStates() and the owners behind it.
+  std::vector<SlotState> slotStates_;
+  std::vector<int64_t> publishedOwner_;
 };
 
 } // namespace pccx::serve

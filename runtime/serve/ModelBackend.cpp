@@ -5,6 +5,8 @@
 #include "runtime/app/Structured.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 
 namespace pccx::serve {
@@ -144,8 +146,19 @@ public:
                 std::string *error) override {
     if (engine_)
       return engine_->complete(prompt, options, reply, error);
-    // One request at a time (the server's gate): the counters are ours.
-    bool ok = chat_.complete(prompt, options, reply, error);
+    // One request at a time (the server's gate): the counters are ours,
+    // and so is the session, whose position GET /slots shows as it moves
+    // (read here, on the thread that moves it).
+    busy_.store(true);
+    app::ReplyOptions watched = options;
+    watched.onText = [&](const std::string &text) {
+      cached_.store(session_.position());
+      if (options.onText)
+        options.onText(text);
+    };
+    bool ok = chat_.complete(prompt, watched, reply, error);
+    cached_.store(session_.position());
+    busy_.store(false);
     std::lock_guard<std::mutex> lock(statsMutex_);
     stats_.slots = 1;
     if (ok) {
@@ -204,6 +217,29 @@ public:
     return starts;
   }
 
+  bool tokenize(const std::string &text, bool addSpecial,
+                std::vector<int32_t> *ids, std::string *error) override {
+    if (addSpecial && bos_ >= 0)
+      ids->push_back(bos_);
+    std::vector<int32_t> encoded;
+    if (!tokenizer_.encode(text, &encoded, error))
+      return false;
+    ids->insert(ids->end(), encoded.begin(), encoded.end());
+    return true;
+  }
+
+  int64_t vocabSize() const override { return vocab_; }
+
+  uint64_t maxTextBytes(int64_t tokens) const override {
+    return tokenizer_.maxTextBytes(tokens);
+  }
+
+  std::vector<SlotState> slotStates() const override {
+    if (engine_)
+      return engine_->slotStates();
+    return {{busy_.load(), cached_.load()}};
+  }
+
   EngineStats stats() const override {
     if (engine_)
       return engine_->stats();
@@ -241,6 +277,10 @@ private:
   std::unique_ptr<BatchEngine> engine_;
   mutable std::mutex statsMutex_;
   EngineStats stats_;
+  /// Without an engine: whether a reply is generating, and the session's
+  /// position.
+  std::atomic<bool> busy_{false};
+  std::atomic<int64_t> cached_{0};
 };
 
 } // namespace
@@ -260,6 +300,14 @@ Backend::jsonConstraint(std::shared_ptr<const grammar::Schema>,
   *error = "this server's model has no tokenizer to constrain replies with";
   return nullptr;
 }
+
+bool Backend::tokenize(const std::string &, bool, std::vector<int32_t> *,
+                       std::string *error) {
+  *error = "this server's model has no tokenizer";
+  return false;
+}
+
+uint64_t Backend::maxTextBytes(int64_t) const { return UINT64_MAX; }
 
 std::unique_ptr<TextDecoder> Backend::textDecoder() const {
   return std::make_unique<ConcatenatingDecoder>(*this);

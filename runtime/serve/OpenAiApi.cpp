@@ -56,6 +56,7 @@ const std::vector<RequestField> &requestFields() {
       {"stop", kBothEndpoints, H::Supported, ""},
       {"stream", kBothEndpoints, H::Supported, ""},
       {"stream_options", kBothEndpoints, H::Supported, ""},
+      {"n", kBothEndpoints, H::Supported, ""},
       // llama.cpp's and vLLM's sampling fields.
       {"top_k", kBothEndpoints, H::Supported, ""},
       {"min_p", kBothEndpoints, H::Supported, ""},
@@ -69,7 +70,6 @@ const std::vector<RequestField> &requestFields() {
       {"echo", kCompletionsEndpoint, H::Supported, ""},
       // Asking for something the server does not do: refused, so that no
       // request silently gets something else.
-      {"n", kBothEndpoints, H::Refused, "1"},
       {"logit_bias", kBothEndpoints, H::Refused, "{}"},
       {"tools", kChatEndpoint, H::Refused, "[]"},
       {"tool_choice", kChatEndpoint, H::Refused, "\"none\""},
@@ -334,10 +334,40 @@ void readResponseFormat(const std::string &body, Reader &r,
 
 } // namespace
 
+std::string checkRequestDefaults(const RequestDefaults &defaults) {
+  const app::SamplingOptions &s = defaults.sampling;
+  auto outside = [](const char *flag, double v, const char *range) {
+    return std::string(flag) + " must be " + range + ", got " +
+           json(v).dump();
+  };
+  if (!(s.temperature >= 0 && s.temperature <= 2))
+    return outside("--temp", s.temperature, "between 0 and 2");
+  if (!(s.topP > 0 && s.topP <= 1))
+    return outside("--top-p", s.topP, "greater than 0 and at most 1");
+  if (!(s.minP >= 0 && s.minP <= 1))
+    return outside("--min-p", s.minP, "between 0 and 1");
+  if (!(s.repetitionPenalty > 0 && s.repetitionPenalty <= 10))
+    return outside("--repeat-penalty", s.repetitionPenalty,
+                   "greater than 0 and at most 10");
+  if (!(s.presencePenalty >= -2 && s.presencePenalty <= 2))
+    return outside("--presence-penalty", s.presencePenalty,
+                   "between -2 and 2");
+  if (!(s.frequencyPenalty >= -2 && s.frequencyPenalty <= 2))
+    return outside("--frequency-penalty", s.frequencyPenalty,
+                   "between -2 and 2");
+  return "";
+}
+
 std::optional<GenerationRequest> parseRequest(const std::string &body,
                                               bool chat,
                                               const RequestLimits &limits,
                                               ApiError *error) {
+  return parseRequest(body, chat, limits, RequestDefaults(), error);
+}
+
+std::optional<GenerationRequest>
+parseRequest(const std::string &body, bool chat, const RequestLimits &limits,
+             const RequestDefaults &defaults, ApiError *error) {
   json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     error->status = 400;
@@ -353,8 +383,9 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
   Reader r(doc, error);
   GenerationRequest req;
   req.chat = chat;
-  // OpenAI's defaults: temperature 1, top_p 1.
-  req.sampling.temperature = 1.0;
+  // The server's defaults (OpenAI's unless set: temperature 1, top_p 1).
+  req.sampling = defaults.sampling;
+  req.hasSeed = defaults.hasSeed;
   if (const json *m = r.field("model")) {
     if (!m->is_string())
       r.fail("model", "'model' must be a string");
@@ -474,6 +505,17 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
     for (const std::string &s : req.stop)
       if (s.empty())
         r.fail("stop", "'stop' strings must not be empty");
+  }
+  if (r.integer("n", &req.n) && !r.failed()) {
+    if (req.n < 1)
+      r.fail("n", "'n' must be at least 1", "invalid_value");
+    else if (req.n > limits.maxChoices)
+      r.fail("n",
+             "'n' is " + std::to_string(req.n) +
+                 "; this server generates at most " +
+                 std::to_string(limits.maxChoices) +
+                 " choices per prompt (--max-n)",
+             "invalid_value");
   }
   r.boolean("stream", &req.stream);
   if (const json *options = r.field("stream_options")) {
@@ -621,12 +663,26 @@ json completionLogprobs(const std::vector<TokenScore> &tokens) {
           {"text_offset", offsets}};
 }
 
+app::Reply sumReplies(const std::vector<const app::Reply *> &replies) {
+  app::Reply total;
+  for (const app::Reply *reply : replies) {
+    total.promptTokens += reply->promptTokens;
+    total.reusedTokens += reply->reusedTokens;
+    total.tokens.insert(total.tokens.end(), reply->tokens.begin(),
+                        reply->tokens.end());
+    total.draft.enabled |= reply->draft.enabled;
+    total.draft.drafted += reply->draft.drafted;
+    total.draft.accepted += reply->draft.accepted;
+  }
+  return total;
+}
+
 json completionResponse(const GenerationRequest &request,
                         const ResponseIds &ids,
                         const std::vector<ChoiceResult> &choices) {
   json out = envelope(request, ids, false);
   out["choices"] = json::array();
-  app::Reply total;
+  std::vector<const app::Reply *> replies;
   for (size_t i = 0; i < choices.size(); ++i) {
     const app::Reply &reply = *choices[i].reply;
     json choice = {{"index", i},
@@ -638,15 +694,9 @@ json completionResponse(const GenerationRequest &request,
     else
       choice["text"] = choices[i].text;
     out["choices"].push_back(choice);
-    total.promptTokens += reply.promptTokens;
-    total.reusedTokens += reply.reusedTokens;
-    total.tokens.insert(total.tokens.end(), reply.tokens.begin(),
-                        reply.tokens.end());
-    total.draft.enabled |= reply.draft.enabled;
-    total.draft.drafted += reply.draft.drafted;
-    total.draft.accepted += reply.draft.accepted;
+    replies.push_back(&reply);
   }
-  out["usage"] = usage(total);
+  out["usage"] = usage(sumReplies(replies));
   return out;
 }
 
@@ -657,9 +707,9 @@ json completionResponse(const GenerationRequest &request,
 
 json streamChunk(const GenerationRequest &request, const ResponseIds &ids,
                  const std::string &text, bool first, const char *finish,
-                 const json &logprobs) {
+                 const json &logprobs, size_t index) {
   json out = envelope(request, ids, true);
-  json choice = {{"index", 0},
+  json choice = {{"index", index},
                  {"logprobs", logprobs},
                  {"finish_reason", finish ? json(finish) : json()}};
   if (request.chat) {

@@ -112,13 +112,14 @@ struct GenerationRequest {
   /// Chat's response_format json_object or json_schema: the reply is
   /// decoded under this schema (null: free text).
   std::shared_ptr<const grammar::Schema> schema;
+  /// `n`: choices generated for each prompt (each from its own seed).
+  int64_t n = 1;
 };
 
 /// The most alternatives top_logprobs (chat) or logprobs (completions)
 /// may ask for.
 constexpr int kMaxTopLogprobs = 20;
 
-/// The server's limits on what a request may ask.
 /// The server's limits on what a request may ask. The per-request budgets
 /// are checked before a request waits for a turn, so that nothing one
 /// request asks grows beyond them (docs/serving.md, "Limits").
@@ -133,7 +134,25 @@ struct RequestLimits {
   /// The most prompt tokens one request may have scored (echo with
   /// logprobs). Server default: 2 x the context.
   int64_t maxScoredTokens = 0;
+  /// The largest `n` (choices per prompt) accepted; each choice counts
+  /// against maxRequestTokens as a prompt of a list does.
+  int64_t maxChoices = 8;
 };
+
+/// What a request gets for the sampling fields it leaves out (pccx-serve
+/// --temp, --top-p, ...; shown by GET /props). Without flags: OpenAI's
+/// defaults (temperature 1, the other samplers off).
+struct RequestDefaults {
+  RequestDefaults() { sampling.temperature = 1.0; }
+  app::SamplingOptions sampling;
+  /// --seed: requests without a seed use sampling.seed; without it each
+  /// request draws from a seed of its own.
+  bool hasSeed = false;
+};
+
+/// Why `defaults` could not be a request's (the same ranges as the
+/// request fields), naming the option; empty when valid.
+std::string checkRequestDefaults(const RequestDefaults &defaults);
 
 /// Parses a request body. `chat` selects /v1/chat/completions. Returns
 /// nullopt and fills `*error` (status 400, naming the field) when the body
@@ -143,6 +162,10 @@ std::optional<GenerationRequest> parseRequest(const std::string &body,
                                               bool chat,
                                               const RequestLimits &limits,
                                               ApiError *error);
+/// The same, the fields a request leaves out taken from `defaults`.
+std::optional<GenerationRequest>
+parseRequest(const std::string &body, bool chat, const RequestLimits &limits,
+             const RequestDefaults &defaults, ApiError *error);
 
 /// OpenAI's finish_reason for how a reply ended: "stop" or "length".
 const char *finishReason(app::ReplyEnd end);
@@ -189,18 +212,22 @@ struct ChoiceResult {
 nlohmann::json completionResponse(const GenerationRequest &request,
                                   const ResponseIds &ids,
                                   const std::vector<ChoiceResult> &choices);
+/// The token counts of several replies in one (usage over choices).
+app::Reply sumReplies(const std::vector<const app::Reply *> &replies);
 /// The response of one reply, its text as it is, without logprobs.
 nlohmann::json completionResponse(const GenerationRequest &request,
                                   const ResponseIds &ids,
                                   const app::Reply &reply);
-/// One streamed chunk carrying `text` (chat: the first carries the role)
-/// and the `logprobs` of the tokens behind it (null: none); with `finish`
-/// set, the closing chunk.
+/// One streamed chunk of choice `index` carrying `text` (chat: the
+/// choice's first carries the role) and the `logprobs` of the tokens behind
+/// it (null: none); with `finish` set, the choice's closing chunk.
 nlohmann::json streamChunk(const GenerationRequest &request,
                            const ResponseIds &ids, const std::string &text,
                            bool first, const char *finish,
-                           const nlohmann::json &logprobs = nullptr);
-/// The usage chunk (stream_options.include_usage): no choices.
+                           const nlohmann::json &logprobs = nullptr,
+                           size_t index = 0);
+/// The usage chunk (stream_options.include_usage): no choices; `reply`
+/// holds every choice's counts (sumReplies).
 nlohmann::json usageChunk(const GenerationRequest &request,
                           const ResponseIds &ids, const app::Reply &reply);
 

@@ -11,6 +11,8 @@
 
 #include "hw/support/JsonText.h"
 #include "runtime/grammar/TokenMask.h"
+#include "runtime/serve/Choices.h"
+#include "runtime/serve/InfoRoutes.h"
 #include "runtime/serve/ModelBackend.h"
 #include "runtime/serve/Transport.h"
 
@@ -377,6 +379,18 @@ struct Server::Impl {
     http.Get(R"(/v1/models/(.+))", [this](const Request &req, Response &res) {
       handleModel(req, res);
     });
+    LlamaRouteContext llama;
+    llama.backend = &backend;
+    llama.options = &options;
+    llama.busySlots = [this] {
+      std::lock_guard<std::mutex> lock(queueMutex);
+      return active;
+    };
+    llama.readBody = [this](const httplib::ContentReader &reader,
+                            std::string *body, Response &res) {
+      return readBody(reader, body, res);
+    };
+    addLlamaRoutes(http, llama);
     for (const char *path : {"/v1/completions", "/v1/chat/completions"}) {
       bool isChat = std::string(path) == "/v1/chat/completions";
       http.Post(path, [this, isChat](const Request &req, Response &res,
@@ -512,7 +526,7 @@ struct Server::Impl {
                      "Authorization, Content-Type");
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (!options.apiKey.empty() && req.path.rfind("/v1/", 0) == 0 &&
+    if (!options.apiKey.empty() && needsApiKey(req.path) &&
         !(req.get_header_value_count("Authorization") == 1 &&
           bearerTokenMatches(req.get_header_value("Authorization"),
                              options.apiKey))) {
@@ -681,202 +695,43 @@ struct Server::Impl {
     return apiError(500, "", why);
   }
 
-  /// Whether a request's prompts (`prompts`, with reply budgets
-  /// `budgets`) are within the server's per-request budgets: its tokens in
-  /// all, and the prompt tokens it has scored (echo with logprobs: each a
-  /// row of the head over the whole vocabulary).
-  bool withinRequestBudget(const GenerationRequest &request,
-                           const std::vector<std::vector<int32_t>> &prompts,
-                           const std::vector<int64_t> &budgets,
-                           ApiError *error) const {
-    int64_t total = 0, scored = 0;
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      total += int64_t(prompts[i].size()) + budgets[i];
-      if (request.echo && request.logprobs)
-        scored += int64_t(prompts[i].size());
+  /// A constraint for one reply under the request's schema; null with
+  /// `*error` when the vocabulary cannot spell what the schema may need.
+  std::shared_ptr<grammar::JsonConstraint>
+  constraintFor(const GenerationRequest &request, ApiError *error) {
+    std::string why;
+    auto constraint = backend.jsonConstraint(request.schema, &why);
+    if (!constraint) {
+      *error = apiError(400, "invalid_value", why);
+      error->param = "response_format";
     }
-    const RequestLimits &limits = options.limits;
-    const char *param = request.chat ? "messages" : "prompt";
-    if (total > limits.maxRequestTokens) {
-      *error = apiError(400, "request_too_large",
-                        "the request needs " + std::to_string(total) +
-                            " tokens (prompts and replies of its " +
-                            std::to_string(prompts.size()) +
-                            " choices); this server allows at most " +
-                            std::to_string(limits.maxRequestTokens) +
-                            " per request (--max-request-tokens)");
-      error->param = param;
-      return false;
-    }
-    if (scored > limits.maxScoredTokens) {
-      *error = apiError(400, "request_too_large",
-                        "the request asks to score " + std::to_string(scored) +
-                            " prompt tokens (echo with logprobs); this server "
-                            "scores at most " +
-                            std::to_string(limits.maxScoredTokens) +
-                            " per request (--max-scored-tokens)");
-      error->param = "echo";
-      return false;
-    }
-    return true;
+    return constraint;
   }
 
-  /// The prompt's token ids, and the reply budget.
-  bool prepare(const GenerationRequest &request, std::vector<int32_t> *ids,
-               int64_t *maxTokens, ApiError *error) {
-    // --context-shift: a conversation too long for the context loses its
-    // oldest exchanges after the first user message (and the system
-    // message before it) until it fits with the reply's tokens; it is
-    // shifted before anything refuses its length.
-    if (options.contextShift && request.chat) {
-      // Without max_tokens a chat's reply may take what the context has
-      // left: at least one token must fit.
-      const int64_t reply = request.maxTokens ? *request.maxTokens : 1;
-      if (!backend.shiftedPromptIds(request, backend.capacity() - reply, ids,
-                                    error))
-        return false;
-    } else if (!backend.promptIds(request, ids, error)) {
-      return false;
-    }
-    if (ids->empty()) {
-      error->message = "the prompt is empty";
-      error->param = "prompt";
-      return false;
-    }
-    const int64_t context = backend.capacity();
-    const int64_t promptTokens = int64_t(ids->size());
-    *maxTokens = request.maxTokens ? *request.maxTokens
-                 : request.chat
-                     ? std::min(options.limits.maxTokens,
-                                std::max<int64_t>(1, context - promptTokens))
-                     : std::min<int64_t>(16, options.limits.maxTokens);
-    // The prompt fills positions 0..P-1; every reply token but the last is
-    // fed back, so P + max_tokens - 1 positions are needed (P without a
-    // reply).
-    const int64_t needed = promptTokens + std::max<int64_t>(*maxTokens, 1) - 1;
-    if (needed > context) {
-      error->message = "this model's context holds " + std::to_string(context) +
-                       " tokens; the request needs " +
-                       std::to_string(needed) + " (" +
-                       std::to_string(promptTokens) + " in the prompt, " +
-                       std::to_string(*maxTokens) +
-                       " for the reply, the last one not stored)";
-      error->param = request.chat ? "messages" : "prompt";
-      error->code = "context_length_exceeded";
-      return false;
-    }
-    return true;
-  }
-
-  /// A scored token's entry, its alternatives' texts looked up.
-  TokenScore tokenScore(const app::TokenLogprob &score) const {
-    TokenScore t;
-    t.bytes = backend.tokenText(score.token);
-    t.logprob = score.logprob;
-    for (const auto &[id, logprob] : score.top)
-      t.top.push_back({backend.tokenText(id), logprob});
-    return t;
-  }
-
-  /// Entries of the reply's tokens [from, to) (of those that spell its
-  /// text), their offsets from `decoder`, which has read the tokens before
-  /// `from`, plus `base` characters.
-  std::vector<TokenScore> replyScores(const app::Reply &reply, size_t from,
-                                      size_t to, int64_t base,
-                                      TextDecoder &decoder) const {
-    std::vector<TokenScore> out;
-    for (size_t i = from; i < to; ++i) {
-      const int64_t start = decoder.push(reply.tokens[i]);
-      if (i >= reply.logprobs.size())
-        continue;
-      out.push_back(tokenScore(reply.logprobs[i]));
-      out.back().offset = base + start;
-    }
-    return out;
-  }
-
-  json logprobsOf(const GenerationRequest &request,
-                  const std::vector<TokenScore> &scores) const {
-    return request.chat ? chatLogprobs(scores) : completionLogprobs(scores);
-  }
-
-  /// A complete response's choice: the text (after the echoed prompt)
-  /// and, when asked, its logprobs (the echoed prompt's tokens first).
-  ChoiceResult choiceResult(const GenerationRequest &request,
-                            const std::vector<int32_t> &prompt,
-                            const app::Reply &reply) const {
-    ChoiceResult choice;
-    choice.reply = &reply;
-    std::vector<TokenScore> scores;
-    if (request.echo) {
-      // A text prompt is echoed as it was sent, its offsets in that text;
-      // token ids, as they decode.
-      std::vector<int64_t> starts;
-      if (request.promptIsTokens) {
-        choice.text = backend.decodeText(prompt, &starts);
-      } else {
-        choice.text = request.prompt;
-        if (request.logprobs)
-          starts = backend.promptTextStarts(request, prompt);
-      }
-      for (size_t i = 0; request.logprobs && i < prompt.size(); ++i) {
-        TokenScore t;
-        if (i == 0)
-          t.bytes = backend.tokenText(prompt[0]);
-        else if (i - 1 < reply.promptLogprobs.size())
-          t = tokenScore(reply.promptLogprobs[i - 1]);
-        t.offset = i < starts.size() ? starts[i] : 0;
-        scores.push_back(std::move(t));
-      }
-    }
-    const int64_t base = characterCount(choice.text);
-    choice.text += reply.text;
-    if (request.logprobs) {
-      std::unique_ptr<TextDecoder> decoder = backend.textDecoder();
-      std::vector<TokenScore> generated =
-          replyScores(reply, 0, reply.textTokens, base, *decoder);
-      scores.insert(scores.end(), generated.begin(), generated.end());
-      choice.logprobs = logprobsOf(request, scores);
-    }
-    return choice;
+  /// Choice i's reply options (`options` holds the request's): its budget,
+  /// its seed, and after the first a constraint of its own (decoding
+  /// advances one). False with `*error`.
+  bool forChoice(const GenerationRequest &request, const Choices &choices,
+                 size_t i, app::ReplyOptions *options, ApiError *error) {
+    options->maxTokens = choices.budgets[i];
+    options->sampling.seed =
+        choiceSeed(options->sampling.seed, choices.copy[i]);
+    return i == 0 || !request.schema ||
+           (options->constraint = constraintFor(request, error));
   }
 
   void generate(const httplib::Request &, const std::string &body,
                 httplib::Response &res, bool isChat) {
     ApiError error;
     std::optional<GenerationRequest> request =
-        parseRequest(body, isChat, options.limits, &error);
+        parseRequest(body, isChat, options.limits, options.defaults, &error);
     if (!request)
       return sendError(res, error);
     if (!request->model.empty() && request->model != options.modelName)
       return sendError(res, unknownModel(request->model));
-    // Completions with a list of prompts: one choice each. The others are
-    // moved out first, so that each choice's copy holds its own prompt only
-    // (copying the list into every choice grew with its square).
-    std::vector<CompletionPrompt> more = std::move(request->morePrompts);
-    request->morePrompts.clear();
-    std::vector<GenerationRequest> choices;
-    choices.reserve(1 + more.size());
-    choices.push_back(*request);
-    for (CompletionPrompt &p : more) {
-      GenerationRequest one = *request;
-      one.prompt = std::move(p.text);
-      one.promptTokens = std::move(p.tokens);
-      one.promptIsTokens = p.isTokens;
-      choices.push_back(std::move(one));
-    }
-    more.clear();
-    // Every prompt is encoded, and the whole request's cost checked, before
-    // any is generated.
-    std::vector<std::vector<int32_t>> prompts(choices.size());
-    std::vector<int64_t> budgets(choices.size());
-    for (size_t i = 0; i < choices.size(); ++i)
-      if (!prepare(choices[i], &prompts[i], &budgets[i], &error))
-        return sendError(res, error);
-    if (!withinRequestBudget(*request, prompts, budgets, &error))
+    auto choices = std::make_shared<Choices>();
+    if (!expandChoices(backend, options, *request, choices.get(), &error))
       return sendError(res, error);
-    const std::vector<int32_t> &prompt = prompts[0];
-    const int64_t maxTokens = budgets[0];
 
     uint64_t number = requests.fetch_add(1);
     ResponseIds ids;
@@ -887,118 +742,153 @@ struct Server::Impl {
     reply.sampling = request->sampling;
     if (!request->hasSeed) // distinct draws per request, reproducible order
       reply.sampling.seed = number;
-    reply.maxTokens = maxTokens;
     reply.draftTokens = options.draftTokens;
     reply.stopTokens = stopTokens;
     reply.stopStrings = request->stop;
     reply.topLogprobs = request->logprobs ? request->topLogprobs : -1;
     reply.scorePrompt = request->echo && request->logprobs;
-    if (request->schema) {
-      // Structured output (chat: one choice). Refused before the request
-      // waits when the vocabulary cannot spell what the schema may need.
-      std::string why;
-      reply.constraint = backend.jsonConstraint(request->schema, &why);
-      if (!reply.constraint) {
-        ApiError refusal = apiError(400, "invalid_value", why);
-        refusal.param = "response_format";
-        return sendError(res, refusal);
-      }
-    }
+    // Structured output: refused before the request waits when the
+    // vocabulary cannot spell what the schema may need.
+    if (request->schema && !(reply.constraint = constraintFor(*request, &error)))
+      return sendError(res, error);
+    if (!request->stream)
+      return completeChoices(*request, *choices, ids, reply, res);
+    streamChoices(std::make_shared<const GenerationRequest>(*request), choices,
+                  ids, reply, res);
+  }
 
-    // A streamed reply notices a client that left when a write fails; a
-    // complete one is watched while it generates.
+  /// The complete (not streamed) response of every choice.
+  void completeChoices(const GenerationRequest &request, const Choices &choices,
+                       const ResponseIds &ids, const app::ReplyOptions &reply,
+                       httplib::Response &res) {
+    // A complete reply's client that leaves is noticed by watching it (a
+    // streamed one's, when a write fails).
     std::function<bool()> gone;
-    if (Connection *conn = tlConnection; conn && !request->stream)
+    if (Connection *conn = tlConnection)
       gone = [conn] { return conn->clientGone(); };
-
-    if (!request->stream) {
-      std::vector<app::Reply> results(choices.size());
-      std::vector<ChoiceResult> out;
-      for (size_t i = 0; i < choices.size(); ++i) {
-        // Each prompt waits for a turn of its own: the requests that came
-        // meanwhile go in between a long list's prompts, which cannot hold
-        // a slot for all of them.
-        std::shared_ptr<Turn> turn =
-            waitForTurn(&error, gone, /*admittedBefore=*/i > 0);
-        if (!turn)
-          return sendError(res, error);
-        app::ReplyOptions options = reply;
-        options.maxTokens = budgets[i];
-        options.interrupt = &turn->cancel;
-        std::string why;
-        if (!backend.complete(prompts[i], options, &results[i], &why))
-          return sendError(res, replyFailure(options, why, turn->cancel));
-        out.push_back(choiceResult(choices[i], prompts[i], results[i]));
-        // A client that left ends the rest too.
-        if (turn->cancel.load())
-          break;
-      }
-      return sendJson(res, 200, completionResponse(*request, ids, out));
+    ApiError error;
+    std::vector<app::Reply> results(choices.prompts.size());
+    std::vector<ChoiceResult> out;
+    for (size_t i = 0; i < results.size(); ++i) {
+      // Each choice waits for a turn of its own: the requests that came
+      // meanwhile go in between a long list's prompts, which cannot hold
+      // a slot for all of them.
+      std::shared_ptr<Turn> turn =
+          waitForTurn(&error, gone, /*admittedBefore=*/i > 0);
+      if (!turn)
+        return sendError(res, error);
+      app::ReplyOptions options = reply;
+      if (!forChoice(request, choices, i, &options, &error))
+        return sendError(res, error);
+      options.interrupt = &turn->cancel;
+      std::string why;
+      if (!backend.complete(choices.prompts[i], options, &results[i], &why))
+        return sendError(res, replyFailure(options, why, turn->cancel));
+      out.push_back(choiceResult(backend, choices.requests[i],
+                                 choices.prompts[i], results[i]));
+      // A client that left ends the rest too.
+      if (turn->cancel.load())
+        break;
     }
+    sendJson(res, 200, completionResponse(request, ids, out));
+  }
 
+  /// Server-sent events of every choice, one after another, each waiting
+  /// for a turn of its own; the first turn is taken before the response
+  /// starts, so that a full queue is still a 503.
+  void streamChoices(std::shared_ptr<const GenerationRequest> request,
+                     std::shared_ptr<const Choices> choices,
+                     const ResponseIds &ids, const app::ReplyOptions &reply,
+                     httplib::Response &res) {
+    ApiError error;
     std::shared_ptr<Turn> turn =
-        waitForTurn(&error, std::move(gone), /*admittedBefore=*/false);
+        waitForTurn(&error, nullptr, /*admittedBefore=*/false);
     if (!turn)
       return sendError(res, error);
-    reply.interrupt = &turn->cancel;
-
-    auto shared = std::make_shared<GenerationRequest>(*request);
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
-        "text/event-stream", [this, shared, ids, prompt, reply,
-                              turn](size_t, httplib::DataSink &sink) {
-          bool first = true;
-          app::ReplyOptions options = reply;
+        "text/event-stream", [this, request, choices, ids, reply,
+                              turn](size_t, httplib::DataSink &sink) mutable {
           bool gone = false;
-          app::Reply result;
-          // Tokens whose entries went out: each chunk carries those of the
-          // tokens behind its text (Reply::textTokens), their offsets from
-          // one decoder that reads each token once.
-          size_t scored = 0;
-          std::unique_ptr<TextDecoder> decoder = backend.textDecoder();
-          auto scores = [&]() -> json {
-            if (!shared->logprobs)
-              return nullptr;
-            const size_t to = result.textTokens;
-            std::vector<TokenScore> entries =
-                replyScores(result, scored, to, 0, *decoder);
-            scored = to;
-            return logprobsOf(*shared, entries);
+          auto write = [&](const std::string &data) {
+            if (!gone &&
+                (!sink.is_writable() || !sink.write(data.data(), data.size())))
+              gone = true; // a client that went away ends the reply
           };
-          options.onText = [&](const std::string &text) {
-            if (gone)
-              return;
-            std::string data =
-                event(streamChunk(*shared, ids, text, first, nullptr, scores()));
-            first = false;
-            // A client that went away ends the reply.
-            if (!sink.is_writable() || !sink.write(data.data(), data.size())) {
-              gone = true;
-              turn->cancel.store(true);
-            }
-          };
-          std::string why;
-          bool ok = backend.complete(prompt, options, &result, &why);
+          std::vector<app::Reply> results(choices->prompts.size());
           std::string tail;
-          if (!ok) {
-            tail = event(errorBody(replyFailure(options, why, turn->cancel)));
-          } else {
-            // Tokens that added no text at the end (and, with no text at
-            // all, the role, which comes first) still get a chunk.
-            if (first || (shared->logprobs && scored < result.textTokens))
-              tail += event(
-                  streamChunk(*shared, ids, "", first, nullptr, scores()));
-            tail += event(
-                streamChunk(*shared, ids, "", false, finishReason(result.end)));
-            if (shared->includeUsage)
-              tail += event(usageChunk(*shared, ids, result));
+          for (size_t i = 0; i < results.size() && !gone && tail.empty();
+               ++i) {
+            ApiError error;
+            if (i > 0) {
+              turn.reset();
+              turn = waitForTurn(&error, nullptr, /*admittedBefore=*/true);
+            }
+            app::ReplyOptions options = reply;
+            if (!turn || !forChoice(*request, *choices, i, &options, &error))
+              tail = event(errorBody(error));
+            else
+              tail = streamChoice(*request, *choices, ids, i, options, *turn,
+                                  results[i], write, gone);
+          }
+          if (tail.empty() && request->includeUsage) {
+            std::vector<const app::Reply *> all;
+            for (const app::Reply &r : results)
+              all.push_back(&r);
+            tail = event(usageChunk(*request, ids, sumReplies(all)));
           }
           tail += "data: [DONE]\n\n";
-          if (!gone && sink.is_writable())
-            sink.write(tail.data(), tail.size());
+          write(tail);
+          turn.reset();
           sink.done();
           return true;
         });
+  }
+
+  /// Streams choice i (its chunks carry index i) up to its closing chunk;
+  /// returns the error event when its reply fails, else "".
+  std::string streamChoice(const GenerationRequest &request,
+                           const Choices &choices, const ResponseIds &ids,
+                           size_t i, app::ReplyOptions options, Turn &turn,
+                           app::Reply &result,
+                           const std::function<void(const std::string &)> &write,
+                           const bool &gone) {
+    bool first = true;
+    // Tokens whose entries went out: each chunk carries those of the
+    // tokens behind its text (Reply::textTokens), their offsets from one
+    // decoder that reads each token once.
+    size_t scored = 0;
+    std::unique_ptr<TextDecoder> decoder = backend.textDecoder();
+    auto scores = [&]() -> json {
+      if (!request.logprobs)
+        return nullptr;
+      const size_t to = result.textTokens;
+      std::vector<TokenScore> entries =
+          replyScores(backend, result, scored, to, 0, *decoder);
+      scored = to;
+      return logprobsOf(request, entries);
+    };
+    options.interrupt = &turn.cancel;
+    options.onText = [&](const std::string &text) {
+      if (gone)
+        return;
+      write(event(streamChunk(request, ids, text, first, nullptr, scores(), i)));
+      first = false;
+      if (gone)
+        turn.cancel.store(true);
+    };
+    std::string why;
+    if (!backend.complete(choices.prompts[i], options, &result, &why))
+      return event(errorBody(replyFailure(options, why, turn.cancel)));
+    // Tokens that added no text at the end (and, with no text at all, the
+    // role, which comes first) still get a chunk.
+    std::string tail;
+    if (first || (request.logprobs && scored < result.textTokens))
+      tail += event(streamChunk(request, ids, "", first, nullptr, scores(), i));
+    tail += event(streamChunk(request, ids, "", false,
+                              finishReason(result.end), nullptr, i));
+    write(tail);
+    return "";
   }
 };
 

@@ -4,9 +4,9 @@
 // HTTP with cpp-httplib. Several connections are read at once; the model
 // answers up to `parallel` generation requests at a time (with more than
 // one, decoded together by a BatchEngine), the others wait in arrival order
-// (a ticket queue); /health, /metrics and /v1/models answer at once even
-// while requests are generating. The routes, limits and errors:
-// docs/serving.md.
+// (a ticket queue); /health, /metrics, /v1/models and the llama.cpp
+// routes (InfoRoutes.h) answer at once even while requests are
+// generating. The routes, limits and errors: docs/serving.md.
 //
 // Each connection is read by the server's own stream (Transport.h), which
 // enforces the limits while reading: a byte budget for a request's head and
@@ -68,8 +68,9 @@ struct ServeOptions {
   int idleTimeoutSeconds = 5;
   /// One line per request on stderr: client, method, path, status.
   bool logRequests = true;
-  /// Non-empty: every /v1/* request must carry "Authorization: Bearer
-  /// KEY", else 401 (pccx-serve --api-key, --api-key-file).
+  /// Non-empty: every request to the API (needsApiKey: /v1/* and the
+  /// llama.cpp routes) must carry "Authorization: Bearer KEY", else 401
+  /// (pccx-serve --api-key, --api-key-file).
   std::string apiKey;
   /// Origins whose browsers may call the API ("*": any): preflights are
   /// answered and responses carry Access-Control-Allow-Origin. Empty: no
@@ -82,7 +83,16 @@ struct ServeOptions {
   /// What `pccx-objdump --info` prints for the bundle, served as text at
   /// GET /v1/model-card; empty: that route is 404.
   std::string modelCard;
+  /// The sampling settings of requests that leave them out (pccx-serve
+  /// --temp, --top-p, ..., --seed).
+  RequestDefaults defaults;
+  /// GET /props: the chat template in use (its text), where it comes from
+  /// ("bundle", "file" for --chat-template-file, "built-in"), and the
+  /// bundle's file name (without its directory, which is the host's
+  /// business).
+  std::string chatTemplate, chatTemplateSource, modelPath;
 };
+
 
 /// Whether an Authorization header value is "Bearer KEY" (the scheme in
 /// any case) for this `key`. The comparison takes the same time wherever
@@ -162,6 +172,19 @@ public:
   virtual bool start(std::string *) { return true; }
   /// Token counters for /health and /metrics.
   virtual EngineStats stats() const { return {}; }
+  /// POST /tokenize: the ids of `text`, BOS first when `addSpecial`;
+  /// false with `*error`. The default, for backends without a tokenizer:
+  /// refused.
+  virtual bool tokenize(const std::string &text, bool addSpecial,
+                        std::vector<int32_t> *ids, std::string *error);
+  /// Ids are below this (POST /detokenize refuses others); 0: any id.
+  virtual int64_t vocabSize() const { return 0; }
+  /// A text longer than this cannot encode to `tokens` ids or fewer (a
+  /// bound checked before encoding). The default: none.
+  virtual uint64_t maxTextBytes(int64_t tokens) const;
+  /// GET /slots: each slot's state; empty when the backend does not know
+  /// (the server then shows its own count of busy slots).
+  virtual std::vector<SlotState> slotStates() const { return {}; }
 };
 
 class Server {

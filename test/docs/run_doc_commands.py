@@ -52,7 +52,7 @@ BENCH = "a benchmark of minutes (full-size or E2B-shaped checkpoints)"
 SKIPPED = {
     # README.md
     "make test": "builds the tree and runs every test, this one included",
-    "python3 -m venv ~/hf && ~/hf/bin/pip install huggingface_hub":
+    "python3 -m venv ~/hf && ~/hf/bin/pip install 'huggingface_hub>=1.0'":
         "installs the Hugging Face client from PyPI (network)",
     "pccx-compile gemma-3n-E2B-it -o gemma-3n-E2B-it.pccx":
         "needs the gated Gemma 3n checkpoint downloaded (network, a Hugging Face account, 11 GB)",
@@ -119,12 +119,16 @@ INSTANCES = {
     "[--max-request-tokens N] [--max-scored-tokens N] [--max-queue N] [--parallel N] "
     "[--connection-threads N] [--request-timeout S] [--idle-timeout S] [--host-threads N] [--ctx-size N] [--context-shift] "
     "[--draft ngram [--draft-tokens K]] [--markers-in-text] [--quiet] "
-    "[--api-key KEY | --api-key-file FILE] [--cors-origin ORIGIN ...] [--no-webui]":
+    "[--api-key KEY | --api-key-file FILE] [--cors-origin ORIGIN ...] [--no-webui] [--chat-template-file FILE] "
+    "[--max-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--presence-penalty X] "
+    "[--frequency-penalty X] [--seed S]":
         "pccx-serve batch.pccx --host 127.0.0.1 --port 8080 --model-name m --device sim --numerics reference "
         "--threads 1 --max-body-bytes 4096 --max-tokens-limit 64 --max-prompts 4 --max-request-tokens 512 "
         "--max-scored-tokens 128 --max-queue 2 --parallel 1 --connection-threads 2 "
         "--request-timeout 5 --idle-timeout 2 --host-threads 2 --ctx-size 64 --context-shift --draft ngram --draft-tokens 3 --markers-in-text "
-        "--quiet --api-key-file key.txt --cors-origin '*' --no-webui",
+        "--quiet --api-key-file key.txt --cors-origin '*' --no-webui "
+        "--chat-template-file test/tools/pccx-serve/Inputs/gemma-template.jinja --max-n 4 --temp 0.7 --top-k 40 "
+        "--top-p 0.95 --min-p 0.05 --repeat-penalty 1.1 --presence-penalty 0 --frequency-penalty 0 --seed 1",
     "build/bin/bench-sim-gemv [--reps R] [--threads T] [--isa KERNEL] [--hardware | --integer]":
         "build/bin/bench-sim-gemv --reps 1 --threads 1 --integer",
     "build/bin/bench-sampler [--vocab V] [--reps R]": "build/bin/bench-sampler --vocab 4096 --reps 2",

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "hw/support/InputFile.h"
+#include "runtime/bundle/ChatTemplate.h"
 #include "runtime/bundle/Objdump.h"
 #include "runtime/devices/Devices.h"
 #include "runtime/serve/Server.h"
@@ -14,7 +15,9 @@
 #include "tools/common/DeviceFlags.h"
 #include "tools/common/GuardedMain.h"
 
+#include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <pthread.h>
 #include <sstream>
@@ -33,10 +36,16 @@ const char kHelpOptions[] =
 Serves one compiled Gemma 3n bundle with OpenAI's HTTP API:
   POST /v1/completions        a prompt (string or token ids) continued
   POST /v1/chat/completions   messages in Gemma's chat template
-                              ("stream": true sends server-sent events)
+                              ("stream": true sends server-sent events;
+                              "n": several choices, up to --max-n)
   GET  /v1/models             the one model
   GET  /health                status, queue length, context length
   GET  /                      a chat page for a browser (--no-webui: off)
+and llama.cpp server's routes:
+  POST /tokenize, /detokenize text to token ids and back
+  GET  /props                 model, context, default sampling settings,
+                              chat template, slots, build
+  GET  /slots                 each slot: processing or not, cached tokens
 Generation requests are answered one at a time, in arrival order; the
 others wait in a queue (docs/serving.md). SIGTERM or SIGINT stops the
 server: the reply being generated ends, queued requests get 503.
@@ -50,9 +59,10 @@ OPTIONS:
                            "pccx-serve: listening on http://ADDR:PORT"
   --model-name NAME        the model id clients use (default: the bundle's
                            file name without .pccx)
-  --api-key KEY            every /v1/* request must carry "Authorization:
-                           Bearer KEY", else 401 (/health and the chat page
-                           at / stay open)
+  --api-key KEY            every /v1/* request (and /tokenize, /detokenize,
+                           /props, /slots) must carry "Authorization:
+                           Bearer KEY", else 401 (/health, /metrics and
+                           the chat page at / stay open)
   --api-key-file FILE      the same, with the key read from FILE (one
                            trailing newline dropped), so that it is not on
                            the command line
@@ -63,6 +73,10 @@ OPTIONS:
                            (default: no CORS headers)
   --no-webui               no chat page at / (then 404); the page itself
                            needs no key, its API calls do
+  --chat-template-file FILE
+                           the chat template instead of the bundle's: Gemma's
+                           turn layout (the one the server renders), else
+                           an error at start; GET /props shows it
 )";
 
 // After --host-threads (tools/common/DeviceFlags.h).
@@ -71,6 +85,23 @@ DEVICE:
 )";
 
 const char kHelpAfterDevice[] = R"(
+SAMPLING (what a request gets for the fields it leaves out; GET /props
+shows them):
+  --temp T, --temperature T
+                           temperature, 0 (greedy) .. 2 (default 1)
+  --top-k K                keep the K most likely ids (default 0: off)
+  --top-p P                keep the smallest set with mass >= P, 0 < P <= 1
+                           (default 1: off)
+  --min-p P                keep the ids at least P times as likely as the
+                           best one, 0 .. 1 (default 0: off)
+  --repeat-penalty R       a seen id's logit divided by R, 0 < R <= 10
+                           (default 1: off)
+  --presence-penalty X     -2 .. 2, subtracted once per seen id (default 0)
+  --frequency-penalty X    -2 .. 2, subtracted per occurrence (default 0)
+  --seed S                 requests without a seed use S, so that the same
+                           request gets the same reply (default, or -1:
+                           each request draws from a seed of its own)
+
 LIMITS:
   --max-body-bytes N       larger request bodies get 413 (default 1048576)
   --max-tokens-limit N     largest max_tokens a request may ask (default
@@ -86,6 +117,9 @@ LIMITS:
                            own, so other requests go in between them
   --max-scored-tokens N    prompt tokens one request may have scored
                            (echo with logprobs; default 2 x the context)
+  --max-n N                the largest "n" (choices per prompt) a request
+                           may ask (default 8); each choice counts against
+                           --max-request-tokens as a prompt of a list does
   --parallel N             requests generated at once (default 1): with a
                            bundle compiled with --decode-batch, up to that
                            many share each pass over the weights; requests
@@ -131,6 +165,29 @@ LIMITS:
   -h, --help               show this help
   --version                print the version and exit
 )";
+
+/// --chat-template-file: the template must be one the server renders
+/// (Gemma's turn layout); another is an error rather than a template
+/// silently not used.
+bool readChatTemplate(const std::string &path,
+                      pccx::bundle::ChatTemplate *chat, std::string *error) {
+  std::string text;
+  if (!pccx::support::readInputFile(path, pccx::support::kMaxTemplateFileBytes, &text,
+                                    error)) {
+    *error = "--chat-template-file: " + *error;
+    return false;
+  }
+  *chat = pccx::bundle::classifyChatTemplate(text);
+  if (chat->source == pccx::bundle::ChatTemplate::Source::Bundle)
+    return true;
+  *error = "--chat-template-file: " + path +
+           (text.empty() ? " is empty"
+                         : " is not Gemma's turn layout (it must write "
+                           "<start_of_turn> and <end_of_turn> and name the "
+                           "assistant role 'model'; docs/serving.md, \"Chat "
+                           "template\")");
+  return false;
+}
 
 } // namespace
 
@@ -189,6 +246,35 @@ static int run(int argc, char **argv) {
            [&](int64_t n) { options.limits.maxRequestTokens = n; });
   cl.range("--max-scored-tokens", 1, INT64_MAX,
            [&](int64_t n) { options.limits.maxScoredTokens = n; });
+  cl.range("--max-n", 1, 128,
+           [&](int64_t n) { options.limits.maxChoices = n; });
+  std::string templatePath;
+  cl.value("--chat-template-file",
+           nonEmpty("--chat-template-file", &templatePath));
+  pccx::app::SamplingOptions &sampling = options.defaults.sampling;
+  cl.number("--temp, --temperature", &sampling.temperature);
+  cl.count("--top-k", &sampling.topK);
+  cl.number("--top-p", &sampling.topP);
+  cl.number("--min-p", &sampling.minP);
+  cl.number("--repeat-penalty", &sampling.repetitionPenalty);
+  cl.number("--presence-penalty", &sampling.presencePenalty);
+  cl.number("--frequency-penalty", &sampling.frequencyPenalty);
+  cl.value("--seed", [&](const std::string &value) {
+    // -1, as llama.cpp's server takes it: each request its own seed.
+    if (value == "-1") {
+      options.defaults.hasSeed = false;
+      return std::string();
+    }
+    char *end = nullptr;
+    errno = 0;
+    const unsigned long long seed = std::strtoull(value.c_str(), &end, 10);
+    if (value.empty() || value[0] == '-' || *end || errno)
+      return "--seed must be a non-negative integer or -1, got '" + value +
+             "'";
+    options.defaults.sampling.seed = seed;
+    options.defaults.hasSeed = true;
+    return std::string();
+  });
   cl.flag("--markers-in-text", &markersInText);
   cl.flag("--quiet", [&] { options.logRequests = false; });
   cl.flag("--no-webui", [&] { options.webUi = false; });
@@ -220,6 +306,9 @@ static int run(int argc, char **argv) {
   // A header value cannot carry it intact (httplib trims white space).
   if (options.apiKey.find_first_of(" \t\r\n") != std::string::npos)
     return cl.fail("the API key must not contain white space");
+  std::string invalid = pccx::serve::checkRequestDefaults(options.defaults);
+  if (!invalid.empty())
+    return cl.fail(invalid);
   if (options.modelName.empty()) {
     std::string name = bundlePath.substr(bundlePath.find_last_of('/') + 1);
     if (name.size() > 5 && name.compare(name.size() - 5, 5, ".pccx") == 0)
@@ -241,11 +330,22 @@ static int run(int argc, char **argv) {
   auto tokenizer = pccx::Tokenizer::load(tok, tokBytes, &error);
   if (!tokenizer)
     return cl.fail(error);
-  auto format = pccx::app::ChatFormat::create(
-      *tokenizer, pccx::bundle::chatTemplateOf(model->bundle().manifest()),
-      model->bosToken(), &error);
+  pccx::bundle::ChatTemplate chat =
+      pccx::bundle::chatTemplateOf(model->bundle().manifest());
+  options.chatTemplateSource = "bundle";
+  if (!templatePath.empty()) {
+    if (!readChatTemplate(templatePath, &chat, &error))
+      return cl.fail(error);
+    options.chatTemplateSource = "file";
+  }
+  // A template the server does not interpret is not the one in use.
+  if (chat.source == pccx::bundle::ChatTemplate::Source::Bundle)
+    options.chatTemplate = chat.text;
+  auto format = pccx::app::ChatFormat::create(*tokenizer, chat,
+                                              model->bosToken(), &error);
   if (!format)
     return cl.fail(error);
+  options.modelPath = bundlePath.substr(bundlePath.find_last_of('/') + 1);
   format->setMarkersInText(markersInText);
   // The chat page shows it (GET /v1/model-card).
   std::ostringstream card;

@@ -108,7 +108,11 @@ TEST(OpenAiApi, RefusedRequests) {
       {R"({"prompt": "x", "stop": ["a", "b", "c", "d", "e"]})", false, "stop",
        ""},
       {R"({"prompt": "x", "stop": [""]})", false, "stop", ""},
-      {R"({"prompt": "x", "n": 2})", false, "n", "unsupported_parameter"},
+      {R"({"prompt": "x", "n": 9})", false, "n", "invalid_value"},
+      {R"({"prompt": "x", "n": 0})", false, "n", "invalid_value"},
+      {R"({"prompt": "x", "n": "2"})", false, "n", ""},
+      {R"({"prompt": "x", "best_of": 2})", false, "best_of",
+       "unsupported_parameter"},
       {R"({"prompt": "x", "logprobs": 21})", false, "logprobs",
        "invalid_value"},
       {R"({"prompt": "x", "logprobs": true})", false, "logprobs", ""},
@@ -169,6 +173,76 @@ TEST(OpenAiApi, SamplingFieldsOfOpenAiAndLlamaCpp) {
                   &error);
   ASSERT_TRUE(hf) << error.message;
   EXPECT_EQ(hf->sampling.repetitionPenalty, 1.3);
+}
+
+TEST(OpenAiApi, ChoicesPerPrompt) {
+  ApiError error;
+  auto one = parse(R"({"prompt": "x"})", false, &error);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->n, 1);
+  auto eight = parse(R"({"messages": [{"role": "user", "content": "x"}],
+                         "n": 8, "stream": true})",
+                     true, &error);
+  ASSERT_TRUE(eight) << error.message;
+  EXPECT_EQ(eight->n, 8);
+  // The limit is the server's (--max-n), named in the refusal.
+  RequestLimits limits;
+  limits.maxChoices = 2;
+  EXPECT_FALSE(parseRequest(R"({"prompt": "x", "n": 3})", false, limits,
+                            &error));
+  EXPECT_EQ(error.param, "n");
+  EXPECT_EQ(error.message, "'n' is 3; this server generates at most 2 "
+                           "choices per prompt (--max-n)");
+}
+
+TEST(OpenAiApi, ServerSamplingDefaults) {
+  RequestDefaults defaults;
+  defaults.sampling.temperature = 0.2;
+  defaults.sampling.topK = 5;
+  defaults.sampling.topP = 0.8;
+  defaults.sampling.minP = 0.1;
+  defaults.sampling.repetitionPenalty = 1.2;
+  defaults.sampling.seed = 77;
+  defaults.hasSeed = true;
+  ApiError error;
+  // The fields a request leaves out are the server's ...
+  auto r = parseRequest(R"({"prompt": "x", "top_k": 9})", false,
+                        RequestLimits(), defaults, &error);
+  ASSERT_TRUE(r) << error.message;
+  EXPECT_EQ(r->sampling.temperature, 0.2);
+  EXPECT_EQ(r->sampling.topK, 9); // ... the ones it sets are its own
+  EXPECT_EQ(r->sampling.topP, 0.8);
+  EXPECT_EQ(r->sampling.minP, 0.1);
+  EXPECT_EQ(r->sampling.repetitionPenalty, 1.2);
+  EXPECT_TRUE(r->hasSeed);
+  EXPECT_EQ(r->sampling.seed, 77u);
+  auto seeded = parseRequest(R"({"prompt": "x", "seed": 5,
+                                 "temperature": 1.5})",
+                             false, RequestLimits(), defaults, &error);
+  ASSERT_TRUE(seeded);
+  EXPECT_EQ(seeded->sampling.seed, 5u);
+  EXPECT_EQ(seeded->sampling.temperature, 1.5);
+  // Without flags: OpenAI's defaults, no seed.
+  auto plain = parseRequest(R"({"prompt": "x"})", false, RequestLimits(),
+                            RequestDefaults(), &error);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->sampling.temperature, 1.0);
+  EXPECT_FALSE(plain->hasSeed);
+
+  EXPECT_EQ(checkRequestDefaults(defaults), "");
+  RequestDefaults bad;
+  bad.sampling.temperature = 3;
+  EXPECT_EQ(checkRequestDefaults(bad), "--temp must be between 0 and 2, got 3.0");
+  bad = RequestDefaults();
+  bad.sampling.topP = 0;
+  EXPECT_NE(checkRequestDefaults(bad).find("--top-p"), std::string::npos);
+  bad = RequestDefaults();
+  bad.sampling.repetitionPenalty = 0;
+  EXPECT_NE(checkRequestDefaults(bad).find("--repeat-penalty"),
+            std::string::npos);
+  bad = RequestDefaults();
+  bad.sampling.minP = -0.5;
+  EXPECT_NE(checkRequestDefaults(bad).find("--min-p"), std::string::npos);
 }
 
 TEST(OpenAiApi, ErrorBody) {

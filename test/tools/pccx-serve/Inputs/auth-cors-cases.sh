@@ -37,6 +37,6 @@ show Access-Control-Allow-Origin -- -N "$PCCX_URL/v1/chat/completions" -H 'Origi
 echo "== allowed origin, refused field"
 show Access-Control-Allow-Origin -- "$PCCX_URL/v1/chat/completions" -H 'Origin: http://a.example' \
   -H 'Authorization: Bearer s3cret' -H 'Content-Type: application/json' \
-  -d '{"messages": [{"role": "user", "content": "Hi"}], "n": 2}'
+  -d '{"messages": [{"role": "user", "content": "Hi"}], "logit_bias": {"5": 1}}'
 echo "== other origin"
 show Access-Control-Allow-Origin -- "$PCCX_URL/v1/models" -H 'Origin: http://evil.example' -H 'Authorization: Bearer s3cret'

@@ -38,7 +38,8 @@ echo "== wrong types"
 post /v1/completions -d '{"prompt": "Hi", "temperature": "hot"}'
 post /v1/chat/completions -d '{"messages": [{"role": "robot", "content": "Hi"}]}'
 post /v1/chat/completions -d '{"messages": [{"role": "user", "content": "Hi"}, {"role": "user", "content": "Hi"}]}'
-post /v1/completions -d '{"prompt": "Hi", "n": 3}'
+post /v1/completions -d '{"prompt": "Hi", "n": 9}'
+post /v1/completions -d '{"prompt": "Hi", "logit_bias": {"5": 1}}'
 post /v1/completions -d '{"prompt": [2, 99999]}'
 echo "== a conversation resent with one more turn reuses the KV cache"
 first=$(post /v1/chat/completions -d '{"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 6, "temperature": 0}')
