@@ -4,8 +4,9 @@
 // the server's own stream and limits, routes them through httplib and the
 // handlers, parses JSON bodies and writes JSON and server-sent events, as
 // for a socket. The backend is scripted (no device): its replies echo the
-// prompt's bytes, so that invalid UTF-8 and stop strings reach the
-// response writers. Nothing may throw out, crash or hang.
+// prompt's bytes and its tokenizer spells one id per byte, so that invalid
+// UTF-8 and stop strings reach the response writers (the llama.cpp routes'
+// too). Nothing may throw out, crash or hang.
 //
 // Sequence mode (an input that starts with '='): the bytes are a sequence
 // of edits to a token prompt, each followed by a completion request to one
@@ -74,6 +75,24 @@ public:
       }
     }
     return true;
+  }
+
+  // /tokenize and /detokenize: one id per byte, so that pieces of half a
+  // character reach the writers.
+  bool tokenize(const std::string &text, bool addSpecial,
+                std::vector<int32_t> *ids, std::string *) override {
+    if (addSpecial)
+      ids->push_back(2);
+    for (unsigned char c : text)
+      ids->push_back(int32_t(c) + 3);
+    return true;
+  }
+  int64_t vocabSize() const override { return 1000; }
+  uint64_t maxTextBytes(int64_t tokens) const override {
+    return uint64_t(tokens);
+  }
+  std::string tokenText(int32_t id) const override {
+    return id >= 3 && id < 259 ? std::string(1, char(id - 3)) : "";
   }
 
 private:
