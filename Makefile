@@ -14,8 +14,7 @@ DEB_PACKAGES := cmake ninja-build g++ python3 \
 	nlohmann-json3-dev libgtest-dev libxxhash-dev \
 	libsentencepiece-dev sentencepiece \
 	pkg-config libcpp-httplib-dev libedit-dev
-TEST_DEB_PACKAGES := chromium curl nodejs npm python3-numpy python3-venv \
-	python3-setuptools
+TEST_DEB_PACKAGES := chromium curl nodejs npm python3-numpy python3-venv
 
 # Only for the fuzz and sanitizer targets (not needed by `make test`):
 # Debian's clang with its libFuzzer and sanitizer runtimes.
