@@ -17,6 +17,7 @@
 #include "tools/common/CommandLine.h"
 #include "tools/common/DeviceFlags.h"
 #include "tools/common/GuardedMain.h"
+#include "tools/common/SamplingFlags.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -105,12 +106,14 @@ DEVICE:
 const char kHelpAfterDevice[] = R"(
 GENERATION:
   --max-new-tokens N       tokens to generate (default 32)
-  --temperature T          0 (default) is greedy
+  --temperature T, --temp T
+                           0 (default) is greedy
   --top-k K                keep the K most likely tokens (0: off)
   --top-p P                keep the smallest set with mass >= P (1: off)
   --min-p P                keep the ids at least P times as likely as the
                            most likely one (0: off; after top-k and top-p)
-  --repetition-penalty R   divide (multiply, if negative) the logits of
+  --repetition-penalty R, --repeat-penalty R
+                           divide (multiply, if negative) the logits of
                            every id seen so far by R (1: off)
   --presence-penalty A     subtract A from the logit of every id seen so far
                            (OpenAI's; -2..2, 0: off)
@@ -221,13 +224,7 @@ void declareOptions(pccx::tools::CommandLine &cl, RunRequest &request,
   cl.flag("--no-bos", &request.noBos);
   pccx::tools::declareDeviceOptions(cl, &device);
   cl.count("--max-new-tokens", &gen.maxNewTokens, &request.hasMaxNewTokens);
-  cl.number("--temperature", &gen.sampling.temperature);
-  cl.count("--top-k", &gen.sampling.topK);
-  cl.number("--top-p", &gen.sampling.topP);
-  cl.number("--min-p", &gen.sampling.minP);
-  cl.number("--presence-penalty", &gen.sampling.presencePenalty);
-  cl.number("--frequency-penalty", &gen.sampling.frequencyPenalty);
-  cl.number("--repetition-penalty", &gen.sampling.repetitionPenalty);
+  pccx::tools::declareSamplingOptions(cl, &gen.sampling);
   cl.count("--seed", &seed);
   cl.text("--stop-tokens", &request.stopTokens, &request.hasStopTokens);
   cl.text("--json-schema", &request.jsonSchemaPath);

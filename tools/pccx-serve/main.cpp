@@ -14,6 +14,7 @@
 #include "tools/common/CommandLine.h"
 #include "tools/common/DeviceFlags.h"
 #include "tools/common/GuardedMain.h"
+#include "tools/common/SamplingFlags.h"
 
 #include <cerrno>
 #include <csignal>
@@ -94,7 +95,8 @@ shows them):
                            (default 1: off)
   --min-p P                keep the ids at least P times as likely as the
                            best one, 0 .. 1 (default 0: off)
-  --repeat-penalty R       a seen id's logit divided by R, 0 < R <= 10
+  --repeat-penalty R, --repetition-penalty R
+                           a seen id's logit divided by R, 0 < R <= 10
                            (default 1: off)
   --presence-penalty X     -2 .. 2, subtracted once per seen id (default 0)
   --frequency-penalty X    -2 .. 2, subtracted per occurrence (default 0)
@@ -252,13 +254,7 @@ static int run(int argc, char **argv) {
   cl.value("--chat-template-file",
            nonEmpty("--chat-template-file", &templatePath));
   pccx::app::SamplingOptions &sampling = options.defaults.sampling;
-  cl.number("--temp, --temperature", &sampling.temperature);
-  cl.count("--top-k", &sampling.topK);
-  cl.number("--top-p", &sampling.topP);
-  cl.number("--min-p", &sampling.minP);
-  cl.number("--repeat-penalty", &sampling.repetitionPenalty);
-  cl.number("--presence-penalty", &sampling.presencePenalty);
-  cl.number("--frequency-penalty", &sampling.frequencyPenalty);
+  pccx::tools::declareSamplingOptions(cl, &sampling);
   cl.value("--seed", [&](const std::string &value) {
     // -1, as llama.cpp's server takes it: each request its own seed.
     if (value == "-1") {
