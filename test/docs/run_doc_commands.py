@@ -250,12 +250,16 @@ def setup():
     os.symlink("suite", os.path.join(scratch, "results"))
 
 
-def environment(kind):
+def environment(kind, text=""):
     env = dict(os.environ)
     env["PCCXRT_LIBRARY"] = os.path.join(scratch, "build", "lib", "libpccxrt.so")
     if kind == "python":
         # As the example's comment says: PYTHONPATH=runtime/python.
         env["PYTHONPATH"] = os.path.join(scratch, "runtime", "python")
+        env.update(preload)
+    elif "import pccxrt" in text:
+        # A shell command whose Python loads libpccxrt.so (a virtual
+        # environment's interpreter): the sanitizer runtime goes first too.
         env.update(preload)
     return env
 
@@ -270,7 +274,8 @@ def stop(process):
 
 def execute(argv, kind, stdin=None):
     """(status, stderr) of one command, bounded in time."""
-    process = subprocess.Popen(argv, shell=isinstance(argv, str), cwd=scratch, env=environment(kind),
+    process = subprocess.Popen(argv, shell=isinstance(argv, str), cwd=scratch,
+                               env=environment(kind, argv if isinstance(argv, str) else " ".join(argv)),
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)
     try:
