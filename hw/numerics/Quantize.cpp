@@ -389,6 +389,14 @@ void unpackRow(WeightFormat format, const uint8_t *packed, size_t n,
     out[i] = float(int8_t(packed[i])) * scale;
 }
 
+void unpackRowGroups(WeightFormat format, const uint8_t *packed, size_t n,
+                     int64_t group, const float *scales, float *out) {
+  const size_t width = group > 0 ? size_t(group) : n;
+  for (size_t first = 0, g = 0; first < n; first += width, ++g)
+    unpackRow(format, packed + packedRowBytes(format, first),
+              std::min(width, n - first), scales[g], out + first);
+}
+
 int64_t recordScaleBytes(int64_t n) { return int64_t(pad16(uint64_t(4 * n))); }
 
 int64_t recordRowStride(WeightFormat format, int64_t k) {

@@ -146,6 +146,10 @@ size_t packedRowBytes(WeightFormat format, size_t n);
 void packRow(WeightFormat format, const int8_t *q, size_t n, uint8_t *out);
 void unpackRow(WeightFormat format, const uint8_t *packed, size_t n,
                float scale, float *out);
+/// unpackRow of a row whose every `group` columns (0: all of them) have
+/// their own scale, scales[g] for group g.
+void unpackRowGroups(WeightFormat format, const uint8_t *packed, size_t n,
+                     int64_t group, const float *scales, float *out);
 
 /// x rounded up to a multiple of 16 bytes (one 128-bit word): the alignment
 /// of weight-record parts and of the bundle's table data.

@@ -894,15 +894,11 @@ void GatherTable::readRow(int64_t row, float *out) const {
     return;
   }
   const size_t rowBytes = hw::packedRowBytes(format, size_t(cols));
-  const uint8_t *bytes = codes + size_t(row) * rowBytes;
-  if (!group || group >= cols)
-    return hw::unpackRow(format, bytes, size_t(cols), scales[row], out);
-  const int64_t groups = (cols + group - 1) / group;
-  for (int64_t g = 0; g < groups; ++g) {
-    const int64_t first = g * group, width = std::min(group, cols - first);
-    hw::unpackRow(format, bytes + hw::packedRowBytes(format, size_t(first)),
-                  size_t(width), scales[row * groups + g], out + first);
-  }
+  hw::QuantScheme scheme;
+  scheme.group = group;
+  const int64_t groups = hw::groupCount(scheme, cols);
+  hw::unpackRowGroups(format, codes + size_t(row) * rowBytes, size_t(cols),
+                      group, scales + row * groups, out);
 }
 
 KvStorage hostStorage(KvDtype dtype) {

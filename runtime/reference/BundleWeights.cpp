@@ -59,13 +59,8 @@ bool PackedRows::fromGather(const bundle::Bundle &bundle,
 
 void PackedRows::unpack(int64_t row, float *tensorRow) const {
   const int64_t local = row - firstRow;
-  const uint8_t *bytes = codes + local * rowStride;
-  for (int64_t g = 0; g < groups; ++g) {
-    const int64_t first = g * group, width = std::min(group, cols - first);
-    hw::unpackRow(format, bytes + hw::packedRowBytes(format, size_t(first)),
-                  size_t(width), scales[local * groups + g],
-                  tensorRow + firstCol + first);
-  }
+  hw::unpackRowGroups(format, codes + local * rowStride, size_t(cols), group,
+                      scales + local * groups, tensorRow + firstCol);
 }
 
 std::unique_ptr<BundleWeights>
