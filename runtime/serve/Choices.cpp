@@ -222,4 +222,22 @@ ChoiceResult choiceResult(Backend &backend, const GenerationRequest &request,
   return choice;
 }
 
+void readToolReply(const GenerationRequest &request,
+                   const std::string &idPrefix, ChoiceResult *choice) {
+  if (!request.tools.active() ||
+      std::string(finishReason(choice->reply->end)) != "stop")
+    return;
+  std::optional<ToolReply> parsed = parseToolReply(choice->text, idPrefix);
+  if (!parsed)
+    return;
+  if (parsed->calls.empty())
+    choice->text = parsed->content;
+  else
+    choice->toolCalls = std::move(parsed->calls);
+}
+
+std::string toolCallIdPrefix(const ResponseIds &ids, size_t i) {
+  return "call_" + ids.id + "_" + std::to_string(i) + "_";
+}
+
 } // namespace pccx::serve

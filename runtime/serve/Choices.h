@@ -56,6 +56,15 @@ ChoiceResult choiceResult(Backend &backend, const GenerationRequest &request,
                           const std::vector<int32_t> &prompt,
                           const app::Reply &reply);
 
+/// Chat with active tools: a reply that ended as a whole document becomes
+/// its calls (ids `idPrefix` and their place) or its response's text; a
+/// reply cut short keeps its text.
+void readToolReply(const GenerationRequest &request,
+                   const std::string &idPrefix, ChoiceResult *choice);
+
+/// The prefix of choice `i`'s call ids.
+std::string toolCallIdPrefix(const ResponseIds &ids, size_t i);
+
 } // namespace pccx::serve
 
 #endif

@@ -4,6 +4,7 @@
 #include "hw/support/JsonText.h"
 
 #include <climits>
+#include <map>
 #include <cmath>
 
 namespace pccx::serve {
@@ -68,11 +69,13 @@ const std::vector<RequestField> &requestFields() {
       {"top_logprobs", kChatEndpoint, H::Supported, ""},
       {"response_format", kChatEndpoint, H::Supported, ""},
       {"echo", kCompletionsEndpoint, H::Supported, ""},
+      // Tool calling (docs/serving.md, "Tool calling").
+      {"tools", kChatEndpoint, H::Supported, ""},
+      {"tool_choice", kChatEndpoint, H::Supported, ""},
+      {"parallel_tool_calls", kChatEndpoint, H::Supported, ""},
       // Asking for something the server does not do: refused, so that no
       // request silently gets something else.
       {"logit_bias", kBothEndpoints, H::Refused, "{}"},
-      {"tools", kChatEndpoint, H::Refused, "[]"},
-      {"tool_choice", kChatEndpoint, H::Refused, "\"none\""},
       {"functions", kChatEndpoint, H::Refused, "[]"},
       {"function_call", kChatEndpoint, H::Refused, "\"none\""},
       {"modalities", kChatEndpoint, H::Refused, "[\"text\"]"},
@@ -90,8 +93,6 @@ const std::vector<RequestField> &requestFields() {
       {"safety_identifier", kChatEndpoint, H::Ignored, ""},
       {"prompt_cache_key", kChatEndpoint, H::Ignored, ""},
       {"prediction", kChatEndpoint, H::Ignored, ""},
-      // Without tools (refused above) it has nothing to act on.
-      {"parallel_tool_calls", kChatEndpoint, H::Ignored, ""},
   };
   return fields;
 }
@@ -332,6 +333,93 @@ void readResponseFormat(const std::string &body, Reader &r,
     r.fail(where.c_str(), where + ": " + why, "invalid_value");
 }
 
+/// tools, tool_choice and parallel_tool_calls, read keeping the order of
+/// the body's members (a tool's arguments are written in the order its
+/// parameters declare them).
+void readTools(const std::string &body, Reader &r, GenerationRequest *req) {
+  if (!r.field("tools") && !r.field("tool_choice") &&
+      !r.field("parallel_tool_calls"))
+    return;
+  const grammar::Json ordered = grammar::Json::parse(body, nullptr, false);
+  std::string param, why;
+  if (!readTools(ordered, &req->tools, &param, &why))
+    r.fail(param.c_str(), why,
+           param == "tools" ? nullptr : "invalid_value");
+}
+
+/// Chat's messages: system (developer), user and assistant turns, an
+/// assistant's tool calls and the tool results after them, as the turns
+/// the model reads; with active tools, their instructions in the system
+/// message.
+void readMessages(const json &messages, Reader &r, GenerationRequest *req) {
+  if (!messages.is_array() || messages.empty())
+    return r.fail("messages", "'messages' must be a non-empty list");
+  // The function each earlier call named, by call id.
+  std::map<std::string, std::string> callNames;
+  bool lastFromTool = false;
+  for (size_t i = 0; i < messages.size() && !r.failed(); ++i) {
+    const json &m = messages[i];
+    std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+      return r.fail("messages", where + " needs a string 'role'");
+    app::ChatMessage message;
+    message.role = m["role"].get<std::string>();
+    if (message.role != "system" && message.role != "user" &&
+        message.role != "assistant" && message.role != "developer" &&
+        message.role != "tool")
+      return r.fail("messages", where + ": role '" + message.role +
+                                    "' is not one of system, developer, "
+                                    "user, assistant, tool");
+    if (message.role == "developer") // OpenAI's newer name for system
+      message.role = "system";
+    const bool hasCalls = message.role == "assistant" &&
+                          m.contains("tool_calls") && !m["tool_calls"].is_null();
+    std::string why;
+    if (hasCalls) {
+      if (!toolCallsText(m["tool_calls"], &message.content, &why))
+        return r.fail("messages", where + "." + why);
+      for (const json &call : m["tool_calls"])
+        if (call.contains("id") && call["id"].is_string())
+          callNames[call["id"].get<std::string>()] =
+              call["function"]["name"].get<std::string>();
+    } else if (!m.contains("content") || m["content"].is_null() ||
+               !contentText(m["content"], &message.content, &why)) {
+      return r.fail("messages", where + ": " +
+                                    (why.empty() ? "'content' is missing"
+                                                 : why));
+    }
+    const bool fromTool = message.role == "tool";
+    if (fromTool) {
+      // Gemma's turns are the user's and the model's: a result is a user
+      // turn, and results in a row (or a user message after them) share
+      // one.
+      std::string id;
+      if (m.contains("tool_call_id") && m["tool_call_id"].is_string())
+        id = m["tool_call_id"].get<std::string>();
+      auto named = callNames.find(id);
+      message.role = "user";
+      message.content =
+          toolResultText(named == callNames.end() ? "" : named->second, id,
+                         message.content);
+    }
+    if ((fromTool || lastFromTool) && !req->messages.empty() &&
+        req->messages.back().role == "user" && message.role == "user") {
+      req->messages.back().content += "\n\n" + message.content;
+    } else {
+      req->messages.push_back(std::move(message));
+    }
+    lastFromTool = fromTool;
+  }
+  if (r.failed() || !req->tools.active())
+    return;
+  const std::string instructions = toolInstructions(req->tools);
+  if (req->messages.front().role == "system")
+    req->messages.front().content += "\n\n" + instructions;
+  else
+    req->messages.insert(req->messages.begin(),
+                         app::ChatMessage{"system", instructions});
+}
+
 } // namespace
 
 std::string checkRequestDefaults(const RequestDefaults &defaults) {
@@ -393,37 +481,11 @@ parseRequest(const std::string &body, bool chat, const RequestLimits &limits,
       req.model = m->get<std::string>();
   }
   if (chat) {
-    const json *messages = r.field("messages");
-    if (!messages || !messages->is_array() || messages->empty())
-      r.fail("messages", "'messages' must be a non-empty list");
+    readTools(body, r, &req);
+    if (const json *messages = r.field("messages"))
+      readMessages(*messages, r, &req);
     else
-      for (size_t i = 0; i < messages->size() && !r.failed(); ++i) {
-        const json &m = (*messages)[i];
-        std::string where = "messages[" + std::to_string(i) + "]";
-        if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
-          r.fail("messages", where + " needs a string 'role'");
-          break;
-        }
-        app::ChatMessage message;
-        message.role = m["role"].get<std::string>();
-        if (message.role != "system" && message.role != "user" &&
-            message.role != "assistant" && message.role != "developer") {
-          r.fail("messages", where + ": role '" + message.role +
-                                 "' is not one of system, developer, user, "
-                                 "assistant");
-          break;
-        }
-        if (message.role == "developer") // OpenAI's newer name for system
-          message.role = "system";
-        std::string why;
-        if (!m.contains("content") || m["content"].is_null() ||
-            !contentText(m["content"], &message.content, &why)) {
-          r.fail("messages",
-                 where + ": " + (why.empty() ? "'content' is missing" : why));
-          break;
-        }
-        req.messages.push_back(message);
-      }
+      r.fail("messages", "'messages' must be a non-empty list");
   } else {
     std::vector<CompletionPrompt> prompts;
     if (const json *prompt = r.field("prompt"))
@@ -532,6 +594,16 @@ parseRequest(const std::string &body, bool chat, const RequestLimits &limits,
   readLogprobs(chat, r, &req);
   if (chat)
     readResponseFormat(body, r, &req);
+  if (req.tools.active() && !r.failed()) {
+    // The reply is a tool-call document: its schema is the tools'.
+    if (req.schema)
+      r.fail("response_format",
+             "'response_format' cannot be combined with 'tools' unless "
+             "'tool_choice' is \"none\"");
+    std::string why;
+    if (!r.failed() && !(req.schema = toolReplySchema(req.tools, &why)))
+      r.fail("tools", why, "invalid_value");
+  }
   if (!chat && !r.failed() && req.stream) {
     // A stream has one choice, and its chunks carry only generated text.
     if (!req.morePrompts.empty())
@@ -685,10 +757,16 @@ json completionResponse(const GenerationRequest &request,
   std::vector<const app::Reply *> replies;
   for (size_t i = 0; i < choices.size(); ++i) {
     const app::Reply &reply = *choices[i].reply;
+    const bool calls = !choices[i].toolCalls.is_null();
     json choice = {{"index", i},
-                   {"finish_reason", finishReason(reply.end)},
+                   {"finish_reason",
+                    calls ? "tool_calls" : finishReason(reply.end)},
                    {"logprobs", choices[i].logprobs}};
-    if (request.chat)
+    if (calls)
+      choice["message"] = {{"role", "assistant"},
+                           {"content", nullptr},
+                           {"tool_calls", choices[i].toolCalls}};
+    else if (request.chat)
       choice["message"] = {{"role", "assistant"},
                            {"content", choices[i].text}};
     else
@@ -702,26 +780,39 @@ json completionResponse(const GenerationRequest &request,
 
 json completionResponse(const GenerationRequest &request,
                         const ResponseIds &ids, const app::Reply &reply) {
-  return completionResponse(request, ids, {{&reply, reply.text, nullptr}});
+  return completionResponse(request, ids,
+                            {{&reply, reply.text, nullptr, nullptr}});
+}
+
+json streamDelta(const GenerationRequest &request, const ResponseIds &ids,
+                 json delta, const char *finish, const json &logprobs,
+                 size_t index) {
+  json out = envelope(request, ids, true);
+  json choice = {{"index", index},
+                 {"logprobs", logprobs},
+                 {"finish_reason", finish ? json(finish) : json()}};
+  choice["delta"] = std::move(delta);
+  out["choices"] = json::array({choice});
+  return out;
 }
 
 json streamChunk(const GenerationRequest &request, const ResponseIds &ids,
                  const std::string &text, bool first, const char *finish,
                  const json &logprobs, size_t index) {
-  json out = envelope(request, ids, true);
-  json choice = {{"index", index},
-                 {"logprobs", logprobs},
-                 {"finish_reason", finish ? json(finish) : json()}};
   if (request.chat) {
     json delta = json::object();
     if (first)
       delta["role"] = "assistant";
     if (!finish)
       delta["content"] = text;
-    choice["delta"] = delta;
-  } else {
-    choice["text"] = text;
+    return streamDelta(request, ids, std::move(delta), finish, logprobs,
+                       index);
   }
+  json out = envelope(request, ids, true);
+  json choice = {{"index", index},
+                 {"logprobs", logprobs},
+                 {"finish_reason", finish ? json(finish) : json()},
+                 {"text", text}};
   out["choices"] = json::array({choice});
   return out;
 }

@@ -12,6 +12,7 @@
 
 #include "runtime/app/Chat.h"
 #include "runtime/grammar/JsonSchema.h"
+#include "runtime/serve/ToolCalls.h"
 
 #include <nlohmann/json.hpp>
 
@@ -112,6 +113,10 @@ struct GenerationRequest {
   /// Chat's response_format json_object or json_schema: the reply is
   /// decoded under this schema (null: free text).
   std::shared_ptr<const grammar::Schema> schema;
+  /// Chat's tools, tool_choice and parallel_tool_calls. When active, the
+  /// messages already carry the tools' instructions and `schema` is the
+  /// tool-call reply's (ToolCalls.h).
+  ToolRequest tools;
   /// `n`: choices generated for each prompt (each from its own seed).
   int64_t n = 1;
 };
@@ -205,6 +210,9 @@ struct ChoiceResult {
   std::string text; ///< the reply's text (completions' echo: after the prompt)
   /// The choice's logprobs (chatLogprobs, completionLogprobs); null: none.
   nlohmann::json logprobs;
+  /// Chat with tools: the reply's calls (message.tool_calls, finish_reason
+  /// "tool_calls"; content null); null when it made none.
+  nlohmann::json toolCalls;
 };
 
 /// The complete (not streamed) response: choice i is choices[i]; usage
@@ -224,6 +232,12 @@ nlohmann::json completionResponse(const GenerationRequest &request,
 nlohmann::json streamChunk(const GenerationRequest &request,
                            const ResponseIds &ids, const std::string &text,
                            bool first, const char *finish,
+                           const nlohmann::json &logprobs = nullptr,
+                           size_t index = 0);
+/// A chat chunk of choice `index` carrying `delta` as it is.
+nlohmann::json streamDelta(const GenerationRequest &request,
+                           const ResponseIds &ids, nlohmann::json delta,
+                           const char *finish,
                            const nlohmann::json &logprobs = nullptr,
                            size_t index = 0);
 /// The usage chunk (stream_options.include_usage): no choices; `reply`

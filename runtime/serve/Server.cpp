@@ -703,7 +703,7 @@ struct Server::Impl {
     auto constraint = backend.jsonConstraint(request.schema, &why);
     if (!constraint) {
       *error = apiError(400, "invalid_value", why);
-      error->param = "response_format";
+      error->param = request.tools.active() ? "tools" : "response_format";
     }
     return constraint;
   }
@@ -786,6 +786,7 @@ struct Server::Impl {
         return sendError(res, replyFailure(options, why, turn->cancel));
       out.push_back(choiceResult(backend, choices.requests[i],
                                  choices.prompts[i], results[i]));
+      readToolReply(request, toolCallIdPrefix(ids, i), &out.back());
       // A client that left ends the rest too.
       if (turn->cancel.load())
         break;
@@ -845,6 +846,34 @@ struct Server::Impl {
         });
   }
 
+  /// A streamed tool-call reply (choice i): one chunk with the role and
+  /// the calls (each with its index, id and whole arguments) or the
+  /// response's text, then the closing chunk.
+  static std::string toolReplyEvents(const GenerationRequest &request,
+                                     const ResponseIds &ids, size_t i,
+                                     const app::Reply &result,
+                                     const json &logprobs) {
+    ChoiceResult choice;
+    choice.reply = &result;
+    choice.text = result.text;
+    readToolReply(request, toolCallIdPrefix(ids, i), &choice);
+    json delta = {{"role", "assistant"}};
+    const char *finish = finishReason(result.end);
+    if (choice.toolCalls.is_null()) {
+      delta["content"] = choice.text;
+    } else {
+      json calls = choice.toolCalls;
+      for (size_t k = 0; k < calls.size(); ++k)
+        calls[k]["index"] = k;
+      delta["tool_calls"] = std::move(calls);
+      finish = "tool_calls";
+    }
+    return event(streamDelta(request, ids, std::move(delta), nullptr,
+                             logprobs, i)) +
+           event(streamDelta(request, ids, json::object(), finish, nullptr,
+                             i));
+  }
+
   /// Streams choice i (its chunks carry index i) up to its closing chunk;
   /// returns the error event when its reply fails, else "".
   std::string streamChoice(const GenerationRequest &request,
@@ -869,8 +898,11 @@ struct Server::Impl {
       return logprobsOf(request, entries);
     };
     options.interrupt = &turn.cancel;
+    // A tool-call reply is known only when its document is whole: it goes
+    // out in one chunk at the end.
+    const bool tools = request.tools.active();
     options.onText = [&](const std::string &text) {
-      if (gone)
+      if (gone || tools)
         return;
       write(event(streamChunk(request, ids, text, first, nullptr, scores(), i)));
       first = false;
@@ -880,6 +912,10 @@ struct Server::Impl {
     std::string why;
     if (!backend.complete(choices.prompts[i], options, &result, &why))
       return event(errorBody(replyFailure(options, why, turn.cancel)));
+    if (tools) {
+      write(toolReplyEvents(request, ids, i, result, scores()));
+      return "";
+    }
     // Tokens that added no text at the end (and, with no text at all, the
     // role, which comes first) still get a chunk.
     std::string tail;

@@ -134,7 +134,7 @@ TEST(OpenAiApi, RefusedRequests) {
       {R"({"prompt": "x", "repeat_penalty": 1.1, "repetition_penalty": 1.2})",
        false, "repeat_penalty", ""},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{}]})",
-       true, "tools", "unsupported_parameter"},
+       true, "tools", ""},
       {R"({"prompt": "x", "stream": 1})", false, "stream", ""},
       {R"({"prompt": "x", "model": 5})", false, "model", ""},
   };
@@ -367,7 +367,7 @@ TEST(OpenAiApi, LogprobsShapes) {
   two.tokens = {6, 7};
   json whole = completionResponse(
       *request, {"cmpl-1", 1, "m"},
-      {{&one, "x", nullptr}, {&two, "yz", legacy}});
+      {{&one, "x", nullptr, nullptr}, {&two, "yz", legacy, nullptr}});
   ASSERT_EQ(whole["choices"].size(), 2u);
   EXPECT_EQ(whole["choices"][1]["index"], 1);
   EXPECT_EQ(whole["choices"][1]["text"], "yz");
