@@ -145,7 +145,7 @@ bool ChatFormat::checkRoles(const std::vector<ChatMessage> &messages,
 }
 
 bool ChatFormat::appendRendered(const std::vector<ChatMessage> &messages,
-                                size_t first, size_t i,
+                                size_t i, bool joinSystem,
                                 std::vector<int32_t> *ids,
                                 std::string *error) const {
   const ChatMessage &m = messages[i];
@@ -153,7 +153,7 @@ bool ChatFormat::appendRendered(const std::vector<ChatMessage> &messages,
   std::string text = trimmed(m.content);
   // The system message is prepended to the first turn, as Gemma's template
   // does.
-  if (i == first && first == 1)
+  if (joinSystem)
     text = trimmed(messages[0].content) + "\n\n" + text;
   ids->push_back(startOfTurn_);
   return appendMessage(role + "\n", text, ids, error) &&
@@ -169,7 +169,7 @@ bool ChatFormat::render(const std::vector<ChatMessage> &messages,
   if (bos_ >= 0)
     ids->push_back(bos_);
   for (size_t i = first; i < messages.size(); ++i)
-    if (!appendRendered(messages, first, i, ids, error))
+    if (!appendRendered(messages, i, i == first && first == 1, ids, error))
       return false;
   return !openModelTurn || appendModelOpening(ids, error);
 }
@@ -182,54 +182,65 @@ bool ChatFormat::renderFitting(const std::vector<ChatMessage> &messages,
   size_t first = 0;
   if (!checkRoles(messages, &first, error))
     return false;
-  // Each message's tokens do not depend on the others (the system text
-  // joins the first turn, which is always kept), so the rendering is the
-  // head (BOS and the messages up to the first turn), the kept messages,
-  // and the opening.
-  const size_t keep = std::min(messages.size(), first + 1);
+  const bool system = first == 1;
+  // Each turn's tokens do not depend on the others', except that the
+  // first turn kept carries the system text: the rendering is BOS, that
+  // turn joined, the later turns, and the opening.
   std::vector<int32_t> head, opening;
   if (bos_ >= 0)
     head.push_back(bos_);
-  for (size_t i = first; i < keep; ++i)
-    if (!appendRendered(messages, first, i, &head, error))
-      return false;
   if (openModelTurn && !appendModelOpening(&opening, error))
     return false;
-  // Pairs after the head may go while at least one message stays after
-  // them: at most `most` pairs.
-  const size_t rest = messages.size() - keep;
+  // Pairs from the first turn on may go while at least one message stays
+  // after them: at most `most` pairs.
+  const size_t n = messages.size(), rest = n - first;
   const size_t most = rest >= 3 ? (rest - 1) / 2 : 0;
-  // Newest first: message i's tokens, until the kept ones alone pass the
-  // budget (every older pair then goes).
-  std::vector<std::vector<int32_t>> tokens(messages.size());
+  // Newest first: the turns that stay whatever happens, each tokenized
+  // once (every older pair goes if they alone pass the budget).
+  std::vector<std::vector<int32_t>> plain(n);
+  size_t start = first + 2 * most; // the first turn kept
   int64_t total = int64_t(head.size() + opening.size());
-  size_t from = messages.size(); // messages [from, end) are tokenized
-  while (from > keep + 2 * most && from > keep) {
-    --from;
-    if (!appendRendered(messages, first, from, &tokens[from], error))
+  for (size_t i = n; i > start;) {
+    --i;
+    if (!appendRendered(messages, i, false, &plain[i], error))
       return false;
-    total += int64_t(tokens[from].size());
+    total += int64_t(plain[i].size());
   }
-  // The least pairs dropped: `from` is keep + 2 * most here, and each pair
-  // kept (back to the first one) is tokenized only while it fits.
-  size_t pairs = most;
-  while (pairs > 0 && total <= budget) {
-    const size_t a = keep + 2 * (pairs - 1);
-    std::vector<int32_t> ta, tb;
-    if (!appendRendered(messages, first, a, &ta, error) ||
-        !appendRendered(messages, first, a + 1, &tb, error))
+  // The first turn kept as it is written, with the system text.
+  std::vector<int32_t> lead;
+  auto leadOf = [&](size_t i, std::vector<int32_t> *out) {
+    out->clear();
+    if (!system) {
+      *out = plain[i];
+      return true;
+    }
+    return appendRendered(messages, i, true, out, error);
+  };
+  if (start < n && !leadOf(start, &lead))
+    return false;
+  auto size = [&](size_t i) { return int64_t(plain[i].size()); };
+  // The least pairs dropped: each older pair is tokenized only while the
+  // conversation with it fits.
+  while (start > first) {
+    const size_t a = start - 2;
+    if (!appendRendered(messages, a, false, &plain[a], error) ||
+        !appendRendered(messages, a + 1, false, &plain[a + 1], error))
       return false;
-    if (total + int64_t(ta.size() + tb.size()) > budget)
+    std::vector<int32_t> candidate;
+    if (!leadOf(a, &candidate))
+      return false;
+    const int64_t with = total + size(a) + size(a + 1);
+    if (with - size(a) + int64_t(candidate.size()) > budget)
       break;
-    total += int64_t(ta.size() + tb.size());
-    tokens[a] = std::move(ta);
-    tokens[a + 1] = std::move(tb);
-    --pairs;
+    total = with;
+    start = a;
+    lead = std::move(candidate);
   }
-  *dropped = pairs;
+  *dropped = (start - first) / 2;
   ids->insert(ids->end(), head.begin(), head.end());
-  for (size_t i = keep + 2 * pairs; i < messages.size(); ++i)
-    ids->insert(ids->end(), tokens[i].begin(), tokens[i].end());
+  ids->insert(ids->end(), lead.begin(), lead.end());
+  for (size_t i = start + 1; i < n; ++i)
+    ids->insert(ids->end(), plain[i].begin(), plain[i].end());
   ids->insert(ids->end(), opening.begin(), opening.end());
   return true;
 }

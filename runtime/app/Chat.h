@@ -51,10 +51,10 @@ public:
   bool render(const std::vector<ChatMessage> &messages, bool openModelTurn,
               std::vector<int32_t> *ids, std::string *error) const;
   /// render() of the conversation after its oldest exchanges are dropped
-  /// until it takes at most `budget` tokens: from the message after the
-  /// first user message on, two messages at a time (roles keep
-  /// alternating), while at least one message would remain after them.
-  /// `*dropped` counts the pairs. Each message is tokenized at most once,
+  /// until it takes at most `budget` tokens: from the first user message
+  /// on, two messages at a time (roles keep alternating), while at least
+  /// one message would remain after them; the system message stays, joined
+  /// to the first turn kept. `*dropped` counts the pairs. Each message is tokenized at most once,
   /// newest first, and none that must be dropped anyway: the work is
   /// bounded by the budget and the messages kept, not by the conversation.
   /// When even the shortest form does not fit, that form is returned (the
@@ -89,9 +89,10 @@ private:
   /// after a system message, else 0).
   bool checkRoles(const std::vector<ChatMessage> &messages, size_t *first,
                   std::string *error) const;
-  /// Message `i`'s turn as render() writes it.
-  bool appendRendered(const std::vector<ChatMessage> &messages, size_t first,
-                      size_t i, std::vector<int32_t> *ids,
+  /// Message `i`'s turn, the system message's text (messages[0]) joined
+  /// to it when `joinSystem` (render() joins it to the first turn).
+  bool appendRendered(const std::vector<ChatMessage> &messages, size_t i,
+                      bool joinSystem, std::vector<int32_t> *ids,
                       std::string *error) const;
   bool appendText(const std::string &text, std::vector<int32_t> *ids,
                   std::string *error) const;

@@ -14,16 +14,24 @@ namespace {
 bool prepare(Backend &backend, const ServeOptions &options,
              const GenerationRequest &request, std::vector<int32_t> *ids,
              int64_t *maxTokens, ApiError *error) {
+  const int64_t context = backend.capacity();
+  // The reply's budget as asked (without max_tokens, chat: up to the
+  // context's end; completions: OpenAI's 16), within --max-tokens-limit.
+  const int64_t asked = std::min(
+      options.limits.maxTokens,
+      request.maxTokens ? *request.maxTokens : request.chat ? context : 16);
   // --context-shift: a conversation too long for the context loses its
-  // oldest exchanges after the first user message (and the system
-  // message before it) until it fits with the reply's tokens; it is
-  // shifted before anything refuses its length.
+  // oldest exchanges (the system message stays) until it fits with the
+  // reply's budget, at most half the context, so that a long budget does
+  // not empty the conversation; it is shifted before anything refuses its
+  // length.
   if (options.contextShift && request.chat) {
-    // Without max_tokens a chat's reply may take what the context has
-    // left: at least one token must fit.
-    const int64_t reply = request.maxTokens ? *request.maxTokens : 1;
-    if (!backend.shiftedPromptIds(request, backend.capacity() - reply, ids,
-                                  error))
+    // Without max_tokens the reply takes what is left: one token must fit.
+    const int64_t reply =
+        request.maxTokens
+            ? std::max<int64_t>(1, std::min(asked, context / 2))
+            : 1;
+    if (!backend.shiftedPromptIds(request, context - reply, ids, error))
       return false;
   } else if (!backend.promptIds(request, ids, error)) {
     return false;
@@ -33,27 +41,21 @@ bool prepare(Backend &backend, const ServeOptions &options,
     error->param = "prompt";
     return false;
   }
-  const int64_t context = backend.capacity();
   const int64_t promptTokens = int64_t(ids->size());
-  *maxTokens = request.maxTokens ? *request.maxTokens
-               : request.chat
-                   ? std::min(options.limits.maxTokens,
-                              std::max<int64_t>(1, context - promptTokens))
-                   : std::min<int64_t>(16, options.limits.maxTokens);
   // The prompt fills positions 0..P-1; every reply token but the last is
-  // fed back, so P + max_tokens - 1 positions are needed (P without a
-  // reply).
-  const int64_t needed = promptTokens + std::max<int64_t>(*maxTokens, 1) - 1;
-  if (needed > context) {
+  // fed back, so a reply of R tokens needs P + R - 1 positions (P without
+  // a reply): what is left holds context - P + 1 tokens.
+  const int64_t left = context - promptTokens + 1;
+  if (promptTokens > context) {
     error->message = "this model's context holds " + std::to_string(context) +
-                     " tokens; the request needs " + std::to_string(needed) +
-                     " (" + std::to_string(promptTokens) + " in the prompt, " +
-                     std::to_string(*maxTokens) +
-                     " for the reply, the last one not stored)";
+                     " tokens; the prompt has " + std::to_string(promptTokens);
     error->param = request.chat ? "messages" : "prompt";
     error->code = "context_length_exceeded";
     return false;
   }
+  // Past what is left, the reply ends with "length" when the context is
+  // full, as llama-server's does.
+  *maxTokens = std::min(asked, left);
   return true;
 }
 

@@ -333,9 +333,10 @@ bool Backend::shiftedPromptIds(const GenerationRequest &request,
                                int64_t budget, std::vector<int32_t> *ids,
                                ApiError *error) {
   GenerationRequest shorter = request;
+  // The system message stays; the oldest exchanges after it go.
   const size_t keep =
-      !shorter.messages.empty() && shorter.messages[0].role == "system" ? 2
-                                                                        : 1;
+      !shorter.messages.empty() && shorter.messages[0].role == "system" ? 1
+                                                                        : 0;
   for (;;) {
     ids->clear();
     if (!promptIds(shorter, ids, error))

@@ -511,16 +511,13 @@ parseRequest(const std::string &body, bool chat, const RequestLimits &limits,
     // Completions may ask for no token: the prompt alone, echoed and
     // scored (lm-evaluation-harness' loglikelihood requests).
     const int64_t least = chat ? 1 : 0;
+    // Above --max-tokens-limit, or past the context, a budget is clamped
+    // (expandChoices), as llama-server does: clients send 2048 or 4096
+    // as a default meaning "as long as it takes".
     if (maxTokens < least)
       r.fail(maxName,
              std::string("'") + maxName + "' must be at least " +
                  std::to_string(least),
-             "invalid_value");
-    else if (maxTokens > limits.maxTokens)
-      r.fail(maxName,
-             std::string("'") + maxName + "' is " + std::to_string(maxTokens) +
-                 "; this server allows at most " +
-                 std::to_string(limits.maxTokens),
              "invalid_value");
     req.maxTokens = maxTokens;
   }

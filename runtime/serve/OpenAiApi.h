@@ -96,7 +96,8 @@ struct GenerationRequest {
   /// Completions with a list of several prompts: the ones after the first
   /// (above), each answered as its own choice, in order.
   std::vector<CompletionPrompt> morePrompts;
-  /// max_tokens (or max_completion_tokens); absent: the endpoint's default.
+  /// max_tokens (or max_completion_tokens) as asked; absent: the
+  /// endpoint's default. The reply's budget clamps it (Choices).
   std::optional<int64_t> maxTokens;
   app::SamplingOptions sampling;
   bool hasSeed = false;
@@ -129,7 +130,9 @@ constexpr int kMaxTopLogprobs = 20;
 /// are checked before a request waits for a turn, so that nothing one
 /// request asks grows beyond them (docs/serving.md, "Limits").
 struct RequestLimits {
-  int64_t maxTokens = 1024; ///< the largest max_tokens accepted
+  /// The most tokens one reply may have: a larger max_tokens is clamped
+  /// to it (as to what the context has left after the prompt).
+  int64_t maxTokens = 1024;
   /// Completions: the most prompts one request may list (checked while
   /// the body is read, before any is copied or encoded).
   int64_t maxPrompts = 32;

@@ -129,7 +129,7 @@ public:
   /// `*error` (its message and param) when the request cannot be encoded.
   virtual bool promptIds(const GenerationRequest &request,
                          std::vector<int32_t> *ids, ApiError *error) = 0;
-  /// A chat's ids with its oldest exchanges after the first user message
+  /// A chat's ids with its oldest exchanges (after the system message)
   /// dropped until at most `budget` remain (--context-shift; the shortest
   /// form when none fits). The default renders the conversation again
   /// after each pair it drops; a backend with a tokenizer does it in one

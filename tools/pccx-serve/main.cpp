@@ -106,9 +106,11 @@ shows them):
 
 LIMITS:
   --max-body-bytes N       larger request bodies get 413 (default 1048576)
-  --max-tokens-limit N     largest max_tokens a request may ask (default
-                           1024); prompt + reply must also fit the
-                           bundle's context (400 context_length_exceeded)
+  --max-tokens-limit N     most tokens one reply may have (default 1024):
+                           a larger max_tokens is clamped to it, and to
+                           what the context has left after the prompt; a
+                           prompt longer than the context is a 400
+                           context_length_exceeded
   --max-prompts N          prompts one /v1/completions request may list
                            (default 32); more get 400 too_many_prompts
   --max-request-tokens N   tokens one request may need, over all its

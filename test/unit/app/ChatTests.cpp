@@ -241,9 +241,10 @@ TEST(Chat, RenderFittingDropsTheOldestExchangesInOnePass) {
       messages.push_back({i % 2 ? "assistant" : "user", text});
     }
     const int64_t budget = int64_t(next(120));
-    // The reference: drop a pair after the first user message and render
-    // again, while it does not fit and a message would remain after it.
-    const size_t keep = system ? 2 : 1;
+    // The reference: drop the oldest pair after the system message and
+    // render again, while it does not fit and a message would remain
+    // after it.
+    const size_t keep = system ? 1 : 0;
     std::vector<ChatMessage> shorter = messages;
     std::vector<int32_t> want;
     size_t pairs = 0;

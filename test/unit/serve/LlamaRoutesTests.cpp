@@ -484,6 +484,32 @@ TEST(ServeChoices, CountedAgainstTheRequestBudgetAndTheLimit) {
   EXPECT_EQ(backend.sampled.size(), before); // refused before any work
 }
 
+// max_tokens past --max-tokens-limit or past what the context has left is
+// clamped, as llama-server does; a prompt longer than the context is not.
+TEST(ServeChoices, MaxTokensIsClampedToTheLimitAndTheContext) {
+  ByteBackend backend;
+  backend.context = 10;
+  ServeOptions o = quietOptions();
+  o.limits.maxTokens = 6;
+  Server server(backend, o);
+  // 2 prompt tokens: 9 left in the context, 6 by the limit.
+  auto [status, reply] = call(server, "POST", "/v1/completions",
+                              R"({"prompt": "x", "max_tokens": 4096})");
+  ASSERT_EQ(status, 200) << reply.dump();
+  EXPECT_EQ(reply["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(reply["choices"][0]["finish_reason"], "length");
+  // 7 prompt tokens: 4 left (positions 0..9 hold the prompt and every
+  // reply token but the last).
+  auto [status2, chat] = call(server, "POST", "/v1/chat/completions",
+                              R"({"messages": [{"role": "user",
+                                  "content": "abcdef"}], "max_tokens": 2048})");
+  ASSERT_EQ(status2, 200) << chat.dump();
+  EXPECT_EQ(chat["usage"]["completion_tokens"], 4);
+  expectRefusal(server, "/v1/completions",
+                R"({"prompt": "abcdefghijk", "max_tokens": 1})", "prompt",
+                "context_length_exceeded");
+}
+
 TEST(ServeDefaults, RequestsWithoutAFieldGetTheServers) {
   ByteBackend backend;
   ServeOptions o = quietOptions();

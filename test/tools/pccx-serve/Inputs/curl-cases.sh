@@ -25,8 +25,9 @@ curl -sS --max-time 30 -o /dev/null -w '%{content_type}\n' -H 'Content-Type: app
 echo "== bad json"; post /v1/chat/completions -d '{"model": "tiny", "messages": ['
 echo "== not an object"; post /v1/completions -d '[1, 2]'
 echo "== max_tokens over the limit"; post /v1/completions -d '{"prompt": "Hi", "max_tokens": 100}'
-echo "== context exceeded"; post /v1/completions -d '{"prompt": "Hi", "max_tokens": 64, "stop": ["x"]}' >/dev/null
+echo "== max_tokens past the context"; post /v1/completions -d '{"prompt": "Hi", "max_tokens": 64, "stop": ["x"]}' >/dev/null
 post /v1/completions -d "{\"prompt\": [$(seq -s, 100 200)], \"max_tokens\": 64}"
+echo "== context exceeded"; post /v1/completions -d "{\"prompt\": [$(seq -s, 100 230)], \"max_tokens\": 1}"
 echo "== unknown model"
 post /v1/chat/completions -d '{"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}'
 c "$PCCX_URL/v1/models/gpt-4o"
