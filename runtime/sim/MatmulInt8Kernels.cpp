@@ -192,6 +192,29 @@ PCCX_AVX2_INLINE float finish8Avx2(__m256 p, const float *scales, size_t n) {
   return scales ? scales[n] * sum : sum;
 }
 
+/// finish8Avx2 of four rows at once, lane i of the result row i's: `v[i]`
+/// is row i's p[j] + p[j + 8]. The same adds on the same pairs, only
+/// transposed (a row of a block or two pays for its reduction as much as
+/// for its products otherwise).
+PCCX_AVX2_INLINE __m128 finish8x4Avx2(const __m256 v[4], const float *scales,
+                                      size_t n) {
+  // p[j] += p[j + 4]: rows 0 and 2 in the low halves, 1 and 3 in the high.
+  const __m256 h0 = _mm256_add_ps(_mm256_permute2f128_ps(v[0], v[1], 0x20),
+                                  _mm256_permute2f128_ps(v[0], v[1], 0x31));
+  const __m256 h1 = _mm256_add_ps(_mm256_permute2f128_ps(v[2], v[3], 0x20),
+                                  _mm256_permute2f128_ps(v[2], v[3], 0x31));
+  // p[j] += p[j + 2]: [row0 p0 p1, row2 p0 p1 | row1 p0 p1, row3 p0 p1].
+  const __m256 q = _mm256_add_ps(
+      _mm256_shuffle_ps(h0, h1, _MM_SHUFFLE(1, 0, 1, 0)),
+      _mm256_shuffle_ps(h0, h1, _MM_SHUFFLE(3, 2, 3, 2)));
+  // p[0] + p[1]: [row0, row2, ... | row1, row3, ...].
+  const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(q, q, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm256_shuffle_ps(q, q, _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m128 sums = _mm_unpacklo_ps(_mm256_castps256_ps128(r),
+                                      _mm256_extractf128_ps(r, 1));
+  return scales ? _mm_mul_ps(_mm_loadu_ps(scales + n), sums) : sums;
+}
+
 /// The block's four groups of weights (zero where a group is missing).
 PCCX_AVX2_INLINE void blockWeightsAvx2(const MatmulInt8Job &job,
                                        const uint8_t *row, size_t b,
@@ -204,31 +227,56 @@ PCCX_AVX2_INLINE void blockWeightsAvx2(const MatmulInt8Job &job,
   }
 }
 
-/// Row `r`'s block `b` against weights `w`: its partials folded into p.
+/// Where row `r`'s block `b` starts its integer sums: -8 * (the partials'
+/// code sums) for INT4 (its codes taken as w + 8), else zero.
+PCCX_AVX2_INLINE void blockStartAvx2(const MatmulInt8Job &job, size_t r,
+                                     size_t b, __m256i start[2]) {
+  start[0] = start[1] = _mm256_setzero_si256();
+  if (!job.int4)
+    return;
+  const int32_t *sums =
+      job.codeSums + (r * blocksOf(job) + b) * kInt8Partials;
+  for (int h = 0; h < 2; ++h)
+    start[h] = _mm256_slli_epi32(
+        _mm256_sub_epi32(_mm256_setzero_si256(),
+                         _mm256_loadu_si256(
+                             reinterpret_cast<const __m256i *>(sums + 8 * h))),
+        3);
+}
+
+/// The groups of block `b` that hold weights (a record of a K-slice of 32
+/// or 64 columns fills part of its one block).
+inline size_t groupsInBlock(const MatmulInt8Job &job, size_t b) {
+  const size_t first = kGroupsPerBlock * b;
+  return job.groups > first ? std::min(kGroupsPerBlock, job.groups - first)
+                            : 0;
+}
+
+/// Row `r`'s block `b` against weights `w`, its sums started at `start`:
+/// its partials folded into p. Groups from `used` on hold no weights: their
+/// codes are zero, their products add nothing, and they are skipped.
 PCCX_AVX2_INLINE void foldBlockAvx2(const MatmulInt8Job &job, size_t r,
                                     size_t b, const __m256i w[kGroupsPerBlock],
-                                    Partials8x2 &p) {
-  const size_t blocks = blocksOf(job);
+                                    const __m256i start[2], Partials8x2 &p,
+                                    size_t used = kGroupsPerBlock) {
   const int8_t *q = job.codes + r * job.codesStride + kInt8Block * b;
-  __m256i acc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-  if (job.int4) {
-    // Start at -8 * (the partials' code sums).
-    const int32_t *sums = job.codeSums + (r * blocks + b) * kInt8Partials;
-    for (int h = 0; h < 2; ++h)
-      acc[h] = _mm256_slli_epi32(
-          _mm256_sub_epi32(_mm256_setzero_si256(),
-                           _mm256_loadu_si256(
-                               reinterpret_cast<const __m256i *>(sums + 8 * h))),
-          3);
-  }
+  __m256i acc[2] = {start[0], start[1]};
   // A missing group's codes are zero: its (zero or plus-8) weights add 0.
-  for (size_t i = 0; i < kGroupsPerBlock; ++i)
+  for (size_t i = 0; i < used; ++i)
     acc[i % 2] = _mm256_add_epi32(
         acc[i % 2], job.int4 ? dotUnsignedAvx2(w[i], q + kGroup * i)
                              : dotSignedAvx2(w[i], q + kGroup * i));
-  const __m256 s = _mm256_set1_ps(job.blockScales[r * blocks + b]);
+  const __m256 s = _mm256_set1_ps(job.blockScales[r * blocksOf(job) + b]);
   p.lo = foldAvx2(p.lo, acc[0], s);
   p.hi = foldAvx2(p.hi, acc[1], s);
+}
+
+PCCX_AVX2_INLINE void foldBlockAvx2(const MatmulInt8Job &job, size_t r,
+                                    size_t b, const __m256i w[kGroupsPerBlock],
+                                    Partials8x2 &p) {
+  __m256i start[2];
+  blockStartAvx2(job, r, b, start);
+  foldBlockAvx2(job, r, b, w, start, p);
 }
 
 PCCX_AVX2_INLINE void prefetchBlock(const MatmulInt8Job &job,
@@ -242,6 +290,48 @@ PCCX_AVX2_INLINE void prefetchBlock(const MatmulInt8Job &job,
 PCCX_AVX2 void featuresAvx2(const MatmulInt8Job &job, size_t n0, size_t n1) {
   const size_t blocks = blocksOf(job);
   size_t n = n0;
+  if (job.m == 1 && n + 4 <= n1) {
+    // Four weight rows per pass, their partials in registers (independent
+    // chains of adds), reduced together; the blocks' start values, which
+    // every row shares, computed once.
+    // (int32 lanes: a vector of __m256i would lose their alignment.)
+    std::vector<int32_t> starts(16 * blocks);
+    for (size_t b = 0; b < blocks; ++b) {
+      __m256i start[2];
+      blockStartAvx2(job, 0, b, start);
+      for (int h = 0; h < 2; ++h)
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i *>(&starts[16 * b + 8 * h]), start[h]);
+    }
+    constexpr size_t kRows = 4;
+    for (; n + kRows <= n1; n += kRows) {
+      const uint8_t *row = job.rows + n * job.rowStride;
+      Partials8x2 p[kRows];
+      for (Partials8x2 &each : p)
+        each.lo = each.hi = _mm256_setzero_ps();
+      for (size_t b = 0; b < blocks; ++b)
+        for (size_t i = 0; i < kRows; ++i) {
+          _mm_prefetch(reinterpret_cast<const char *>(row) +
+                           (i + kRows * prefetchPasses(kRows * job.rowStride)) *
+                               job.rowStride +
+                           (job.int4 ? kGroupBytes4 : kGroup) *
+                               kGroupsPerBlock * b,
+                       _MM_HINT_T0);
+          __m256i w[kGroupsPerBlock];
+          blockWeightsAvx2(job, row + i * job.rowStride, b, w);
+          const __m256i start[2] = {
+              _mm256_loadu_si256(
+                  reinterpret_cast<const __m256i *>(&starts[16 * b])),
+              _mm256_loadu_si256(
+                  reinterpret_cast<const __m256i *>(&starts[16 * b + 8]))};
+          foldBlockAvx2(job, 0, b, w, start, p[i], groupsInBlock(job, b));
+        }
+      __m256 v[kRows];
+      for (size_t i = 0; i < kRows; ++i)
+        v[i] = _mm256_add_ps(p[i].lo, p[i].hi);
+      _mm_storeu_ps(job.out + n, finish8x4Avx2(v, job.scales, n));
+    }
+  }
   if (job.m == 1)
     // Two weight rows per pass, their partials in registers: independent
     // chains of adds.
