@@ -304,28 +304,35 @@ PCCX_AVX2 void featuresAvx2(const MatmulInt8Job &job, size_t n0, size_t n1) {
             reinterpret_cast<__m256i *>(&starts[16 * b + 8 * h]), start[h]);
     }
     constexpr size_t kRows = 4;
+    const size_t blockBytes =
+        (job.int4 ? kGroupBytes4 : kGroup) * kGroupsPerBlock;
+    // The same block of a row some passes ahead.
+    const size_t ahead =
+        kRows * prefetchPasses(kRows * job.rowStride) * job.rowStride;
     for (; n + kRows <= n1; n += kRows) {
       const uint8_t *row = job.rows + n * job.rowStride;
       Partials8x2 p[kRows];
       for (Partials8x2 &each : p)
         each.lo = each.hi = _mm256_setzero_ps();
-      for (size_t b = 0; b < blocks; ++b)
+      for (size_t b = 0; b < blocks; ++b) {
+        const size_t used = groupsInBlock(job, b);
+        const __m256i start[2] = {
+            _mm256_loadu_si256(
+                reinterpret_cast<const __m256i *>(&starts[16 * b])),
+            _mm256_loadu_si256(
+                reinterpret_cast<const __m256i *>(&starts[16 * b + 8]))};
         for (size_t i = 0; i < kRows; ++i) {
-          _mm_prefetch(reinterpret_cast<const char *>(row) +
-                           (i + kRows * prefetchPasses(kRows * job.rowStride)) *
-                               job.rowStride +
-                           (job.int4 ? kGroupBytes4 : kGroup) *
-                               kGroupsPerBlock * b,
+          const uint8_t *at = row + i * job.rowStride + blockBytes * b;
+          _mm_prefetch(reinterpret_cast<const char *>(at) + ahead,
                        _MM_HINT_T0);
           __m256i w[kGroupsPerBlock];
-          blockWeightsAvx2(job, row + i * job.rowStride, b, w);
-          const __m256i start[2] = {
-              _mm256_loadu_si256(
-                  reinterpret_cast<const __m256i *>(&starts[16 * b])),
-              _mm256_loadu_si256(
-                  reinterpret_cast<const __m256i *>(&starts[16 * b + 8]))};
-          foldBlockAvx2(job, 0, b, w, start, p[i], groupsInBlock(job, b));
+          for (size_t g = 0; g < used; ++g)
+            w[g] = job.int4 ? int4GroupUnsignedAvx2(at + kGroupBytes4 * g)
+                            : int8GroupAvx2(at + kGroup * g,
+                                            groupBytes(job, kGroupsPerBlock * b + g));
+          foldBlockAvx2(job, 0, b, w, start, p[i], used);
         }
+      }
       __m256 v[kRows];
       for (size_t i = 0; i < kRows; ++i)
         v[i] = _mm256_add_ps(p[i].lo, p[i].hi);
