@@ -30,7 +30,9 @@ constexpr const char *kHostThreadsHelp =
     "  --host-threads N         threads the host kernels split a step's rows\n"
     "                           over (AltUp, norms, residuals; the prefill's 16\n"
     "                           rows), 0 for one per hardware thread (default 0);\n"
-    "                           results are the same bit for bit at every count\n";
+    "                           results are the same bit for bit at every count\n"
+    "  -t N                     the simulator's GEMV/GEMM threads, as --threads N\n"
+    "                           (llama.cpp's spelling)\n";
 
 /// Runs the simulator in `numerics` unless the command line names them:
 /// comparisons with the float reference verify the NPU's datapath
@@ -52,6 +54,12 @@ inline void declareDeviceOptions(CommandLine &cl, DeviceChoice *choice) {
     if (!device::findDevice(name))
       return "--device must be " +
              device::listAlternatives(device::deviceNames());
+    return std::string();
+  });
+  // llama.cpp's -t: the simulator's --threads (other devices refuse it
+  // by name when they are opened).
+  cl.value("-t", [choice](const std::string &value) {
+    choice->options.emplace_back("threads", value);
     return std::string();
   });
   cl.range("--host-threads", 0, 256,

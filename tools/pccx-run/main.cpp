@@ -56,7 +56,7 @@ CHAT:
   --chat-file FILE         read the turns from FILE (implies --chat)
   --system TEXT            system prompt (put before the first turn, as
                            Gemma's template does)
-  --ctx-size N             hold at most N positions (default: the bundle's
+  -c, --ctx-size N         hold at most N positions (default: the bundle's
                            --max-seq-len): less host memory for the KV
                            caches; generation and chat stop, or shift, at
                            N (llama.cpp's -c; --ctx is --perplexity's
@@ -83,7 +83,7 @@ CHAT:
                            libedit
 
 INPUT:
-  --prompt TEXT            text, tokenized with the bundle's SentencePiece
+  -p, --prompt TEXT        text, tokenized with the bundle's SentencePiece
                            model; the generated text is streamed to stdout
   --tokens IDS             comma-separated token ids (generated ids are
                            printed comma-separated)
@@ -105,7 +105,7 @@ DEVICE:
 
 const char kHelpAfterDevice[] = R"(
 GENERATION:
-  --max-new-tokens N       tokens to generate (default 32)
+  -n, --max-new-tokens N   tokens to generate (default 32)
   --temperature T, --temp T
                            0 (default) is greedy
   --top-k K                keep the K most likely tokens (0: off)
@@ -119,7 +119,7 @@ GENERATION:
                            (OpenAI's; -2..2, 0: off)
   --frequency-penalty F    subtract F times its count from the logit of
                            every id seen so far (OpenAI's; -2..2, 0: off)
-  --seed S                 sampling seed (default 0)
+  -s, --seed S             sampling seed (default 0)
   --stop-tokens IDS        stop after any of these ids (default: the
                            config's eos_token_id)
   --json-schema FILE       structured output: every token is chosen among
@@ -208,11 +208,11 @@ void declareOptions(pccx::tools::CommandLine &cl, RunRequest &request,
            pccx::tools::kHostThreadsHelp + kHelpAfterHostThreads;
   });
   cl.positional("bundle", &request.bundlePath);
-  cl.text("--prompt", &request.prompt, &request.hasPrompt);
+  cl.text("-p, --prompt", &request.prompt, &request.hasPrompt);
   cl.flag("--chat", &request.chat);
   cl.text("--chat-file", &request.chatFile, &request.chat);
   cl.flag("--context-shift", &request.contextShift);
-  cl.count("--ctx-size", &request.ctxSize, &request.hasCtxSize);
+  cl.count("-c, --ctx-size", &request.ctxSize, &request.hasCtxSize);
   cl.text("--system", &request.systemPrompt);
   cl.flag("--show-special", &request.showSpecial);
   cl.value("--history", [&request](const std::string &path) {
@@ -223,9 +223,10 @@ void declareOptions(pccx::tools::CommandLine &cl, RunRequest &request,
   cl.text("--tokens", &request.tokens);
   cl.flag("--no-bos", &request.noBos);
   pccx::tools::declareDeviceOptions(cl, &device);
-  cl.count("--max-new-tokens", &gen.maxNewTokens, &request.hasMaxNewTokens);
+  cl.count("-n, --max-new-tokens", &gen.maxNewTokens,
+           &request.hasMaxNewTokens);
   pccx::tools::declareSamplingOptions(cl, &gen.sampling);
-  cl.count("--seed", &seed);
+  cl.count("-s, --seed", &seed);
   cl.text("--stop-tokens", &request.stopTokens, &request.hasStopTokens);
   cl.text("--json-schema", &request.jsonSchemaPath);
   cl.flag("--json-object", &request.jsonObject);

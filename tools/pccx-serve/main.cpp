@@ -58,7 +58,8 @@ OPTIONS:
   --port N                 TCP port (default 8080; 0 picks a free one). The
                            chosen port is printed on the first line:
                            "pccx-serve: listening on http://ADDR:PORT"
-  --model-name NAME        the model id clients use (default: the bundle's
+  -a, --alias NAME, --model-name NAME
+                           the model id clients use (default: the bundle's
                            file name without .pccx)
   --api-key KEY            every /v1/* request (and /tokenize, /detokenize,
                            /props, /slots) must carry "Authorization:
@@ -106,7 +107,8 @@ shows them):
 
 LIMITS:
   --max-body-bytes N       larger request bodies get 413 (default 1048576)
-  --max-tokens-limit N     most tokens one reply may have (default 1024):
+  -n, --n-predict N, --max-tokens-limit N
+                           most tokens one reply may have (default 1024):
                            a larger max_tokens is clamped to it, and to
                            what the context has left after the prompt; a
                            prompt longer than the context is a 400
@@ -124,7 +126,7 @@ LIMITS:
   --max-n N                the largest "n" (choices per prompt) a request
                            may ask (default 8); each choice counts against
                            --max-request-tokens as a prompt of a list does
-  --parallel N             requests generated at once (default 1): with a
+  -np, --parallel N        requests generated at once (default 1): with a
                            bundle compiled with --decode-batch, up to that
                            many share each pass over the weights; requests
                            join and leave between steps (continuous
@@ -132,7 +134,7 @@ LIMITS:
                            between the others' steps, and each slot keeps
                            its KV cache for the next request that shares a
                            prefix with its tokens (docs/serving.md)
-  --ctx-size N             hold at most N positions (default: the bundle's
+  -c, --ctx-size N         hold at most N positions (default: the bundle's
                            --max-seq-len): less host memory for the KV
                            caches, requests limited to N (llama.cpp's -c)
   --context-shift          a chat request whose messages and max_tokens do
@@ -216,7 +218,8 @@ static int run(int argc, char **argv) {
   };
   cl.text("--host", &options.host);
   cl.range("--port", 0, 65535, [&](int64_t n) { options.port = int(n); });
-  cl.value("--model-name", nonEmpty("--model-name", &options.modelName));
+  cl.value("-a, --alias, --model-name",
+           nonEmpty("--model-name", &options.modelName));
   cl.value("--api-key", nonEmpty("--api-key", &options.apiKey));
   cl.value("--api-key-file", [&](const std::string &path) {
     std::string error;
@@ -241,7 +244,7 @@ static int run(int argc, char **argv) {
   pccx::tools::declareDeviceOptions(cl, &device);
   cl.range("--max-body-bytes", 0, INT64_MAX,
            [&](int64_t n) { options.maxBodyBytes = size_t(n); });
-  cl.range("--max-tokens-limit", 1, INT64_MAX,
+  cl.range("-n, --n-predict, --max-tokens-limit", 1, INT64_MAX,
            [&](int64_t n) { options.limits.maxTokens = n; });
   cl.renamed("--max-tokens", "--max-tokens-limit");
   cl.range("--max-prompts", 1, 100000,
@@ -276,11 +279,12 @@ static int run(int argc, char **argv) {
   cl.flag("--markers-in-text", &markersInText);
   cl.flag("--quiet", [&] { options.logRequests = false; });
   cl.flag("--no-webui", [&] { options.webUi = false; });
-  cl.range("--parallel", 1, 256, [&](int64_t n) { options.parallel = int(n); });
+  cl.range("-np, --parallel", 1, 256,
+           [&](int64_t n) { options.parallel = int(n); });
   cl.flag("--context-shift", &options.contextShift);
   int64_t ctxSize = 0;
   bool hasCtxSize = false;
-  cl.count("--ctx-size", &ctxSize, &hasCtxSize);
+  cl.count("-c, --ctx-size", &ctxSize, &hasCtxSize);
   cl.value("--draft", [&](const std::string &method) {
     draftMethod = method;
     if (method != "ngram" && method != "none")
