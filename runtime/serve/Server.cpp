@@ -47,6 +47,9 @@ void sendError(httplib::Response &res, const ApiError &error) {
   sendJson(res, error.status, errorBody(error));
 }
 
+/// When the request this thread serves was routed (for its log line).
+thread_local Clock::time_point tlRequestStart;
+
 /// "data: {...}\n\n", one server-sent event.
 std::string event(const json &chunk) {
   return "data: " + jsonText(chunk) + "\n\n";
@@ -510,6 +513,7 @@ struct Server::Impl {
   /// framing.
   httplib::Server::HandlerResponse beforeRouting(const httplib::Request &req,
                                                  httplib::Response &res) {
+    tlRequestStart = Clock::now();
     if (Connection *conn = tlConnection; conn && conn->headHasNul()) {
       conn->closeAfterResponse();
       res.set_header("Connection", "close");
@@ -784,6 +788,7 @@ struct Server::Impl {
       std::string why;
       if (!backend.complete(choices.prompts[i], options, &results[i], &why))
         return sendError(res, replyFailure(options, why, turn->cancel));
+      logReply(ids, i, results[i]);
       out.push_back(choiceResult(backend, choices.requests[i],
                                  choices.prompts[i], results[i]));
       readToolReply(request, toolCallIdPrefix(ids, i), &out.back());
@@ -844,6 +849,27 @@ struct Server::Impl {
           sink.done();
           return true;
         });
+  }
+
+  /// One line per generated choice (unless --quiet): its prompt and reply
+  /// tokens, their times and the reply's rate, and how it ended.
+  void logReply(const ResponseIds &ids, size_t i,
+                const app::Reply &reply) const {
+    if (!options.logRequests)
+      return;
+    const int64_t tokens = int64_t(reply.tokens.size());
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "pccx-serve: %s choice %zu: prompt %lld tokens (%lld "
+                  "cached) in %.0f ms, reply %lld tokens in %.0f ms (%.2f "
+                  "tokens/s), %s\n",
+                  ids.id.c_str(), i, (long long)reply.promptTokens,
+                  (long long)reply.reusedTokens, reply.promptSeconds * 1e3,
+                  (long long)tokens, reply.replySeconds * 1e3,
+                  reply.replySeconds > 0 ? double(tokens) / reply.replySeconds
+                                         : 0.0,
+                  app::replyEndName(reply.end));
+    logLine(line);
   }
 
   /// A streamed tool-call reply (choice i): one chunk with the role and
@@ -912,6 +938,7 @@ struct Server::Impl {
     std::string why;
     if (!backend.complete(choices.prompts[i], options, &result, &why))
       return event(errorBody(replyFailure(options, why, turn.cancel)));
+    logReply(ids, i, result);
     if (tools) {
       write(toolReplyEvents(request, ids, i, result, scores()));
       return "";
@@ -962,9 +989,15 @@ void Server::init() {
   if (options.logRequests)
     s.http.set_logger(
         [](const httplib::Request &req, const httplib::Response &res) {
+          // From routing to the response's last byte (a stream's included).
+          const long long ms =
+              std::chrono::duration_cast<std::chrono::milliseconds>(
+                  Clock::now() - tlRequestStart)
+                  .count();
           logLine("pccx-serve: " + logSafe(req.remote_addr) + " " +
                   logSafe(req.method) + " " + logSafe(req.path) + " " +
-                  std::to_string(res.status) + "\n");
+                  std::to_string(res.status) + " " + std::to_string(ms) +
+                  " ms\n");
         });
   s.modelRoutes();
 }

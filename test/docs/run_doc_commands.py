@@ -113,7 +113,7 @@ INSTANCES = {
         "--manifest-json test/tools/pccx-as/Inputs/small-manifest.json --weights text.txt --target v002",
     "pccx-run model.pccx --chat [--system TEXT] [--max-new-tokens N] [--temperature T ...]":
         "pccx-run model.pccx --chat --system Terse. --max-new-tokens 8 --temperature 0.7 --top-p 0.9",
-    "pccx-serve MODEL.pccx [--host 127.0.0.1] [--port 8080] [--model-name NAME] [--device sim|kv260] "
+    "pccx-serve MODEL.pccx [--host 127.0.0.1] [--port 8080] [--model-name NAME | -a NAME] [--device sim|kv260] "
     "[device options: --numerics MODE, --threads N, --uio-name NAME, --udmabuf NAME, --dma-window MODE, "
     "--dma-buffer SOURCE, --dma-heap NAME, --dma-heap-mib N, --device-option KEY=VALUE] [--max-body-bytes N] [--max-tokens-limit N] [--max-prompts N] "
     "[--max-request-tokens N] [--max-scored-tokens N] [--max-queue N] [--parallel N] "

@@ -17,6 +17,7 @@
 #include "tools/common/SamplingFlags.h"
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -321,6 +322,12 @@ static int run(int argc, char **argv) {
   std::string error;
   if (!pccx::device::checkDeviceOptions(device.name, device.options, &error))
     return cl.fail(error);
+  // Loading reads and checks the whole bundle (seconds for E2B from a
+  // page cache, far longer from a board's SD card): say so, and how long
+  // it took, before the "listening on" line.
+  const auto loadStart = std::chrono::steady_clock::now();
+  if (options.logRequests)
+    pccx::serve::logLine("pccx-serve: loading " + bundlePath + "\n");
   auto model = pccx::exec::Model::load(bundlePath, &error);
   if (!model)
     return cl.fail(error);
@@ -394,6 +401,17 @@ static int run(int argc, char **argv) {
   int port = server.bind(&error);
   if (port < 0)
     return cl.fail(error);
+  if (options.logRequests) {
+    char loaded[160];
+    std::snprintf(
+        loaded, sizeof loaded,
+        "pccx-serve: loaded %.1f MiB in %.2f s\n",
+        double(model->bundle().fileSize()) / (1 << 20),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      loadStart)
+            .count());
+    pccx::serve::logLine(loaded);
+  }
   std::thread stopper([&] {
     int signal = 0;
     sigwait(&stopSignals, &signal);
