@@ -10,6 +10,7 @@
 #include "runtime/bundle/ChatTemplate.h"
 #include "runtime/bundle/Objdump.h"
 #include "runtime/devices/Devices.h"
+#include "runtime/serve/LoadingServer.h"
 #include "runtime/serve/Server.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/DeviceFlags.h"
@@ -323,11 +324,19 @@ static int run(int argc, char **argv) {
   if (!pccx::device::checkDeviceOptions(device.name, device.options, &error))
     return cl.fail(error);
   // Loading reads and checks the whole bundle (seconds for E2B from a
-  // page cache, far longer from a board's SD card): say so, and how long
-  // it took, before the "listening on" line.
+  // page cache, far longer from a board's SD card): the port answers 503
+  // meanwhile (a busy one is reported now, not after), and the log says
+  // how long it took, before the "listening on" line.
   const auto loadStart = std::chrono::steady_clock::now();
+  pccx::serve::LoadingServer loading(options.modelName);
+  const int loadingPort = loading.start(options.host, options.port, &error);
+  if (loadingPort < 0)
+    return cl.fail(error);
+  options.port = loadingPort;
   if (options.logRequests)
-    pccx::serve::logLine("pccx-serve: loading " + bundlePath + "\n");
+    pccx::serve::logLine("pccx-serve: loading " + bundlePath + " (http://" +
+                         options.host + ":" + std::to_string(loadingPort) +
+                         " answers 503 until it is ready)\n");
   auto model = pccx::exec::Model::load(bundlePath, &error);
   if (!model)
     return cl.fail(error);
@@ -398,6 +407,7 @@ static int run(int argc, char **argv) {
   pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
 
   pccx::serve::Server server(session, *model, *tokenizer, *format, options);
+  loading.stop();
   int port = server.bind(&error);
   if (port < 0)
     return cl.fail(error);
