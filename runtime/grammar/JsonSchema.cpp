@@ -346,8 +346,9 @@ public:
   int64_t work() const { return work_; }
 
   /// The node index of `json` (at `path`, `depth` levels deep); -1 on error.
-  int32_t compile(const Json &json, const std::string &path,
-                  int depth) {
+  /// One keyword group at a time: anyOf (alone), type, the object's, the
+  /// array's and the bounds, then enum and const over what those allow.
+  int32_t compile(const Json &json, const std::string &path, int depth) {
     const std::string where = path.empty() ? "/" : path;
     if (!spend(1, where))
       return -1;
@@ -364,161 +365,25 @@ public:
     }
     if (!json.is_object())
       return fail(where, "a schema must be an object or a boolean");
-    for (const auto &item : json.items())
-      if (!subsetKeywords().count(item.key()) &&
-          !annotationKeywords().count(item.key()))
-        return fail(path + "/" + pointerToken(item.key()),
-                    "the keyword '" + item.key() +
-                        "' is not supported (the subset: type, properties, "
-                        "required, additionalProperties, items, minItems, "
-                        "maxItems, minLength, maxLength, enum, const, anyOf)");
+    if (!knownKeywords(json, path))
+      return -1;
     const int32_t index = int32_t(schema_.nodes.size());
     schema_.nodes.emplace_back();
-
-    if (json.contains("anyOf")) {
-      for (const auto &item : json.items())
-        if (item.key() != "anyOf" && !annotationKeywords().count(item.key()))
-          return fail(path + "/" + pointerToken(item.key()),
-                      "'" + item.key() +
-                          "' beside 'anyOf' is not supported: put it in "
-                          "each alternative");
-      const auto &alternatives = json["anyOf"];
-      if (!alternatives.is_array() || alternatives.empty())
-        return fail(path + "/anyOf", "'anyOf' must be a non-empty array");
-      std::vector<int32_t> alts;
-      for (size_t i = 0; i < alternatives.size(); ++i) {
-        int32_t alt = compile(alternatives[i],
-                              path + "/anyOf/" + std::to_string(i), depth + 1);
-        if (alt < 0)
-          return -1;
-        // A nested anyOf's alternatives are this one's.
-        const SchemaNode &node = schema_.nodes[size_t(alt)];
-        if (node.kind == SchemaNode::AnyOf) {
-          if (!spend(int64_t(node.alternatives.size()), where))
-            return -1;
-          alts.insert(alts.end(), node.alternatives.begin(),
-                      node.alternatives.end());
-        } else {
-          alts.push_back(alt);
-        }
-      }
-      SchemaNode &node = schema_.nodes[size_t(index)];
-      node.kind = SchemaNode::AnyOf;
-      node.alternatives = std::move(alts);
-      return index;
-    }
+    if (json.contains("anyOf"))
+      return anyOf(json, path, depth, index);
 
     uint8_t types = kAllTypes;
-    if (json.contains("type")) {
-      const auto &type = json["type"];
-      std::vector<Json> names;
-      if (type.is_string())
-        names.push_back(type);
-      else if (type.is_array() && !type.empty())
-        names.assign(type.begin(), type.end());
-      else
-        return fail(path + "/type",
-                    "'type' must be a type name or a non-empty array of them");
-      types = 0;
-      for (const auto &name : names) {
-        static const std::pair<const char *, uint8_t> kTypes[] = {
-            {"null", kNull},       {"boolean", kBoolean}, {"integer", kInteger},
-            {"number", kNumber | kInteger}, {"string", kString},
-            {"array", kArray},     {"object", kObject}};
-        const auto *found = std::find_if(
-            std::begin(kTypes), std::end(kTypes), [&](const auto &t) {
-              return name.is_string() && name.get<std::string>() == t.first;
-            });
-        if (found == std::end(kTypes))
-          return fail(path + "/type",
-                      "unknown type " + name.dump(-1, ' ', false,
-                                                  nlohmann::json::error_handler_t::replace));
-        types |= found->second;
-      }
-    }
+    if (!typeKeyword(json, path, &types))
+      return -1;
     if (json.contains("enum") && json.contains("const"))
       return fail(path + "/const", "'const' beside 'enum' is not supported");
-
-    // Object keywords.
     std::vector<Property> properties;
-    if (json.contains("properties")) {
-      const auto &props = json["properties"];
-      if (!props.is_object())
-        return fail(path + "/properties", "'properties' must be an object");
-      for (const auto &item : props.items()) {
-        Property p;
-        p.key = nlohmann::json(item.key()).dump(
-            -1, ' ', false, nlohmann::json::error_handler_t::replace);
-        p.schema = compile(item.value(),
-                           path + "/properties/" + pointerToken(item.key()),
-                           depth + 1);
-        if (p.schema < 0)
-          return -1;
-        properties.push_back(std::move(p));
-      }
-    }
-    if (json.contains("required")) {
-      const auto &required = json["required"];
-      if (!required.is_array())
-        return fail(path + "/required", "'required' must be an array of names");
-      std::unordered_map<std::string, size_t> byKey;
-      for (size_t i = 0; i < properties.size(); ++i)
-        byKey.emplace(properties[i].key, i);
-      for (size_t i = 0; i < required.size(); ++i) {
-        const std::string at = path + "/required/" + std::to_string(i);
-        if (!spend(1, at))
-          return -1;
-        if (!required[i].is_string())
-          return fail(at, "'required' must be an array of names");
-        const std::string key = required[i].dump(
-            -1, ' ', false, nlohmann::json::error_handler_t::replace);
-        auto it = byKey.find(key);
-        if (it == byKey.end())
-          return fail(at,
-                      "required property " + key + " is not in 'properties'");
-        Property &property = properties[it->second];
-        if (property.required)
-          return fail(at, "'required' names " + key +
-                              " again (its names must be unique)");
-        property.required = true;
-      }
-    }
-    int32_t additional = schema_.any;
-    if (json.contains("additionalProperties")) {
-      const auto &extra = json["additionalProperties"];
-      if (extra.is_boolean() && !extra.get<bool>())
-        additional = -1;
-      else if ((additional = compile(extra, path + "/additionalProperties",
-                                     depth + 1)) < 0)
-        return -1;
-    }
-    int32_t items = schema_.any;
-    if (json.contains("items")) {
-      if (json["items"].is_array())
-        return fail(path + "/items",
-                    "'items' as an array (a tuple) is not supported");
-      if ((items = compile(json["items"], path + "/items", depth + 1)) < 0)
-        return -1;
-    }
+    int32_t additional = schema_.any, items = schema_.any;
     int64_t bounds[4] = {0, -1, 0, -1};
-    const char *boundNames[4] = {"minItems", "maxItems", "minLength",
-                                 "maxLength"};
-    for (int i = 0; i < 4; ++i) {
-      if (!json.contains(boundNames[i]))
-        continue;
-      const auto &v = json[boundNames[i]];
-      if (!(v.is_number_unsigned() ||
-            (v.is_number_integer() && v.get<int64_t>() >= 0)) ||
-          v.get<uint64_t>() > 1000000)
-        return fail(path + "/" + boundNames[i],
-                    std::string("'") + boundNames[i] +
-                        "' must be an integer from 0 to 1000000");
-      bounds[i] = v.get<int64_t>();
-    }
-    if (bounds[1] >= 0 && bounds[0] > bounds[1])
-      return fail(path + "/minItems", "'minItems' is above 'maxItems'");
-    if (bounds[3] >= 0 && bounds[2] > bounds[3])
-      return fail(path + "/minLength", "'minLength' is above 'maxLength'");
+    if (!objectKeywords(json, path, depth, &properties, &additional) ||
+        !itemsKeyword(json, path, depth, &items) ||
+        !boundKeywords(json, path, bounds))
+      return -1;
 
     SchemaNode &node = schema_.nodes[size_t(index)];
     node.types = types;
@@ -528,26 +393,218 @@ public:
     node.maxItems = bounds[1];
     node.minLength = bounds[2];
     node.maxLength = bounds[3];
-    if (!properties.empty()) {
-      node.keyRoot = schema_.trie.newRoot();
-      for (size_t i = 0; i < properties.size(); ++i) {
-        if (!addLiteralBytes(properties[i].key, path))
-          return -1;
-        schema_.trie.insert(node.keyRoot, properties[i].key, int32_t(i), true);
-      }
-      std::vector<int32_t> nextRequired(properties.size() + 1);
-      nextRequired.back() = int32_t(properties.size());
-      for (size_t i = properties.size(); i-- > 0;)
-        nextRequired[i] = properties[i].required ? int32_t(i) : nextRequired[i + 1];
-      schema_.nodes[size_t(index)].nextRequired = std::move(nextRequired);
-      schema_.nodes[size_t(index)].properties = std::move(properties);
-    }
+    if (!properties.empty() && !keyTrie(index, std::move(properties), path))
+      return -1;
     if (json.contains("enum") || json.contains("const"))
       return literals(json, path, index);
     return index;
   }
 
 private:
+  /// Every keyword is in the subset or an annotation.
+  bool knownKeywords(const Json &json, const std::string &path) {
+    for (const auto &item : json.items())
+      if (!subsetKeywords().count(item.key()) &&
+          !annotationKeywords().count(item.key())) {
+        fail(path + "/" + pointerToken(item.key()),
+             "the keyword '" + item.key() +
+                 "' is not supported (the subset: type, properties, "
+                 "required, additionalProperties, items, minItems, "
+                 "maxItems, minLength, maxLength, enum, const, anyOf)");
+        return false;
+      }
+    return true;
+  }
+
+  /// Node `index` as the anyOf of `json` (no other keyword beside it); a
+  /// nested anyOf's alternatives are this one's.
+  int32_t anyOf(const Json &json, const std::string &path, int depth,
+                int32_t index) {
+    const std::string where = path.empty() ? "/" : path;
+    for (const auto &item : json.items())
+      if (item.key() != "anyOf" && !annotationKeywords().count(item.key()))
+        return fail(path + "/" + pointerToken(item.key()),
+                    "'" + item.key() +
+                        "' beside 'anyOf' is not supported: put it in "
+                        "each alternative");
+    const auto &alternatives = json["anyOf"];
+    if (!alternatives.is_array() || alternatives.empty())
+      return fail(path + "/anyOf", "'anyOf' must be a non-empty array");
+    std::vector<int32_t> alts;
+    for (size_t i = 0; i < alternatives.size(); ++i) {
+      int32_t alt = compile(alternatives[i],
+                            path + "/anyOf/" + std::to_string(i), depth + 1);
+      if (alt < 0)
+        return -1;
+      const SchemaNode &node = schema_.nodes[size_t(alt)];
+      if (node.kind == SchemaNode::AnyOf) {
+        if (!spend(int64_t(node.alternatives.size()), where))
+          return -1;
+        alts.insert(alts.end(), node.alternatives.begin(),
+                    node.alternatives.end());
+      } else {
+        alts.push_back(alt);
+      }
+    }
+    SchemaNode &node = schema_.nodes[size_t(index)];
+    node.kind = SchemaNode::AnyOf;
+    node.alternatives = std::move(alts);
+    return index;
+  }
+
+  /// `type`: a name or a list of them, as a set of kinds.
+  bool typeKeyword(const Json &json, const std::string &path, uint8_t *types) {
+    if (!json.contains("type"))
+      return true;
+    const auto &type = json["type"];
+    std::vector<Json> names;
+    if (type.is_string())
+      names.push_back(type);
+    else if (type.is_array() && !type.empty())
+      names.assign(type.begin(), type.end());
+    else
+      return refuse(path + "/type",
+                  "'type' must be a type name or a non-empty array of "
+                  "them");
+    *types = 0;
+    for (const auto &name : names) {
+      static const std::pair<const char *, uint8_t> kTypes[] = {
+          {"null", kNull},       {"boolean", kBoolean}, {"integer", kInteger},
+          {"number", kNumber | kInteger}, {"string", kString},
+          {"array", kArray},     {"object", kObject}};
+      const auto *found = std::find_if(
+          std::begin(kTypes), std::end(kTypes), [&](const auto &t) {
+            return name.is_string() && name.get<std::string>() == t.first;
+          });
+      if (found == std::end(kTypes))
+        return refuse(path + "/type",
+                    "unknown type " +
+                        name.dump(-1, ' ', false,
+                                  nlohmann::json::error_handler_t::replace));
+      *types |= found->second;
+    }
+    return true;
+  }
+
+  /// `properties`, `required` and `additionalProperties` (-1: none may
+  /// come).
+  bool objectKeywords(const Json &json, const std::string &path, int depth,
+                      std::vector<Property> *properties, int32_t *additional) {
+    if (json.contains("properties")) {
+      const auto &props = json["properties"];
+      if (!props.is_object())
+        return refuse(path + "/properties", "'properties' must be an object");
+      for (const auto &item : props.items()) {
+        Property p;
+        p.key = nlohmann::json(item.key()).dump(
+            -1, ' ', false, nlohmann::json::error_handler_t::replace);
+        p.schema = compile(item.value(),
+                           path + "/properties/" + pointerToken(item.key()),
+                           depth + 1);
+        if (p.schema < 0)
+          return false;
+        properties->push_back(std::move(p));
+      }
+    }
+    if (json.contains("required") &&
+        !requiredKeyword(json["required"], path, properties))
+      return false;
+    if (json.contains("additionalProperties")) {
+      const auto &extra = json["additionalProperties"];
+      if (extra.is_boolean() && !extra.get<bool>())
+        *additional = -1;
+      else if ((*additional = compile(extra, path + "/additionalProperties",
+                                      depth + 1)) < 0)
+        return false;
+    }
+    return true;
+  }
+
+  /// `required`: unique names of declared properties.
+  bool requiredKeyword(const Json &required, const std::string &path,
+                       std::vector<Property> *properties) {
+    if (!required.is_array())
+      return refuse(path + "/required", "'required' must be an array of names");
+    std::unordered_map<std::string, size_t> byKey;
+    for (size_t i = 0; i < properties->size(); ++i)
+      byKey.emplace((*properties)[i].key, i);
+    for (size_t i = 0; i < required.size(); ++i) {
+      const std::string at = path + "/required/" + std::to_string(i);
+      if (!spend(1, at))
+        return false;
+      if (!required[i].is_string())
+        return refuse(at, "'required' must be an array of names");
+      const std::string key = required[i].dump(
+          -1, ' ', false, nlohmann::json::error_handler_t::replace);
+      auto it = byKey.find(key);
+      if (it == byKey.end())
+        return refuse(at, "required property " + key +
+                            " is not in 'properties'");
+      Property &property = (*properties)[it->second];
+      if (property.required)
+        return refuse(at, "'required' names " + key +
+                            " again (its names must be unique)");
+      property.required = true;
+    }
+    return true;
+  }
+
+  /// `items` (one schema for every item).
+  bool itemsKeyword(const Json &json, const std::string &path, int depth,
+                    int32_t *items) {
+    if (!json.contains("items"))
+      return true;
+    if (json["items"].is_array())
+      return refuse(path + "/items",
+                  "'items' as an array (a tuple) is not supported");
+    return (*items = compile(json["items"], path + "/items", depth + 1)) >= 0;
+  }
+
+  /// minItems, maxItems, minLength, maxLength (-1: no maximum).
+  bool boundKeywords(const Json &json, const std::string &path,
+                     int64_t bounds[4]) {
+    const char *boundNames[4] = {"minItems", "maxItems", "minLength",
+                                 "maxLength"};
+    for (int i = 0; i < 4; ++i) {
+      if (!json.contains(boundNames[i]))
+        continue;
+      const auto &v = json[boundNames[i]];
+      if (!(v.is_number_unsigned() ||
+            (v.is_number_integer() && v.get<int64_t>() >= 0)) ||
+          v.get<uint64_t>() > 1000000)
+        return refuse(path + "/" + boundNames[i],
+                    std::string("'") + boundNames[i] +
+                        "' must be an integer from 0 to 1000000");
+      bounds[i] = v.get<int64_t>();
+    }
+    if (bounds[1] >= 0 && bounds[0] > bounds[1])
+      return refuse(path + "/minItems", "'minItems' is above 'maxItems'");
+    if (bounds[3] >= 0 && bounds[2] > bounds[3])
+      return refuse(path + "/minLength", "'minLength' is above 'maxLength'");
+    return true;
+  }
+
+  /// Node `index`'s declared keys in a trie, and for each property the
+  /// first required one from it on.
+  bool keyTrie(int32_t index, std::vector<Property> properties,
+               const std::string &path) {
+    const int32_t root = schema_.trie.newRoot();
+    schema_.nodes[size_t(index)].keyRoot = root;
+    for (size_t i = 0; i < properties.size(); ++i) {
+      if (!addLiteralBytes(properties[i].key, path))
+        return false;
+      schema_.trie.insert(root, properties[i].key, int32_t(i), true);
+    }
+    std::vector<int32_t> nextRequired(properties.size() + 1);
+    nextRequired.back() = int32_t(properties.size());
+    for (size_t i = properties.size(); i-- > 0;)
+      nextRequired[i] =
+          properties[i].required ? int32_t(i) : nextRequired[i + 1];
+    schema_.nodes[size_t(index)].nextRequired = std::move(nextRequired);
+    schema_.nodes[size_t(index)].properties = std::move(properties);
+    return true;
+  }
+
   /// Makes node `index`, compiled from the keywords beside `enum` or
   /// `const`, the node of the values that satisfy them.
   int32_t literals(const Json &json, const std::string &path, int32_t index) {
@@ -705,6 +762,12 @@ private:
                     std::to_string(kMaxCompileWork) + " steps");
     return false;
   }
+  /// fail() for the keyword readers that answer whether they read.
+  bool refuse(const std::string &where, const std::string &message) {
+    fail(where, message);
+    return false;
+  }
+
   int32_t fail(const std::string &where, const std::string &message) {
     if (error_->empty())
       *error_ = "schema " + (where.empty() ? std::string("/") : where) + ": " +
@@ -1039,266 +1102,345 @@ MatchState Matcher::start() const {
   return state;
 }
 
+namespace {
+
+/// Keeps `s` as one of `out`'s stacks.
+void emitStack(const std::vector<Frame> &s, MatchState *out) {
+  out->frames.insert(out->frames.end(), s.begin(), s.end());
+  out->ends.push_back(uint32_t(out->frames.size()));
+}
+
+/// A frame that opens an array or object may not nest deeper.
+bool deepEnough(const std::vector<Frame> &s) {
+  return s.size() >= size_t(kMaxValueDepth) * 2;
+}
+
+/// What a byte may start, for the anyOf alternatives that repeat a kind.
+uint8_t readingOf(uint8_t b) {
+  return b == '"'                 ? kReadsString
+         : b == '-' || isDigit(b) ? kReadsNumber
+         : b == 't' || b == 'f'   ? kReadsBoolean
+         : b == 'n'               ? kReadsNull
+                                  : 0;
+}
+
+} // namespace
+
 void Matcher::feedStack(Stack &s, uint8_t b, MatchState *out,
                         int64_t &work) const {
   work += int64_t(s.size()); // its frames are copied, hashed and compared
-  const Schema &schema = *schema_;
-  const LiteralTrie &trie = schema.trie;
-  auto emit = [&] {
-    out->frames.insert(out->frames.end(), s.begin(), s.end());
-    out->ends.push_back(uint32_t(out->frames.size()));
-  };
-  auto deepEnough = [&] { return s.size() >= size_t(kMaxValueDepth) * 2; };
+  // Each frame kind reads the byte, or passes it to the frame below
+  // (Feed::Again) when its own value is complete.
   for (;;) {
     if (s.empty())
       return; // the document is complete: nothing more may follow
-    Frame &f = s.back();
-    const SchemaNode &node = schema.nodes[size_t(f.schema)];
-    switch (f.kind) {
-    case kValue: {
-      if (isSpace(b)) {
-        if (!takeSpace(f, b))
-          return;
-        return emit();
-      }
-      if (node.kind == SchemaNode::AnyOf) {
-        // Only the alternatives a value may begin with this byte, and
-        // none once the branches dedupe keeps are all in.
-        // The branches' stacks are reused, one per nesting of anyOf
-        // (an alternative's first item may be an anyOf again).
-        thread_local std::deque<Stack> branches; // stable references
-        thread_local size_t nesting = 0;
-        if (branches.size() <= nesting)
-          branches.resize(nesting + 1);
-        ++nesting;
-        const uint8_t reading = b == '"'                 ? kReadsString
-                                : b == '-' || isDigit(b) ? kReadsNumber
-                                : b == 't' || b == 'f'   ? kReadsBoolean
-                                : b == 'n'               ? kReadsNull
-                                                         : 0;
-        for (size_t a = 0; a < node.alternatives.size(); ++a) {
-          const int32_t alt = node.alternatives[a];
-          if (!schema.nodes[size_t(alt)].starts[b] ||
-              (node.repeats[a] & reading))
-            continue;
-          if (holdsMostBranches(out))
-            break;
-          Stack &branch = branches[nesting - 1];
-          branch.assign(s.begin(), s.end());
-          branch.back().schema = alt;
-          feedStack(branch, b, out, work);
-        }
-        --nesting;
-        return;
-      }
-      // A literal's reading needs only its trie node.
-      if (node.kind == SchemaNode::Literals) {
-        f.kind = kLiteralFrame;
-        f.node = node.literalRoot;
-        f.schema = schema.any;
-        continue;
-      }
-      const uint8_t t = node.types;
-      if ((b == '{' && (t & kObject)) || (b == '[' && (t & kArray))) {
-        if (deepEnough())
-          return;
-        f.kind = b == '{' ? kObjectFrame : kArrayFrame;
-        f.phase = b == '{' ? kOpen : kArrayOpen;
-        f.ws = 0;
-        f.next = 0;
-        return emit();
-      }
-      if (b == '"' && (t & kString)) {
-        f.kind = kStringFrame;
-        f.schema = node.stringAs;
-        f.ws = 0;
-        return emit();
-      }
-      if ((b == '-' || isDigit(b)) && (t & (kInteger | kNumber))) {
-        f.kind = kNumberFrame;
-        f.schema = node.numberAs;
-        f.phase = kStart;
-        f.node = 0;
-        continue;
-      }
-      if ((b == 't' || b == 'f') && (t & kBoolean)) {
-        f.kind = kLiteralFrame;
-        f.node = schema.booleanRoot;
-        f.schema = schema.any;
-        continue;
-      }
-      if (b == 'n' && (t & kNull)) {
-        f.kind = kLiteralFrame;
-        f.node = schema.nullRoot;
-        f.schema = schema.any;
-        continue;
-      }
+    Feed next = Feed::Done;
+    switch (s.back().kind) {
+    case kValue:
+      next = feedValue(s, b, out, work);
+      break;
+    case kLiteralFrame:
+      next = feedLiteral(s, b, out);
+      break;
+    case kNumberFrame:
+      next = feedNumber(s, b, out);
+      break;
+    case kStringFrame:
+      next = feedString(s, b, out);
+      break;
+    case kArrayFrame:
+      next = feedArray(s, b, out);
+      break;
+    case kObjectFrame:
+      next = s.back().phase == kKey ? feedKey(s, b, out)
+                                    : feedObject(s, b, out);
+      break;
+    }
+    if (next == Feed::Done)
       return;
-    }
-    case kLiteralFrame: {
-      const int32_t next = trie.child(f.node, b);
-      if (next >= 0) {
-        f.node = next;
-        return emit();
-      }
-      if (trie.nodes[size_t(f.node)].terminal < 0)
-        return;
-      s.pop_back(); // the literal is complete: the byte is the parent's
-      continue;
-    }
-    case kNumberFrame: {
-      const bool integer = !(node.types & kNumber);
-      Frame probe = f;
-      if (numberByte(probe, b, integer)) {
-        f = probe;
-        return emit();
-      }
-      if (!numberComplete(f))
-        return;
-      s.pop_back();
-      continue;
-    }
-    case kStringFrame: {
-      switch (stringByte(f, b, node.maxLength, false)) {
-      case StringStep::Refuse:
-        return;
-      case StringStep::Char:
-        return emit();
-      case StringStep::Close:
-        if (int64_t(f.chars) < node.minLength)
-          return;
-        s.pop_back();
-        return emit();
-      }
-      return;
-    }
-    case kArrayFrame: {
-      if (isSpace(b)) {
-        if (!takeSpace(f, b))
-          return;
-        return emit();
-      }
-      if (b == ']') {
-        if (f.next < node.minItems)
-          return;
-        s.pop_back();
-        return emit();
-      }
-      const bool room = node.maxItems < 0 || f.next < node.maxItems;
-      if (f.phase == kArrayItem) {
-        if (b != ',' || !room)
-          return;
-        ++f.next;
-        f.ws = 0;
-        s.push_back(valueFrame(node.items));
-        return emit();
-      }
-      // The first item starts with this byte.
-      if (!room)
-        return;
-      f.phase = kArrayItem;
-      f.next = 1;
-      f.ws = 0;
-      s.push_back(valueFrame(node.items));
-      continue;
-    }
-    case kObjectFrame: {
-      const auto &props = node.properties;
-      const int32_t count = int32_t(props.size());
-      // Declared keys the next member may have: from the next property
-      // up to the first required one (properties come in their order).
-      const int32_t firstRequired =
-          count ? node.nextRequired[size_t(std::min(f.next, count))] : 0;
-      const int32_t hi = std::min(firstRequired, count - 1);
-      const bool declaredLeft = f.next < count;
-      const bool requiredLeft = firstRequired < count;
-      if (f.phase != kKey && isSpace(b)) {
-        if (!takeSpace(f, b))
-          return;
-        return emit();
-      }
-      switch (f.phase) {
-      case kOpen:
-      case kComma:
-        if (b == '}' && f.phase == kOpen) {
-          if (requiredLeft)
-            return;
-          s.pop_back();
-          return emit();
-        }
-        if (b != '"')
-          return;
-        // The key's spelling is followed in the trie of every declared
-        // key (an additional key must not be one of them), and may become
-        // a declared key only from the next one up to the first required.
-        f.node = node.keyRoot >= 0 ? trie.child(node.keyRoot, '"') : -1;
-        f.freeKey = node.additional >= 0;
-        if (!f.freeKey &&
-            !(f.node >= 0 && declaredLeft && trie.reaches(f.node, f.next, hi)))
-          return;
-        f.phase = kKey;
-        f.ws = 0;
-        f.escape = f.need = 0;
-        f.lo = 0x80;
-        f.hi = 0xBF;
-        f.chars = 0;
-        return emit();
-      case kKey: {
-        const int32_t nextNode = f.node >= 0 ? trie.child(f.node, b) : -1;
-        StringStep free = StringStep::Refuse;
-        if (f.freeKey)
-          free = stringByte(f, b, -1, true);
-        if (nextNode >= 0 && trie.nodes[size_t(nextNode)].terminal >= 0) {
-          // A declared key is complete (its closing quote): taken when it
-          // may come here, never as an additional key.
-          const int32_t index = trie.nodes[size_t(nextNode)].terminal;
-          if (index < f.next || index > hi)
-            return;
-          f.value = props[size_t(index)].schema;
-          f.next = index + 1;
-          f.phase = kColon;
-          f.ws = 0;
-          return emit();
-        }
-        if (free == StringStep::Close) {
-          f.value = node.additional;
-          f.phase = kColon;
-          f.ws = 0;
-          return emit();
-        }
-        const bool declared = nextNode >= 0 && declaredLeft &&
-                              trie.reaches(nextNode, f.next, hi);
-        if (!declared && free != StringStep::Char)
-          return;
-        f.node = nextNode;
-        f.freeKey = free == StringStep::Char;
-        return emit();
-      }
-      case kColon:
-        if (b != ':')
-          return;
-        f.phase = kMember;
-        f.ws = 0;
-        s.push_back(valueFrame(f.value));
-        return emit();
-      case kMember:
-        if (b == '}') {
-          if (requiredLeft)
-            return;
-          s.pop_back();
-          return emit();
-        }
-        if (b != ',' || !(declaredLeft || node.additional >= 0))
-          return;
-        f.phase = kComma;
-        f.ws = 0;
-        return emit();
-      }
-      return;
-    }
-    }
-    return;
   }
+}
+
+Matcher::Feed Matcher::feedValue(Stack &s, uint8_t b, MatchState *out,
+                                 int64_t &work) const {
+  const Schema &schema = *schema_;
+  Frame &f = s.back();
+  const SchemaNode &node = schema.nodes[size_t(f.schema)];
+  if (isSpace(b)) {
+    if (takeSpace(f, b))
+      emitStack(s, out);
+    return Feed::Done;
+  }
+  if (node.kind == SchemaNode::AnyOf) {
+    feedAnyOf(s, b, out, work);
+    return Feed::Done;
+  }
+  // A literal's reading needs only its trie node.
+  auto literal = [&](int32_t root) {
+    f.kind = kLiteralFrame;
+    f.node = root;
+    f.schema = schema.any;
+    return Feed::Again;
+  };
+  if (node.kind == SchemaNode::Literals)
+    return literal(node.literalRoot);
+  const uint8_t t = node.types;
+  if ((b == '{' && (t & kObject)) || (b == '[' && (t & kArray))) {
+    if (deepEnough(s))
+      return Feed::Done;
+    f.kind = b == '{' ? kObjectFrame : kArrayFrame;
+    f.phase = b == '{' ? uint8_t(kOpen) : uint8_t(kArrayOpen);
+    f.ws = 0;
+    f.next = 0;
+    emitStack(s, out);
+    return Feed::Done;
+  }
+  if (b == '"' && (t & kString)) {
+    f.kind = kStringFrame;
+    f.schema = node.stringAs;
+    f.ws = 0;
+    emitStack(s, out);
+    return Feed::Done;
+  }
+  if ((b == '-' || isDigit(b)) && (t & (kInteger | kNumber))) {
+    f.kind = kNumberFrame;
+    f.schema = node.numberAs;
+    f.phase = kStart;
+    f.node = 0;
+    return Feed::Again;
+  }
+  if ((b == 't' || b == 'f') && (t & kBoolean))
+    return literal(schema.booleanRoot);
+  if (b == 'n' && (t & kNull))
+    return literal(schema.nullRoot);
+  return Feed::Done;
+}
+
+void Matcher::feedAnyOf(Stack &s, uint8_t b, MatchState *out,
+                        int64_t &work) const {
+  const Schema &schema = *schema_;
+  const SchemaNode &node = schema.nodes[size_t(s.back().schema)];
+  // Only the alternatives a value may begin with this byte, and none once
+  // the branches dedupe keeps are all in. The branches' stacks are reused,
+  // one per nesting of anyOf (an alternative's first item may be an anyOf
+  // again).
+  thread_local std::deque<Stack> branches; // stable references
+  thread_local size_t nesting = 0;
+  if (branches.size() <= nesting)
+    branches.resize(nesting + 1);
+  ++nesting;
+  const uint8_t reading = readingOf(b);
+  for (size_t a = 0; a < node.alternatives.size(); ++a) {
+    const int32_t alt = node.alternatives[a];
+    if (!schema.nodes[size_t(alt)].starts[b] || (node.repeats[a] & reading))
+      continue;
+    if (holdsMostBranches(out))
+      break;
+    Stack &branch = branches[nesting - 1];
+    branch.assign(s.begin(), s.end());
+    branch.back().schema = alt;
+    feedStack(branch, b, out, work);
+  }
+  --nesting;
+}
+
+Matcher::Feed Matcher::feedLiteral(Stack &s, uint8_t b,
+                                   MatchState *out) const {
+  const LiteralTrie &trie = schema_->trie;
+  Frame &f = s.back();
+  const int32_t next = trie.child(f.node, b);
+  if (next >= 0) {
+    f.node = next;
+    emitStack(s, out);
+    return Feed::Done;
+  }
+  if (trie.nodes[size_t(f.node)].terminal < 0)
+    return Feed::Done;
+  s.pop_back(); // the literal is complete: the byte is the parent's
+  return Feed::Again;
+}
+
+Matcher::Feed Matcher::feedNumber(Stack &s, uint8_t b,
+                                  MatchState *out) const {
+  Frame &f = s.back();
+  const bool integer =
+      !(schema_->nodes[size_t(f.schema)].types & kNumber);
+  Frame probe = f;
+  if (numberByte(probe, b, integer)) {
+    f = probe;
+    emitStack(s, out);
+    return Feed::Done;
+  }
+  if (!numberComplete(f))
+    return Feed::Done;
+  s.pop_back();
+  return Feed::Again;
+}
+
+Matcher::Feed Matcher::feedString(Stack &s, uint8_t b,
+                                  MatchState *out) const {
+  Frame &f = s.back();
+  const SchemaNode &node = schema_->nodes[size_t(f.schema)];
+  switch (stringByte(f, b, node.maxLength, false)) {
+  case StringStep::Refuse:
+    break;
+  case StringStep::Char:
+    emitStack(s, out);
+    break;
+  case StringStep::Close:
+    if (int64_t(f.chars) < node.minLength)
+      break;
+    s.pop_back();
+    emitStack(s, out);
+    break;
+  }
+  return Feed::Done;
+}
+
+Matcher::Feed Matcher::feedArray(Stack &s, uint8_t b, MatchState *out) const {
+  Frame &f = s.back();
+  const SchemaNode &node = schema_->nodes[size_t(f.schema)];
+  if (isSpace(b)) {
+    if (takeSpace(f, b))
+      emitStack(s, out);
+    return Feed::Done;
+  }
+  if (b == ']') {
+    if (f.next < node.minItems)
+      return Feed::Done;
+    s.pop_back();
+    emitStack(s, out);
+    return Feed::Done;
+  }
+  const bool room = node.maxItems < 0 || f.next < node.maxItems;
+  if (f.phase == kArrayItem) {
+    if (b != ',' || !room)
+      return Feed::Done;
+    ++f.next;
+    f.ws = 0;
+    s.push_back(valueFrame(node.items));
+    emitStack(s, out);
+    return Feed::Done;
+  }
+  // The first item starts with this byte.
+  if (!room)
+    return Feed::Done;
+  f.phase = kArrayItem;
+  f.next = 1;
+  f.ws = 0;
+  s.push_back(valueFrame(node.items));
+  return Feed::Again;
+}
+
+Matcher::KeyWindow Matcher::keyWindow(const Frame &f) const {
+  const SchemaNode &node = schema_->nodes[size_t(f.schema)];
+  const int32_t count = int32_t(node.properties.size());
+  // Declared keys the next member may have: from the next property up to
+  // the first required one (properties come in their order).
+  const int32_t firstRequired =
+      count ? node.nextRequired[size_t(std::min(f.next, count))] : 0;
+  return {std::min(firstRequired, count - 1), f.next < count,
+          firstRequired < count};
+}
+
+Matcher::Feed Matcher::feedObject(Stack &s, uint8_t b, MatchState *out) const {
+  const LiteralTrie &trie = schema_->trie;
+  Frame &f = s.back();
+  const SchemaNode &node = schema_->nodes[size_t(f.schema)];
+  const KeyWindow keys = keyWindow(f);
+  if (isSpace(b)) {
+    if (takeSpace(f, b))
+      emitStack(s, out);
+    return Feed::Done;
+  }
+  auto close = [&] {
+    if (!keys.requiredLeft) {
+      s.pop_back();
+      emitStack(s, out);
+    }
+    return Feed::Done;
+  };
+  switch (f.phase) {
+  case kOpen:
+  case kComma:
+    if (b == '}' && f.phase == kOpen)
+      return close();
+    if (b != '"')
+      return Feed::Done;
+    // The key's spelling is followed in the trie of every declared key (an
+    // additional key must not be one of them), and may become a declared
+    // key only from the next one up to the first required.
+    f.node = node.keyRoot >= 0 ? trie.child(node.keyRoot, '"') : -1;
+    f.freeKey = node.additional >= 0;
+    if (!f.freeKey && !(f.node >= 0 && keys.declaredLeft &&
+                        trie.reaches(f.node, f.next, keys.hi)))
+      return Feed::Done;
+    f.phase = kKey;
+    f.ws = 0;
+    f.escape = f.need = 0;
+    f.lo = 0x80;
+    f.hi = 0xBF;
+    f.chars = 0;
+    emitStack(s, out);
+    return Feed::Done;
+  case kColon:
+    if (b != ':')
+      return Feed::Done;
+    f.phase = kMember;
+    f.ws = 0;
+    s.push_back(valueFrame(f.value));
+    emitStack(s, out);
+    return Feed::Done;
+  case kMember:
+    if (b == '}')
+      return close();
+    if (b != ',' || !(keys.declaredLeft || node.additional >= 0))
+      return Feed::Done;
+    f.phase = kComma;
+    f.ws = 0;
+    emitStack(s, out);
+    return Feed::Done;
+  }
+  return Feed::Done;
+}
+
+Matcher::Feed Matcher::feedKey(Stack &s, uint8_t b, MatchState *out) const {
+  const LiteralTrie &trie = schema_->trie;
+  Frame &f = s.back();
+  const SchemaNode &node = schema_->nodes[size_t(f.schema)];
+  const KeyWindow keys = keyWindow(f);
+  const int32_t nextNode = f.node >= 0 ? trie.child(f.node, b) : -1;
+  StringStep free = StringStep::Refuse;
+  if (f.freeKey)
+    free = stringByte(f, b, -1, true);
+  if (nextNode >= 0 && trie.nodes[size_t(nextNode)].terminal >= 0) {
+    // A declared key is complete (its closing quote): taken when it may
+    // come here, never as an additional key.
+    const int32_t index = trie.nodes[size_t(nextNode)].terminal;
+    if (index < f.next || index > keys.hi)
+      return Feed::Done;
+    f.value = node.properties[size_t(index)].schema;
+    f.next = index + 1;
+    f.phase = kColon;
+    f.ws = 0;
+    emitStack(s, out);
+    return Feed::Done;
+  }
+  if (free == StringStep::Close) {
+    f.value = node.additional;
+    f.phase = kColon;
+    f.ws = 0;
+    emitStack(s, out);
+    return Feed::Done;
+  }
+  const bool declared = nextNode >= 0 && keys.declaredLeft &&
+                        trie.reaches(nextNode, f.next, keys.hi);
+  if (!declared && free != StringStep::Char)
+    return Feed::Done;
+  f.node = nextNode;
+  f.freeKey = free == StringStep::Char;
+  emitStack(s, out);
+  return Feed::Done;
 }
 
 bool Matcher::step(const MatchState &in, uint8_t byte, MatchState *out,

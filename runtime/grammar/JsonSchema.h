@@ -161,6 +161,28 @@ private:
   /// go to `out`. Counts its frames in `work`.
   void feedStack(Stack &stack, uint8_t byte, MatchState *out,
                  int64_t &work) const;
+  /// One frame kind's reading of a byte (the top frame's): Done when the
+  /// byte was taken (the stack in `out`) or refused; Again when the frame's
+  /// value is complete and the byte belongs to the frame now on top.
+  enum class Feed { Done, Again };
+  Feed feedValue(Stack &s, uint8_t b, MatchState *out, int64_t &work) const;
+  /// A value under anyOf: one branch per alternative the byte may start.
+  void feedAnyOf(Stack &s, uint8_t b, MatchState *out, int64_t &work) const;
+  Feed feedLiteral(Stack &s, uint8_t b, MatchState *out) const;
+  Feed feedNumber(Stack &s, uint8_t b, MatchState *out) const;
+  Feed feedString(Stack &s, uint8_t b, MatchState *out) const;
+  Feed feedArray(Stack &s, uint8_t b, MatchState *out) const;
+  /// An object between members (open, after a comma, colon or member).
+  Feed feedObject(Stack &s, uint8_t b, MatchState *out) const;
+  /// An object's key being spelled.
+  Feed feedKey(Stack &s, uint8_t b, MatchState *out) const;
+  /// The declared keys an object's next member may have: up to `hi`;
+  /// whether any is left, and whether a required one is.
+  struct KeyWindow {
+    int32_t hi;
+    bool declaredLeft, requiredLeft;
+  };
+  KeyWindow keyWindow(const Frame &f) const;
   std::shared_ptr<const Schema> schema_;
 };
 
