@@ -337,11 +337,39 @@ bool Simulator::execMemset(const Instruction &inst, std::string &msg) {
 }
 
 bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
+  MatmulOperands op;
+  if (!checkMatmul(inst, &op, msg))
+    return false;
+  // All checks passed: consume the record and compute.
+  const float *exact =
+      numerics_ == Numerics::Reference && streamHead_ == 0 &&
+              stream_.front().bytes == op.recordBytes
+          ? stream_.front().exact
+          : nullptr;
+  // Integer numerics take a record of the bundle's weights pushed whole.
+  const bool integer = numerics_ == Numerics::Integer && streamHead_ == 0 &&
+                       stream_.front().bytes == op.recordBytes &&
+                       stream_.front().staticWeights;
+  const uint8_t *record = takeWeights(op.recordBytes);
+  const float *scales = nullptr;
+  if (op.wScale) {
+    scratchScale_.resize(op.n);
+    for (size_t i = 0; i < op.n; ++i)
+      scratchScale_[i] = readF32Le(record + 4 * i);
+    scales = scratchScale_.data();
+  }
+  multiply(op, record + op.scaleBytes, scales, exact, integer);
+  storeProduct(op);
+  stats_.macs += uint64_t(op.m) * op.n * op.k;
+  stats_.weightBytes += op.recordBytes;
+  return true;
+}
+
+bool Simulator::checkMatmul(const Instruction &inst, MatmulOperands *op,
+                            std::string &msg) const {
   const char *mn = isa::opcodeInfo(inst.opcode).mnemonic;
   bool gemm = inst.opcode == Opcode::Gemm;
   uint32_t flags = inst.get(Field::Matmul_flags);
-  bool findEmax = flags & isa::Matmul_flags_findemax;
-  bool accm = flags & isa::Matmul_flags_accm;
   bool wScale = flags & isa::Matmul_flags_w_scale;
 
   uint32_t lanes = inst.get(Field::Matmul_parallel_lane);
@@ -426,32 +454,35 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
     return false;
   }
 
-  // All checks passed: consume the record and compute.
-  const float *exact =
-      numerics_ == Numerics::Reference && streamHead_ == 0 &&
-              stream_.front().bytes == recordBytes
-          ? stream_.front().exact
-          : nullptr;
-  // Integer numerics take a record of the bundle's weights pushed whole.
-  const bool integer = numerics_ == Numerics::Integer && streamHead_ == 0 &&
-                       stream_.front().bytes == recordBytes &&
-                       stream_.front().staticWeights;
-  const uint8_t *record = takeWeights(recordBytes);
-  const float *scales = nullptr;
-  if (wScale) {
-    scratchScale_.resize(n);
-    for (size_t i = 0; i < n; ++i)
-      scratchScale_[i] = readF32Le(record + 4 * i);
-    scales = scratchScale_.data();
-  }
+  op->m = m;
+  op->n = n;
+  op->k = k;
+  op->int4 = int4;
+  op->wScale = wScale;
+  op->accm = flags & isa::Matmul_flags_accm;
+  op->findEmax = flags & isa::Matmul_flags_findemax;
+  op->src = src;
+  op->dest = dest;
+  op->srcStride = srcStride;
+  op->dstStride = dstStride;
+  op->rowStride = rowStride;
+  op->scaleBytes = scaleBytes;
+  op->recordBytes = recordBytes;
+  return true;
+}
+
+void Simulator::multiply(const MatmulOperands &op, const uint8_t *rows,
+                         const float *scales, const float *exact,
+                         bool integer) {
+  const size_t m = op.m, n = op.n, k = op.k;
   // Rows in kernel order, zero-padded to whole 32-element blocks.
   size_t kPadded = padTo(k, kMatmulBlock);
-  scratchIn_.assign((m + (int4 ? 1 : 0)) * kPadded, 0.0f);
+  scratchIn_.assign((m + (op.int4 ? 1 : 0)) * kPadded, 0.0f);
   float *natural = scratchIn_.data() + m * kPadded;
   for (size_t r = 0; r < m; ++r) {
-    float *row = int4 ? natural : &scratchIn_[r * kPadded];
-    std::copy_n(&l2_[(src + r * srcStride) * kLanes], k, row);
-    if (int4)
+    float *row = op.int4 ? natural : &scratchIn_[r * kPadded];
+    std::copy_n(&l2_[(op.src + r * op.srcStride) * kLanes], k, row);
+    if (op.int4)
       permuteInt4Activations(row, &scratchIn_[r * kPadded], kPadded);
   }
   scratchOut_.resize(m * n);
@@ -467,9 +498,9 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
                               &scratchCodes_[r * codesStride],
                               &scratchBlockScales_[r * blocks],
                               &scratchCodeSums_[r * blocks * kInt8Partials]);
-    MatmulInt8Job job{record + scaleBytes,
-                      rowStride,
-                      int4,
+    MatmulInt8Job job{rows,
+                      op.rowStride,
+                      op.int4,
                       kPadded / kMatmulBlock,
                       codesStride,
                       m,
@@ -483,9 +514,11 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
                   [&](size_t n0, size_t n1) {
                     matmulInt8Features(job, n0, n1, int8Isa_);
                   });
-  } else if (exact) {
+    return;
+  }
+  if (exact) {
     for (size_t r = 0; r < m; ++r) {
-      const float *x = &l2_[(src + r * srcStride) * kLanes];
+      const float *x = &l2_[(op.src + r * op.srcStride) * kLanes];
       for (size_t i = 0; i < n; ++i) {
         float acc = 0;
         for (size_t j = 0; j < k; ++j)
@@ -493,40 +526,32 @@ bool Simulator::execMatmul(const Instruction &inst, std::string &msg) {
         scratchOut_[r * n + i] = acc;
       }
     }
-  } else {
-  MatmulJob job{record + scaleBytes,
-                rowStride,
-                int4,
-                kPadded,
-                m,
-                n,
-                scratchIn_.data(),
-                scales,
-                scratchOut_.data()};
+    return;
+  }
+  MatmulJob job{rows,    op.rowStride, op.int4,          kPadded, m,
+                n,       scratchIn_.data(), scales, scratchOut_.data()};
   splitFeatures(n, uint64_t(m) * n * kPadded, poolFor(m, n, kPadded),
                 [&](size_t n0, size_t n1) {
                   matmulFeatures(job, n0, n1, matmulIsa_);
                 });
-  }
+}
 
-  if (findEmax && (!emaxArmed_ || emaxUsed_)) {
+void Simulator::storeProduct(const MatmulOperands &op) {
+  if (op.findEmax && (!emaxArmed_ || emaxUsed_)) {
     emax_ = -std::numeric_limits<float>::infinity();
     emaxArmed_ = true;
     emaxUsed_ = false;
   }
-  for (size_t r = 0; r < m; ++r) {
-    float *dst = &l2_[(dest + r * dstStride) * kLanes];
-    const float *res = &scratchOut_[r * n];
-    for (size_t i = 0; i < n; ++i) {
-      float v = store(accm ? dst[i] + res[i] : res[i]);
+  for (size_t r = 0; r < op.m; ++r) {
+    float *dst = &l2_[(op.dest + r * op.dstStride) * kLanes];
+    const float *res = &scratchOut_[r * op.n];
+    for (size_t i = 0; i < op.n; ++i) {
+      float v = store(op.accm ? dst[i] + res[i] : res[i]);
       dst[i] = v;
-      if (findEmax && v > emax_)
+      if (op.findEmax && v > emax_)
         emax_ = v;
     }
   }
-  stats_.macs += uint64_t(m) * n * k;
-  stats_.weightBytes += recordBytes;
-  return true;
 }
 
 bool Simulator::execMemcpy(const Instruction &inst, std::string &msg) {

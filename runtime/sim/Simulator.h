@@ -168,6 +168,22 @@ private:
   bool executeAt(const isa::Instruction &inst, uint64_t index, bool checked,
                  std::string *error);
   bool execMatmul(const isa::Instruction &inst, std::string &msg);
+  /// A GEMV/GEMM's operands, its fields checked.
+  struct MatmulOperands {
+    size_t m = 0, n = 0, k = 0;
+    bool int4 = false, wScale = false, accm = false, findEmax = false;
+    uint64_t src = 0, dest = 0, srcStride = 0, dstStride = 0;
+    size_t rowStride = 0, scaleBytes = 0, recordBytes = 0;
+  };
+  /// Checks a GEMV/GEMM's fields, constants, L2 ranges and pending weights.
+  bool checkMatmul(const isa::Instruction &inst, MatmulOperands *op,
+                   std::string &msg) const;
+  /// scratchOut_ = the product of the record (its rows after the scales)
+  /// and the activations, in this simulator's numerics.
+  void multiply(const MatmulOperands &op, const uint8_t *rows,
+                const float *scales, const float *exact, bool integer);
+  /// Stores scratchOut_ into L2 (added to it with accm), tracking e_max.
+  void storeProduct(const MatmulOperands &op);
   bool execMemcpy(const isa::Instruction &inst, std::string &msg);
   bool execMemset(const isa::Instruction &inst, std::string &msg);
   bool execCvo(const isa::Instruction &inst, std::string &msg);
