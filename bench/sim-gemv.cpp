@@ -7,7 +7,12 @@
 // the simulator's GEMV gets to the machine's own memory bandwidth.
 //
 //   bench-sim-gemv [--reps R] [--threads T] [--isa KERNEL]
-//                  [--hardware | --integer]
+//                  [--hardware | --integer] [--group G]
+//
+// --group G also times, in the same run, the same weights as group-scale
+// records (pccx-compile --int4-group G): K/G GEMVs over K-slices of G
+// columns, each with its own record, added up with accm, as the compiler
+// lowers them; and prints their time against the whole-row GEMV's.
 //
 // --threads 0 (the default) uses every hardware thread, as the simulator
 // does; --isa picks the GEMV kernel (default: the fastest this CPU runs:
@@ -48,7 +53,7 @@ bool assembleWord(const std::string &text, isa::Instruction &inst) {
 } // namespace
 
 int main(int argc, char **argv) {
-  unsigned reps = 10, threads = 0;
+  unsigned reps = 10, threads = 0, group = 0;
   bool hardware = false, integer = false;
   sim::MatmulIsa isa = sim::bestMatmulIsa();
   sim::Int8Isa int8Isa = sim::bestInt8Isa();
@@ -65,11 +70,19 @@ int main(int argc, char **argv) {
       integer = true;
     else if (a == "--isa" && i + 1 < argc)
       isaName = argv[++i];
+    else if (a == "--group" && i + 1 < argc)
+      group = unsigned(std::atoi(argv[++i]));
     else {
       std::fprintf(stderr, "usage: bench-sim-gemv [--reps R] [--threads T] "
-                           "[--isa KERNEL] [--hardware | --integer]\n");
+                           "[--isa KERNEL] [--hardware | --integer] "
+                           "[--group G]\n");
       return 2;
     }
+  }
+  if (group && (group % 32 || kK % group)) {
+    std::fprintf(stderr, "bench-sim-gemv: --group must be a multiple of 32 "
+                         "that divides %u\n", kK);
+    return 2;
   }
   if (!isaName.empty() &&
       !(integer ? sim::parseInt8Isa(isaName, &int8Isa)
@@ -156,6 +169,54 @@ int main(int argc, char **argv) {
     copyTime += t2 - t1;
     readTime += t3 - t2;
   }
+  // The same weights as group-scale records: slice g holds columns
+  // [gG, gG + G) of every row, with scales of its own.
+  double groupTime = 0;
+  size_t groupBytes = 0;
+  if (group) {
+    const unsigned slices = kK / group;
+    const size_t sliceRow = (group / 2 + 15) / 16 * 16,
+                 sliceBytes = scaleBytes + size_t(kN) * sliceRow;
+    std::vector<std::vector<uint8_t>> slicesData(
+        slices, std::vector<uint8_t>(sliceBytes, 0));
+    std::vector<isa::Instruction> gemvs(slices);
+    isa::Instruction setSlice;
+    if (!assembleWord("memset dest_cache=weight_shape dest_addr=1 a_value=" +
+                          std::to_string(kN) +
+                          " b_value=" + std::to_string(group) + " c_value=0",
+                      setSlice) ||
+        !sim.execute(setSlice, &err))
+      return 1;
+    for (unsigned g = 0; g < slices; ++g) {
+      std::vector<uint8_t> &rec = slicesData[g];
+      std::memcpy(rec.data(), record.data(), scaleBytes);
+      for (size_t n = 0; n < kN; ++n)
+        std::memcpy(&rec[scaleBytes + n * sliceRow],
+                    &record[scaleBytes + n * rowBytes + g * group / 2],
+                    group / 2);
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "gemv dest_reg=0x01000 src_addr=0x%05x flags=%s "
+                    "size_ptr_addr=0 shape_ptr_addr=1",
+                    g * group / 8, g ? "w_scale|accm" : "w_scale");
+      if (!assembleWord(text, gemvs[g]))
+        return 1;
+    }
+    groupBytes = sliceBytes * slices;
+    for (unsigned rep = 0; rep <= reps; ++rep) {
+      double t0 = seconds();
+      for (unsigned g = 0; g < slices; ++g) {
+        sim.pushWeightStream(slicesData[g].data(), sliceBytes, nullptr,
+                             integer);
+        if (!sim.execute(gemvs[g], &err)) {
+          std::fprintf(stderr, "bench-sim-gemv: %s\n", err.c_str());
+          return 1;
+        }
+      }
+      if (rep > 0)
+        groupTime += seconds() - t0;
+    }
+  }
   if (!sim.finishSegment(&err)) {
     std::fprintf(stderr, "bench-sim-gemv: %s\n", err.c_str());
     return 1;
@@ -178,6 +239,12 @@ int main(int argc, char **argv) {
   std::printf("  read    %8.2f GB/s\n", readRate);
   std::printf("  gemv/memcpy %.3f  gemv/read %.3f\n", gemvRate / copyRate,
               gemvRate / readRate);
+  if (group)
+    std::printf("  groups of %u: %u GEMVs with accm, %.2f MiB of records, "
+                "%.2f GB/s, %.3f x the whole-row GEMV's time\n",
+                group, kK / group, double(groupBytes) / (1 << 20),
+                double(groupBytes) * reps / groupTime / 1e9,
+                groupTime / gemvTime);
   // Keeps the passes from being optimised away.
   std::printf("  (checksum %llx, y[0] = %g)\n", (unsigned long long)checksum,
               double(y0));
