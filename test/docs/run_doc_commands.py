@@ -129,7 +129,7 @@ INSTANCES = {
         "--quiet --api-key-file key.txt --cors-origin '*' --no-webui "
         "--chat-template-file test/tools/pccx-serve/Inputs/gemma-template.jinja --max-n 4 --temp 0.7 --top-k 40 "
         "--top-p 0.95 --min-p 0.05 --repeat-penalty 1.1 --presence-penalty 0 --frequency-penalty 0 --seed 1",
-    "build/bin/bench-sim-gemv [--reps R] [--threads T] [--isa KERNEL] [--hardware | --integer]":
+    "build/bin/bench-sim-gemv [--reps R] [--threads T] [--isa KERNEL] [--hardware | --integer] [--group G]":
         "build/bin/bench-sim-gemv --reps 1 --threads 1 --integer",
     "build/bin/bench-sampler [--vocab V] [--reps R]": "build/bin/bench-sampler --vocab 4096 --reps 2",
     "build/bin/bench-json-mask [--tokenizer MODEL | --vocab-size V] [--bundle BUNDLE] [--threads N] [--steps S]":
