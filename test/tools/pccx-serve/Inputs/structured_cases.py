@@ -10,35 +10,10 @@ beyond the subset are refused naming the keyword.
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "pccx-run", "Inputs"))
+from chat_client import post  # noqa: E402
 from json_subset import SCHEMAS, validates  # noqa: E402
-
-URL = os.environ["PCCX_URL"]
-
-
-def post(body, stream=False):
-    body = dict(body, stream=stream)
-    request = urllib.request.Request(URL + "/v1/chat/completions", json.dumps(body).encode(),
-                                     {"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            data = response.read().decode()
-            status = response.status
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read().decode())
-    if not stream:
-        return status, json.loads(data)
-    text, finish = "", None
-    for line in data.splitlines():
-        if line.startswith("data: {"):
-            chunk = json.loads(line[6:])
-            for choice in chunk["choices"]:
-                text += choice["delta"].get("content", "")
-                finish = choice["finish_reason"] or finish
-    return status, {"choices": [{"message": {"content": text}, "finish_reason": finish}]}
 
 
 def request(schema, seed=None, **extra):

@@ -12,13 +12,10 @@ conversation that carries calls and results, and the refusals.
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "pccx-run", "Inputs"))
+from chat_client import post  # noqa: E402
 from json_subset import validates  # noqa: E402
-
-URL = os.environ["PCCX_URL"]
 
 WEATHER = {"type": "object",
            "properties": {"city": {"type": "string", "maxLength": 8},
@@ -31,43 +28,6 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather",
                                            "parameters": {"type": "object", "properties": {},
                                                           "additionalProperties": False}}}]
 PARAMETERS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
-
-
-def post(body, stream=False):
-    body = dict(body, stream=stream)
-    request = urllib.request.Request(URL + "/v1/chat/completions", json.dumps(body).encode(),
-                                     {"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            data = response.read().decode()
-            status = response.status
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read().decode())
-    if not stream:
-        return status, json.loads(data)
-    # As the clients merge deltas: content appended, tool calls by index
-    # (arguments appended).
-    message = {"role": None, "content": None}
-    finish = None
-    for line in data.splitlines():
-        if not line.startswith("data: {"):
-            continue
-        choice = json.loads(line[6:])["choices"][0]
-        delta = choice["delta"]
-        message["role"] = delta.get("role", message["role"])
-        if "content" in delta:
-            message["content"] = (message["content"] or "") + delta["content"]
-        for call in delta.get("tool_calls", []):
-            calls = message.setdefault("tool_calls", [])
-            while len(calls) <= call["index"]:
-                calls.append({"id": None, "type": "function",
-                              "function": {"name": "", "arguments": ""}})
-            merged = calls[call["index"]]
-            merged["id"] = call.get("id", merged["id"])
-            merged["function"]["name"] += call.get("function", {}).get("name", "")
-            merged["function"]["arguments"] += call.get("function", {}).get("arguments", "")
-        finish = choice["finish_reason"] or finish
-    return status, {"choices": [{"message": message, "finish_reason": finish}]}
 
 
 def request(choice, seed=None, **extra):
