@@ -4,6 +4,11 @@
 set -eu
 VERSION=4.104.0 # supports Debian 12's Node.js 18
 DIR=$1
+mkdir -p "$DIR"
+# Tests that use it run in parallel: one installs, the others wait for it
+# (the version check alone would pass while node_modules is half written).
+exec 9> "$DIR/.install.lock"
+flock 9
 if [ -f "$DIR/node_modules/openai/package.json" ] &&
    grep -q "\"version\": \"$VERSION\"" "$DIR/node_modules/openai/package.json"; then
   exit 0
