@@ -35,6 +35,10 @@ config.substitutions.append(("%pccx_obj", config.pccx_obj_root))
 # instrumented, loads libpccxrt.so only with the sanitizer runtime first.
 preload = getattr(config, "pccx_sanitizer_runtime", "")
 config.substitutions.append(("%preload_sanitizer", "LD_PRELOAD=" + preload if preload else ""))
+# The sanitizer tree (make test-sanitize): tests that check documents rather
+# than code paths ask for it.
+if preload:
+    config.available_features.add("sanitizer")
 # Caps a command's address space (1 GiB) to prove its memory stays bounded;
 # nothing under the sanitizers, whose shadow memory alone is far larger.
 config.substitutions.append(("%ulimit_as", "" if preload else "ulimit -v 1048576;"))
