@@ -687,16 +687,23 @@ struct Server::Impl {
   /// The error of a reply the backend could not complete: a schema whose
   /// token masks ran past their work budget is the request's fault (400,
   /// as the other schema refusals); anything else, the server's (500).
-  static ApiError replyFailure(const app::ReplyOptions &options,
+  static ApiError replyFailure(const GenerationRequest &request,
+                               const app::ReplyOptions &options,
                                const std::string &why,
                                const std::atomic<bool> &cancelled) {
     if (options.constraint && !options.constraint->error().empty() &&
         !cancelled.load()) {
       ApiError failure = apiError(400, "schema_too_complex", why);
-      failure.param = "response_format";
+      failure.param = schemaParam(request);
       return failure;
     }
     return apiError(500, "", why);
+  }
+
+  /// The field a request's schema came from: its tools' when tool calls
+  /// are decoded, else response_format.
+  static const char *schemaParam(const GenerationRequest &request) {
+    return request.tools.active() ? "tools" : "response_format";
   }
 
   /// A constraint for one reply under the request's schema; null with
@@ -707,7 +714,7 @@ struct Server::Impl {
     auto constraint = backend.jsonConstraint(request.schema, &why);
     if (!constraint) {
       *error = apiError(400, "invalid_value", why);
-      error->param = request.tools.active() ? "tools" : "response_format";
+      error->param = schemaParam(request);
     }
     return constraint;
   }
@@ -787,7 +794,7 @@ struct Server::Impl {
       options.interrupt = &turn->cancel;
       std::string why;
       if (!backend.complete(choices.prompts[i], options, &results[i], &why))
-        return sendError(res, replyFailure(options, why, turn->cancel));
+        return sendError(res, replyFailure(request, options, why, turn->cancel));
       logReply(ids, i, results[i]);
       out.push_back(choiceResult(backend, choices.requests[i],
                                  choices.prompts[i], results[i]));
@@ -937,7 +944,7 @@ struct Server::Impl {
     };
     std::string why;
     if (!backend.complete(choices.prompts[i], options, &result, &why))
-      return event(errorBody(replyFailure(options, why, turn.cancel)));
+      return event(errorBody(replyFailure(request, options, why, turn.cancel)));
     logReply(ids, i, result);
     if (tools) {
       write(toolReplyEvents(request, ids, i, result, scores()));

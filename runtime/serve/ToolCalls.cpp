@@ -170,19 +170,13 @@ bool readTools(const Json &body, ToolRequest *out, std::string *param,
 std::shared_ptr<const grammar::Schema>
 toolReplySchema(const ToolRequest &tools, std::string *why) {
   Json calls = Json::array();
+  std::vector<size_t> declared; // each call's place in `tools`
   for (size_t i = 0; i < tools.functions.size(); ++i) {
     const Json &function = tools.functions[i];
     if (tools.choice == ToolChoice::Named && function["name"] != tools.named)
       continue;
-    Json call = callSchema(function);
-    // Each tool's parameters on their own first, so that a refusal names
-    // the tool and the keyword.
-    std::string wrong;
-    if (!grammar::compileSchema(call["properties"]["arguments"], &wrong)) {
-      *why = "tools[" + std::to_string(i) + "].function.parameters: " + wrong;
-      return nullptr;
-    }
-    calls.push_back(std::move(call));
+    calls.push_back(callSchema(function));
+    declared.push_back(i);
   }
   Json array = Json::object();
   array["type"] = "array";
@@ -200,7 +194,21 @@ toolReplySchema(const ToolRequest &tools, std::string *why) {
         {{"anyOf", Json::array({std::move(schema),
                                 closedObject(std::move(response))})}});
   }
-  return grammar::compileSchema(schema, why);
+  std::shared_ptr<const grammar::Schema> compiled =
+      grammar::compileSchema(schema, why);
+  if (compiled)
+    return compiled;
+  // A refusal names the tool and the keyword: the parameters that fail on
+  // their own (only on this path, so that a valid request compiles once).
+  for (size_t c = 0; c < calls.size(); ++c) {
+    std::string wrong;
+    if (!grammar::compileSchema(calls[c]["properties"]["arguments"], &wrong)) {
+      *why = "tools[" + std::to_string(declared[c]) +
+             "].function.parameters: " + wrong;
+      break;
+    }
+  }
+  return nullptr;
 }
 
 std::string toolInstructions(const ToolRequest &tools) {
